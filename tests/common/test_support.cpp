@@ -1,0 +1,55 @@
+#include "tests/common/test_support.h"
+
+#include <QTest>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+
+#include "core/util/assets.h"
+#include "core/util/paths.h"
+
+namespace sl::test {
+
+std::filesystem::path require_asset(const std::string& relative_path) {
+    const std::filesystem::path p = assets::path_of(relative_path);
+    if (std::filesystem::is_regular_file(p)) return p;
+    const std::string msg = p.string() + " is missing: run " + paths::setup_command() +
+                            " (cache: " + paths::cache_dir().string() + ")";
+    QTest::qFail(msg.c_str(), __FILE__, __LINE__);
+    return {};
+}
+
+std::mt19937_64& rng() {
+    static std::mt19937_64 gen = [] {
+        uint64_t seed;
+        if (const char* s = std::getenv("SIGHTLINE_TEST_SEED"); s && *s) {
+            seed = std::strtoull(s, nullptr, 10);
+        } else {
+            seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        }
+        std::fprintf(stderr, "test seed: SIGHTLINE_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+        return std::mt19937_64(seed);
+    }();
+    return gen;
+}
+
+std::vector<float> random_floats(size_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng());
+    return v;
+}
+
+double normalized_error(const float* a, const float* b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = static_cast<double>(a[i]) - b[i];
+        num += d * d;
+        den += static_cast<double>(b[i]) * b[i];
+    }
+    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace sl::test
