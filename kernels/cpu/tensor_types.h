@@ -1,0 +1,87 @@
+// Tensor element types as GGUF files number them (ggml's numbering), their block layouts, and the
+// sizes the GGUF reader needs to validate tensor extents. Layouts are bit-exact with ggml's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sl::kernels {
+
+enum class TensorType : uint32_t {
+    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
+    IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
+    IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
+    TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+};
+
+struct TensorTypeInfo {
+    const char* name;      // "q4_1"; nullptr for numbers no ggml type has
+    uint32_t block_size;   // elements per block (1 for plain types)
+    uint32_t type_size;    // bytes per block
+    bool computable;       // Sightline has dequantize + dot kernels for it
+};
+
+// Info for a raw type number from a file; name == nullptr when the number is unknown.
+TensorTypeInfo tensor_type_info(uint32_t type);
+inline TensorTypeInfo tensor_type_info(TensorType t) { return tensor_type_info(static_cast<uint32_t>(t)); }
+
+constexpr int kQK4_0 = 32;
+constexpr int kQK4_1 = 32;
+constexpr int kQK8_0 = 32;
+constexpr int kQK8_1 = 32;
+constexpr int kQK_K = 256;
+constexpr int kKScaleSize = 12;
+
+// value = (q - 8) * d; qs[j] holds element j in its low nibble and j + 16 in its high nibble.
+struct BlockQ4_0 {
+    uint16_t d;  // f16
+    uint8_t qs[kQK4_0 / 2];
+};
+// value = q * d + m; nibble layout as BlockQ4_0.
+struct BlockQ4_1 {
+    uint16_t d;  // f16
+    uint16_t m;  // f16
+    uint8_t qs[kQK4_1 / 2];
+};
+// value = q * d.
+struct BlockQ8_0 {
+    uint16_t d;  // f16
+    int8_t qs[kQK8_0];
+};
+// Activations for Q4_1-style dots: value = q * d; s = d * sum(q).
+struct BlockQ8_1 {
+    uint16_t d;  // f16
+    uint16_t s;  // f16
+    int8_t qs[kQK8_1];
+};
+// 8 sub-blocks of 32; 6-bit scales and mins packed in `scales`; value = d * sc * q - dmin * m.
+struct BlockQ4_K {
+    uint16_t d;     // f16, super-block scale for the quantized scales
+    uint16_t dmin;  // f16, super-block scale for the quantized mins
+    uint8_t scales[kKScaleSize];
+    uint8_t qs[kQK_K / 2];
+};
+// 16 sub-blocks of 16; value = d * scale * (q - 32), q 6 bits from ql (low 4) and qh (high 2).
+struct BlockQ6_K {
+    uint8_t ql[kQK_K / 2];
+    uint8_t qh[kQK_K / 4];
+    int8_t scales[kQK_K / 16];
+    uint16_t d;  // f16
+};
+// Activations for K-quant dots: value = q * d; bsums = sums of groups of 16 q.
+struct BlockQ8_K {
+    float d;
+    int8_t qs[kQK_K];
+    int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace sl::kernels
