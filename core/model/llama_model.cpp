@@ -1,0 +1,102 @@
+#include "core/model/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/attention/attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/runtime/linear.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
+
+namespace sl {
+
+LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights)
+    : config_(std::move(config)), weights_(std::move(weights)) {
+    if (config_.rope_dim == 0) config_.rope_dim = config_.head_dim;
+    if (static_cast<int>(weights_.layers.size()) != config_.n_layer)
+        throw FormatError("model: " + std::to_string(weights_.layers.size()) + " layers of weights for " +
+                          std::to_string(config_.n_layer) + " layers");
+}
+
+void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
+                         ThreadPool& pool, ForwardScratch& s, float* logits, bool all_logits) const {
+    const LlamaConfig& c = config_;
+    if (n <= 0) return;
+    if (kv.n_past() != pos0) throw Error("forward: KV cache holds " + std::to_string(kv.n_past()) +
+                                         " positions, expected " + std::to_string(pos0));
+    if (pos0 + n > kv.n_ctx())
+        throw Error("forward: context full (" + std::to_string(pos0 + n) + " > " + std::to_string(kv.n_ctx()) + ")");
+    for (int i = 0; i < n; ++i)
+        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+            throw Error("forward: token id " + std::to_string(tokens[i]) + " outside the vocabulary");
+
+    const int64_t d = c.d_model;
+    const int64_t dq = static_cast<int64_t>(c.n_head) * c.head_dim;
+    const int64_t dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
+    const auto nn = static_cast<size_t>(n);
+    s.x.resize(nn * d);
+    s.xn.resize(nn * d);
+    s.q.resize(nn * dq);
+    s.k.resize(nn * dkv);
+    s.v.resize(nn * dkv);
+    s.att.resize(nn * dq);
+    s.o.resize(nn * d);
+    s.g.resize(nn * c.n_ff);
+    s.u.resize(nn * c.n_ff);
+    s.h.resize(nn * c.n_ff);
+
+    for (int i = 0; i < n; ++i) embed_row(weights_.tok_embd, tokens[i], s.x.data() + i * d);
+
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    for (int l = 0; l < c.n_layer; ++l) {
+        const LlamaLayer& L = weights_.layers[static_cast<size_t>(l)];
+        for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.attn_norm, d, c.rms_eps);
+        linear(L.wq, s.xn.data(), n, s.q.data(), pool, s.quant);
+        linear(L.wk, s.xn.data(), n, s.k.data(), pool, s.quant);
+        linear(L.wv, s.xn.data(), n, s.v.data(), pool, s.quant);
+        for (int i = 0; i < n; ++i) {
+            float* q = s.q.data() + i * dq;
+            float* k = s.k.data() + i * dkv;
+            float* v = s.v.data() + i * dkv;
+            if (L.bq) kernels::add(q, L.bq, dq);
+            if (L.bk) kernels::add(k, L.bk, dkv);
+            if (L.bv) kernels::add(v, L.bv, dkv);
+            const int64_t pos = pos0 + i;
+            kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
+            kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
+            std::copy(k, k + dkv, kv.k(l, pos));
+            std::copy(v, v + dkv, kv.v(l, pos));
+        }
+        AttentionCall call;
+        call.layer = l;
+        call.pos0 = pos0;
+        call.n_tokens = n;
+        call.n_head = c.n_head;
+        call.n_kv_head = c.n_kv_head;
+        call.head_dim = c.head_dim;
+        call.scale = scale;
+        call.q = s.q.data();
+        call.out = s.att.data();
+        attention.forward(call, kv, pool);
+        linear(L.wo, s.att.data(), n, s.o.data(), pool, s.quant);
+        kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);
+
+        for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.ffn_norm, d, c.rms_eps);
+        linear(L.gate, s.xn.data(), n, s.g.data(), pool, s.quant);
+        linear(L.up, s.xn.data(), n, s.u.data(), pool, s.quant);
+        kernels::silu_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
+        linear(L.down, s.h.data(), n, s.o.data(), pool, s.quant);
+        kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);
+    }
+    kv.set_n_past(pos0 + n);
+
+    const int first = all_logits ? 0 : n - 1;
+    const int n_out = n - first;
+    for (int i = first; i < n; ++i)
+        kernels::rms_norm(s.xn.data() + (i - first) * d, s.x.data() + i * d, weights_.output_norm, d, c.rms_eps);
+    linear(weights_.output, s.xn.data(), n_out, logits, pool, s.quant);
+}
+
+}  // namespace sl

@@ -1,0 +1,80 @@
+// Llama-family decoders (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5): pre-norm blocks of RMSNorm,
+// GQA attention with RoPE, and a SwiGLU FFN; tied or separate output head.
+//
+// The model holds views into the mapped file (it owns nothing big); the forward pass writes into a
+// KvCache and scratch owned by the caller's session. A model is immutable after construction and may
+// be shared by sessions on different threads; one forward pass at a time per session.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/tensor_view.h"
+#include "kernels/cpu/ops.h"
+
+namespace sl {
+
+class Attention;
+class KvCache;
+class ThreadPool;
+
+struct LlamaConfig {
+    std::string arch;         // general.architecture ("llama", "qwen2", ...)
+    int n_layer = 0;
+    int d_model = 0;
+    int n_ff = 0;
+    int n_head = 0;
+    int n_kv_head = 0;
+    int head_dim = 0;
+    int n_vocab = 0;
+    int n_ctx_train = 0;
+    float rms_eps = 1e-5f;
+    float rope_base = 10000.0f;
+    float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+    int rope_dim = 0;              // dims rotated per head (head_dim unless the file says less)
+    kernels::RopeStyle rope_style = kernels::RopeStyle::Norm;
+};
+
+struct LlamaLayer {
+    const float* attn_norm = nullptr;  // (d_model)
+    TensorView wq, wk, wv, wo;         // wq: (n_head*head_dim rows of d_model); wo: d_model rows of n_head*head_dim
+    const float* bq = nullptr;         // optional biases (qwen2): (n_head*head_dim), (n_kv*hd), (n_kv*hd)
+    const float* bk = nullptr;
+    const float* bv = nullptr;
+    const float* ffn_norm = nullptr;   // (d_model)
+    TensorView gate, up, down;         // gate/up: n_ff rows of d_model; down: d_model rows of n_ff
+};
+
+struct LlamaWeights {
+    TensorView tok_embd;               // n_vocab rows of d_model
+    std::vector<LlamaLayer> layers;
+    const float* output_norm = nullptr;
+    TensorView output;                 // n_vocab rows of d_model (== tok_embd when tied)
+};
+
+// Per-session scratch for forward passes; grows to the largest batch seen.
+struct ForwardScratch {
+    std::vector<float> x, xn, q, k, v, att, o, g, u, h, logits_in;
+    std::vector<uint8_t> quant;  // activations quantized for the weight type
+};
+
+class LlamaModel {
+public:
+    LlamaModel(LlamaConfig config, LlamaWeights weights);
+
+    const LlamaConfig& config() const { return config_; }
+    const LlamaWeights& weights() const { return weights_; }
+
+    // Runs tokens[0..n) at positions pos0..pos0+n-1 through the model, appending their K/V to
+    // `kv` (whose n_past must equal pos0), and writes logits: for every position into
+    // `logits` (n, n_vocab) when all_logits, else for the last one only (n_vocab).
+    void forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
+                 ThreadPool& pool, ForwardScratch& scratch, float* logits, bool all_logits) const;
+
+private:
+    LlamaConfig config_;
+    LlamaWeights weights_;
+};
+
+}  // namespace sl

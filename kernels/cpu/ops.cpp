@@ -1,0 +1,96 @@
+#include "kernels/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/cpu_features.h"
+
+namespace sl::kernels {
+
+void rms_norm(float* out, const float* x, const float* w, int64_t n, float eps) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+    const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    if (w) {
+        for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+    } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale;
+    }
+}
+
+void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float base, float freq_scale,
+          RopeStyle style) {
+    const int half = rot_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const double inv_freq = std::pow(static_cast<double>(base), -2.0 * i / rot_dim);
+        const double theta = static_cast<double>(pos) * freq_scale * inv_freq;
+        const float c = static_cast<float>(std::cos(theta));
+        const float s = static_cast<float>(std::sin(theta));
+        for (int h = 0; h < n_heads; ++h) {
+            float* v = x + static_cast<int64_t>(h) * head_dim;
+            const int a = style == RopeStyle::Norm ? 2 * i : i;
+            const int b = style == RopeStyle::Norm ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+float softmax(float* x, int64_t n) {
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - mx);
+        sum += x[i];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+    return mx;
+}
+
+void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+void add(float* y, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+namespace ref {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+    return static_cast<float>(s);
+}
+
+void axpy_f32(float* y, float a, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace ref
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::dot_f32(a, b, n);
+        case Isa::Avx2: return avx2::dot_f32(a, b, n);
+        case Isa::Scalar: break;
+    }
+    return ref::dot_f32(a, b, n);
+}
+
+void axpy_f32(float* y, float a, const float* x, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::axpy_f32(y, a, x, n);
+        case Isa::Avx2: return avx2::axpy_f32(y, a, x, n);
+        case Isa::Scalar: break;
+    }
+    ref::axpy_f32(y, a, x, n);
+}
+
+}  // namespace sl::kernels

@@ -1,0 +1,53 @@
+// Small per-token operators of the transformer: norms, RoPE, softmax, activations. Each is O(d) per
+// token (matmuls and attention dominate), so these are plain loops the compiler vectorises; the
+// scalar code is the reference. All pure and thread-safe; in-place use (out == x) is allowed.
+#pragma once
+
+#include <cstdint>
+
+namespace sl::kernels {
+
+// out (n) = x (n) / rms(x) * w (n), rms = sqrt(mean(x^2) + eps). w may be null (no weight).
+void rms_norm(float* out, const float* x, const float* w, int64_t n, float eps);
+
+enum class RopeStyle {
+    Norm,  // rotate adjacent pairs (x[2i], x[2i+1]); llama.cpp's LLAMA_ROPE_TYPE_NORM (llama arch)
+    Neox,  // rotate (x[i], x[i + rot/2]); LLAMA_ROPE_TYPE_NEOX (qwen2, gpt-neox, minimax-m3)
+};
+
+// Rotates the first `rot_dim` dims of each of `n_heads` heads of x (n_heads, head_dim) in place for
+// position `pos`: theta_i = pos * freq_scale * base^(-2i / rot_dim).
+void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float base, float freq_scale,
+          RopeStyle style);
+
+// In place: x (n) <- softmax(x). Returns the max (useful for online-softmax callers).
+float softmax(float* x, int64_t n);
+
+// out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g).
+void silu_mul(float* out, const float* gate, const float* up, int64_t n);
+
+// y (n) += x (n)
+void add(float* y, const float* x, int64_t n);
+
+// Dot product of two f32 rows; dispatched (AVX2 / AVX-512) since attention spends its time here.
+float dot_f32(const float* a, const float* b, int64_t n);
+
+// y (n) += a * x (n); dispatched likewise.
+void axpy_f32(float* y, float a, const float* x, int64_t n);
+
+namespace ref {
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float* y, float a, const float* x, int64_t n);
+}  // namespace ref
+
+namespace avx2 {
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float* y, float a, const float* x, int64_t n);
+}  // namespace avx2
+
+namespace avx512 {
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float* y, float a, const float* x, int64_t n);
+}  // namespace avx512
+
+}  // namespace sl::kernels

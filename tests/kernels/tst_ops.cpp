@@ -1,0 +1,126 @@
+// Per-token operators against double-precision references; dispatched dot/axpy on every ISA tier.
+#include <QTest>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/ops.h"
+#include "tests/common/test_support.h"
+
+using namespace sl::kernels;
+
+class TstOps : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void rmsNorm();
+    void ropeStyles();
+    void ropeIsAnIsometry();
+    void softmaxSumsToOne();
+    void siluMul();
+    void dotAxpyTiers_data();
+    void dotAxpyTiers();
+    void cleanup() { set_active_isa(max_supported_isa()); }
+};
+
+void TstOps::rmsNorm() {
+    for (int n : {1, 7, 64, 577}) {
+        auto x = sl::test::random_floats(static_cast<size_t>(n), -3, 3);
+        auto w = sl::test::random_floats(static_cast<size_t>(n), 0.5f, 1.5f);
+        std::vector<float> out(static_cast<size_t>(n)), ref(static_cast<size_t>(n));
+        double ss = 0;
+        for (float v : x) ss += static_cast<double>(v) * v;
+        const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+        for (int i = 0; i < n; ++i) ref[static_cast<size_t>(i)] = static_cast<float>(x[static_cast<size_t>(i)] * inv * w[static_cast<size_t>(i)]);
+        rms_norm(out.data(), x.data(), w.data(), n, 1e-6f);
+        QVERIFY(sl::test::normalized_error(out.data(), ref.data(), out.size()) < 1e-6);
+    }
+}
+
+void TstOps::ropeStyles() {
+    // Against the rotation written out directly in double precision.
+    const int heads = 3, hd = 64, rot = 64;
+    const float base = 100000.0f;
+    for (RopeStyle style : {RopeStyle::Norm, RopeStyle::Neox}) {
+        for (int64_t pos : {int64_t{0}, int64_t{1}, int64_t{37}, int64_t{8191}}) {
+            auto x = sl::test::random_floats(static_cast<size_t>(heads * hd));
+            std::vector<float> ref(x.size());
+            for (int h = 0; h < heads; ++h) {
+                for (int i = 0; i < rot / 2; ++i) {
+                    const double th = static_cast<double>(pos) * std::pow(static_cast<double>(base), -2.0 * i / rot);
+                    const int a = h * hd + (style == RopeStyle::Norm ? 2 * i : i);
+                    const int b = h * hd + (style == RopeStyle::Norm ? 2 * i + 1 : i + rot / 2);
+                    ref[static_cast<size_t>(a)] = static_cast<float>(x[static_cast<size_t>(a)] * std::cos(th) - x[static_cast<size_t>(b)] * std::sin(th));
+                    ref[static_cast<size_t>(b)] = static_cast<float>(x[static_cast<size_t>(a)] * std::sin(th) + x[static_cast<size_t>(b)] * std::cos(th));
+                }
+            }
+            rope(x.data(), heads, hd, rot, pos, base, 1.0f, style);
+            QVERIFY2(sl::test::normalized_error(x.data(), ref.data(), x.size()) < 1e-5, style == RopeStyle::Norm ? "norm" : "neox");
+        }
+    }
+}
+
+void TstOps::ropeIsAnIsometry() {
+    // Partial rotation (rot_dim < head_dim) keeps the norm and leaves the tail alone.
+    auto x = sl::test::random_floats(2 * 128);
+    const auto before = x;
+    rope(x.data(), 2, 128, 64, 1234, 10000.0f, 1.0f, RopeStyle::Neox);
+    double n0 = 0, n1 = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        n0 += static_cast<double>(before[i]) * before[i];
+        n1 += static_cast<double>(x[i]) * x[i];
+    }
+    QVERIFY(std::abs(n0 - n1) < 1e-4 * n0);
+    for (int h = 0; h < 2; ++h)
+        for (int i = 64; i < 128; ++i) QCOMPARE(x[static_cast<size_t>(h * 128 + i)], before[static_cast<size_t>(h * 128 + i)]);
+}
+
+void TstOps::softmaxSumsToOne() {
+    auto x = sl::test::random_floats(1001, -50, 50);
+    softmax(x.data(), static_cast<int64_t>(x.size()));
+    double s = 0;
+    for (float v : x) {
+        QVERIFY(v >= 0);
+        s += v;
+    }
+    QVERIFY(std::abs(s - 1.0) < 1e-5);
+}
+
+void TstOps::siluMul() {
+    auto g = sl::test::random_floats(99, -8, 8), u = sl::test::random_floats(99);
+    std::vector<float> out(99), ref(99);
+    for (size_t i = 0; i < 99; ++i) ref[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i]);
+    silu_mul(out.data(), g.data(), u.data(), 99);
+    QVERIFY(sl::test::normalized_error(out.data(), ref.data(), 99) < 1e-6);
+}
+
+void TstOps::dotAxpyTiers_data() {
+    QTest::addColumn<int>("isa");
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+        if (static_cast<int>(isa) <= static_cast<int>(max_supported_isa())) QTest::newRow(isa_name(isa)) << static_cast<int>(isa);
+}
+
+void TstOps::dotAxpyTiers() {
+    QFETCH(int, isa);
+    set_active_isa(static_cast<Isa>(isa));
+    for (int n : {1, 5, 15, 16, 17, 63, 64, 65, 129, 1000}) {
+        for (int off : {0, 1, 3}) {
+            auto a = sl::test::random_floats(static_cast<size_t>(n + off)), b = sl::test::random_floats(static_cast<size_t>(n + off));
+            const float got = dot_f32(a.data() + off, b.data() + off, n);
+            const float want = ref::dot_f32(a.data() + off, b.data() + off, n);
+            double norm = 0;
+            for (int i = 0; i < n; ++i) norm += std::abs(static_cast<double>(a[static_cast<size_t>(i + off)]) * b[static_cast<size_t>(i + off)]);
+            QVERIFY2(std::abs(got - want) <= 1e-5 * norm + 1e-7, qPrintable(QStringLiteral("n=%1 got %2 want %3").arg(n).arg(got).arg(want)));
+
+            auto y = sl::test::random_floats(static_cast<size_t>(n + off));
+            auto y_ref = y;
+            axpy_f32(y.data() + off, 0.37f, a.data() + off, n);
+            ref::axpy_f32(y_ref.data() + off, 0.37f, a.data() + off, n);
+            QVERIFY(sl::test::normalized_error(y.data(), y_ref.data(), y.size()) < 1e-6);
+        }
+    }
+}
+
+QTEST_APPLESS_MAIN(TstOps)
+#include "tst_ops.moc"
