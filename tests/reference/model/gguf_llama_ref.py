@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Independent numpy reference forward pass for llama-family GGUF decoders.
+
+This is the oracle the C++ engine is tested against. It is deliberately
+simple: every weight is dequantized once (with the `gguf` package's own
+dequantizers, not ours) to a dense numpy array, and the whole sequence is
+recomputed for every call (no KV cache). Pure Python + numpy + gguf.
+
+Model (per llama.cpp's `llama` graph):
+
+    x = token_embd[ids]
+    for each layer:
+        h  = rmsnorm(x) * attn_norm
+        q, k, v = Wq h, Wk h, Wv h            (per head, head_dim = n_embd / n_head
+                                                unless <arch>.attention.key_length says otherwise)
+        q, k = rope(q), rope(k)               (see ROPE below)
+        a  = softmax(q k^T / sqrt(head_dim) + causal mask) v   (GQA: query head h uses
+                                                KV head h // (n_head / n_head_kv))
+        x  = x + Wo a
+        h  = rmsnorm(x) * ffn_norm
+        x  = x + Wdown( silu(Wgate h) * Wup h )
+    logits = W_out rmsnorm(x) * output_norm   (W_out = output.weight, or token_embd.weight when tied)
+
+ROPE. llama.cpp's `llama_model_rope_type()` (src/llama.cpp / src/llama-model.cpp)
+lists LLM_ARCH_LLAMA under LLAMA_ROPE_TYPE_NORM ("a normal RoPE, operating on
+pairs of consecutive head values"), because convert_hf_to_gguf.py's
+LlamaModel.permute() reorders the rows of the HF q_proj/k_proj weights
+(reshape(n_head, 2, d/2, n_in).swapaxes(1, 2)) so that HF's rotate_half pairs
+(i, i + d/2) become adjacent rows (2i, 2i+1). Hence, for arch "llama" the
+GGUF weights must be rotated in NORMAL mode:
+
+    for i in 0 .. n_rot/2-1:   theta_i = pos * freq_scale * base^(-2i/n_rot) / freq_factor_i
+        (x[2i], x[2i+1]) <- (x[2i] cos - x[2i+1] sin,  x[2i] sin + x[2i+1] cos)
+
+NEOX mode (qwen2, phi3, gemma, gptneox, ... — no permutation in the converter)
+rotates the pairs (i, i + n_rot/2) with the same theta_i. Dims >= n_rot
+(rope.dimension_count < head_dim) pass through unchanged in both modes.
+freq_scale = 1/rope.scaling.factor for linear scaling (1 otherwise);
+freq_factor_i comes from an optional `rope_freqs.weight` tensor (llama 3.1
+style), 1 otherwise. YaRN / LongRoPE are not implemented and raise.
+
+Precision: everything (matmuls, RMSNorm, RoPE angles, softmax) runs in the
+chosen dtype, float32 by default or float64 with --dtype f64; softmax
+subtracts the row max before exp. RoPE angles are computed in float64 and
+cast. The float64 mode exists to bound the float32 rounding error.
+
+CLI:
+    python gguf_llama_ref.py MODEL --tokens 1,2,3 [--logits-out F.npy|F.bin]
+                             [--greedy N] [--dtype f32|f64] [--text STR]
+prints JSON: the top-5 (id, logit) of the last position, timing, and with
+--greedy N the N greedy next ids (and their decoded text).
+--logits-out F.bin writes all positions' logits as raw little-endian float32,
+row-major, shape (n_tokens, n_vocab), no header; F.npy writes the same array
+with numpy's .npy header.
+"""
+from __future__ import annotations
+
+import os
+
+# Keep BLAS modest on shared machines; callers can override via the environment.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as QT
+from gguf.quants import dequantize
+
+SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q8_0, QT.Q4_K, QT.Q6_K}
+
+# Architectures whose GGUF q/k use NEOX rotation (pairs (i, i + n_rot/2)), taken from
+# llama.cpp's llama_model_rope_type(). Everything llama-like not listed here that we
+# accept uses NORMAL rotation (pairs (2i, 2i+1)).
+# Only archs whose graph is exactly the one in forward() (plus optional q/k/v biases) are
+# listed; use --rope-mode to force a mode for anything else.
+ROPE_NORM_ARCHS = {"llama"}
+ROPE_NEOX_ARCHS = {"qwen2"}
+# Tensors that would change the graph (fused qkv, per-head q/k norms, MoE, ...): refuse them.
+# (blk.N.indexer.* MSA tensors are ignored: this reference is dense attention only.)
+UNSUPPORTED_TENSORS = ("attn_qkv", "attn_q_norm", "attn_k_norm", "ffn_gate_inp", "ffn_gate_exps",
+                       "attn_post_norm", "ffn_post_norm", "attn_output.bias")
+
+
+def rope_mode_for_arch(arch: str) -> str:
+    """'norm' (GPT-J style, adjacent pairs) or 'neox' (half-split pairs)."""
+    if arch in ROPE_NORM_ARCHS:
+        return "norm"
+    if arch in ROPE_NEOX_ARCHS:
+        return "neox"
+    raise ValueError(f"unknown RoPE type for architecture {arch!r}; pass rope_mode explicitly")
+
+
+# ----------------------------------------------------------------------------- loading
+
+def _field(reader: gguf.GGUFReader, key: str, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    return f.contents()
+
+
+@dataclass
+class Hparams:
+    arch: str
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_ff: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_rot: int
+    rms_eps: float
+    rope_base: float
+    rope_freq_scale: float
+    rope_mode: str
+    n_ctx_train: int
+
+
+class GGUFModel:
+    """Reads hyperparameters and lazily dequantizes (and caches) weights."""
+
+    def __init__(self, path: str, dtype=np.float32, rope_mode: str | None = None):
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.reader = gguf.GGUFReader(path)
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        self._cache: dict[str, np.ndarray] = {}
+        r = self.reader
+        arch = _field(r, "general.architecture")
+        if arch is None:
+            raise ValueError("general.architecture missing")
+        a = arch + "."
+        n_embd = int(_field(r, a + "embedding_length"))
+        n_head = int(_field(r, a + "attention.head_count"))
+        n_head_kv = int(_field(r, a + "attention.head_count_kv", n_head))
+        head_dim = int(_field(r, a + "attention.key_length", n_embd // n_head))
+        vlen = int(_field(r, a + "attention.value_length", head_dim))
+        if vlen != head_dim:
+            raise NotImplementedError("value_length != key_length is not supported")
+        emb = self.tensors["token_embd.weight"]
+        n_vocab = int(_field(r, a + "vocab_size", int(emb.shape[1])))
+
+        scaling_type = _field(r, a + "rope.scaling.type")
+        factor = _field(r, a + "rope.scaling.factor")
+        if factor is None:  # older files: rope.scale_linear (implies linear)
+            factor = _field(r, a + "rope.scale_linear")
+        if scaling_type is None:
+            scaling_type = "linear" if factor not in (None, 0.0, 1.0) else "none"
+        if scaling_type in ("none", None):
+            freq_scale = 1.0
+        elif scaling_type == "linear":
+            freq_scale = 1.0 / float(factor) if factor else 1.0
+        else:
+            raise NotImplementedError(
+                f"RoPE scaling type {scaling_type!r} (e.g. YaRN, LongRoPE) is not implemented "
+                "in this reference; only 'none' and 'linear' are")
+
+        self.hp = Hparams(
+            arch=arch,
+            n_vocab=n_vocab,
+            n_embd=n_embd,
+            n_layer=int(_field(r, a + "block_count")),
+            n_ff=int(_field(r, a + "feed_forward_length")),
+            n_head=n_head,
+            n_head_kv=n_head_kv,
+            head_dim=head_dim,
+            n_rot=int(_field(r, a + "rope.dimension_count", head_dim)),
+            rms_eps=float(_field(r, a + "attention.layer_norm_rms_epsilon", 1e-5)),
+            rope_base=float(_field(r, a + "rope.freq_base", 10000.0)),
+            rope_freq_scale=freq_scale,
+            rope_mode=rope_mode or rope_mode_for_arch(arch),
+            n_ctx_train=int(_field(r, a + "context_length", 0)),
+        )
+        if n_head % n_head_kv:
+            raise ValueError("head_count must be a multiple of head_count_kv")
+        unsupported = sorted({n.split(".", 2)[-1] for n in self.tensors
+                              if n.startswith("blk.") and any(u in n for u in UNSUPPORTED_TENSORS)})
+        if unsupported:
+            raise NotImplementedError(f"tensors this reference does not model: {unsupported}")
+        self.tied = "output.weight" not in self.tensors
+
+    def weight(self, name: str) -> np.ndarray:
+        """Dense weight as numpy, shape = reversed ggml dims ((n_out, n_in) for matrices)."""
+        w = self._cache.get(name)
+        if w is None:
+            t = self.tensors[name]
+            if t.tensor_type not in SUPPORTED_TYPES:
+                raise NotImplementedError(f"{name}: tensor type {t.tensor_type.name} not supported")
+            w = dequantize(t.data, t.tensor_type)
+            shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+            w = np.ascontiguousarray(w.reshape(shape), dtype=self.dtype)
+            self._cache[name] = w
+        return w
+
+    def has(self, name: str) -> bool:
+        return name in self.tensors
+
+    # ------------------------------------------------------------------ vocab helpers
+    def vocab(self) -> list[str]:
+        if not hasattr(self, "_vocab"):
+            self._vocab = list(_field(self.reader, "tokenizer.ggml.tokens", []))
+        return self._vocab
+
+
+# ----------------------------------------------------------------------------- math
+
+def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    ms = np.mean(x * x, axis=-1, keepdims=True)
+    return (x / np.sqrt(ms + x.dtype.type(eps))) * w
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (x.dtype.type(1) + np.exp(-x))
+
+
+def rope_cos_sin(positions: np.ndarray, n_rot: int, base: float, freq_scale: float,
+                 freq_factors: np.ndarray | None, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """cos/sin of shape (T, n_rot/2); angle_i = pos*freq_scale*base^(-2i/n_rot)/factor_i."""
+    i = np.arange(n_rot // 2, dtype=np.float64)
+    inv_freq = base ** (-2.0 * i / n_rot)
+    if freq_factors is not None:
+        inv_freq = inv_freq / freq_factors.astype(np.float64)[: n_rot // 2]
+    ang = np.outer(positions.astype(np.float64) * freq_scale, inv_freq)
+    return np.cos(ang).astype(dtype), np.sin(ang).astype(dtype)
+
+
+def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, n_rot: int, mode: str) -> np.ndarray:
+    """x: (T, H, D). Rotates the first n_rot dims of each head; the rest pass through."""
+    out = x.copy()
+    c = cos[:, None, :]
+    s = sin[:, None, :]
+    if mode == "norm":      # pairs (2i, 2i+1)
+        x0 = x[..., 0:n_rot:2]
+        x1 = x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2] = x0 * c - x1 * s
+        out[..., 1:n_rot:2] = x0 * s + x1 * c
+    elif mode == "neox":    # pairs (i, i + n_rot/2)
+        h = n_rot // 2
+        x0 = x[..., 0:h]
+        x1 = x[..., h:n_rot]
+        out[..., 0:h] = x0 * c - x1 * s
+        out[..., h:n_rot] = x0 * s + x1 * c
+    else:
+        raise ValueError(f"bad rope mode {mode!r}")
+    return out
+
+
+def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """q: (T, H, D), k/v: (T, Hkv, D) -> (T, H*D). Query head h uses KV head h // (H/Hkv)."""
+    T, H, D = q.shape
+    Hkv = k.shape[1]
+    g = H // Hkv
+    kk = np.repeat(k, g, axis=1)          # (T, H, D): head h -> kv head h // g
+    vv = np.repeat(v, g, axis=1)
+    scale = q.dtype.type(1.0 / np.sqrt(D))
+    s = np.einsum("thd,shd->hts", q, kk) * scale            # (H, T, T)
+    mask = np.triu(np.ones((T, T), dtype=bool), k=1)        # j > i is the future
+    s = np.where(mask[None], -np.inf, s)
+    s = s - s.max(axis=-1, keepdims=True)
+    p = np.exp(s)
+    p = p / p.sum(axis=-1, keepdims=True)
+    o = np.einsum("hts,shd->thd", p, vv)                     # (T, H, D)
+    return o.reshape(T, H * D)
+
+
+# ----------------------------------------------------------------------------- forward
+
+def forward(model: GGUFModel, tokens, positions=None) -> np.ndarray:
+    """Logits for every position: (T, n_vocab) in model.dtype."""
+    hp = model.hp
+    ids = np.asarray(tokens, dtype=np.int64)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError("tokens must be a non-empty 1-D sequence")
+    if ids.min() < 0 or ids.max() >= hp.n_vocab:
+        raise ValueError(f"token id out of range [0, {hp.n_vocab})")
+    T = ids.size
+    pos = np.arange(T) if positions is None else np.asarray(positions)
+    dt = model.dtype
+
+    x = model.weight("token_embd.weight")[ids].astype(dt)    # (T, n_embd)
+    ff = model.weight("rope_freqs.weight") if model.has("rope_freqs.weight") else None
+    cos, sin = rope_cos_sin(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, ff, dt)
+
+    for il in range(hp.n_layer):
+        p = f"blk.{il}."
+        W = model.weight
+        h = rmsnorm(x, W(p + "attn_norm.weight"), hp.rms_eps)
+        q = h @ W(p + "attn_q.weight").T
+        k = h @ W(p + "attn_k.weight").T
+        v = h @ W(p + "attn_v.weight").T
+        if model.has(p + "attn_q.bias"):        # qwen2-style q/k/v biases (optional)
+            q, k, v = q + W(p + "attn_q.bias"), k + W(p + "attn_k.bias"), v + W(p + "attn_v.bias")
+        q = q.reshape(T, hp.n_head, hp.head_dim)
+        k = k.reshape(T, hp.n_head_kv, hp.head_dim)
+        v = v.reshape(T, hp.n_head_kv, hp.head_dim)
+        q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_mode)
+        k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_mode)
+        a = causal_gqa_attention(q, k, v)
+        x = x + a @ W(p + "attn_output.weight").T
+        h = rmsnorm(x, W(p + "ffn_norm.weight"), hp.rms_eps)
+        gate = h @ W(p + "ffn_gate.weight").T
+        up = h @ W(p + "ffn_up.weight").T
+        x = x + (silu(gate) * up) @ W(p + "ffn_down.weight").T
+
+    x = rmsnorm(x, model.weight("output_norm.weight"), hp.rms_eps)
+    w_out = model.weight("token_embd.weight" if model.tied else "output.weight")
+    return x @ w_out.T
+
+
+def greedy(model: GGUFModel, tokens, n: int, stop_ids=()) -> list[int]:
+    """n greedy steps, recomputing the full sequence each step (reference, not fast)."""
+    seq = list(tokens)
+    out = []
+    for _ in range(n):
+        nxt = int(np.argmax(forward(model, seq)[-1]))
+        out.append(nxt)
+        seq.append(nxt)
+        if nxt in stop_ids:
+            break
+    return out
+
+
+def top_k(logits_row: np.ndarray, k: int = 5) -> list[tuple[int, float]]:
+    idx = np.argsort(-logits_row, kind="stable")[:k]
+    return [(int(i), float(logits_row[i])) for i in idx]
+
+
+# ----------------------------------------------------------------------------- GPT-2 byte-level vocab
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable unicode char table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+BYTE_TO_UNICODE = _bytes_to_unicode()
+UNICODE_TO_BYTE = {c: b for b, c in BYTE_TO_UNICODE.items()}
+
+
+def decode(vocab: list[str], ids) -> str:
+    """GPT-2 byte-level decode: map each token's chars back to bytes (special tokens verbatim)."""
+    out = bytearray()
+    for i in ids:
+        tok = vocab[i]
+        if all(ch in UNICODE_TO_BYTE for ch in tok) and not (tok.startswith("<|") and tok.endswith("|>")):
+            out.extend(UNICODE_TO_BYTE[ch] for ch in tok)
+        else:
+            out.extend(tok.encode("utf-8"))
+    return out.decode("utf-8", errors="replace")
+
+
+class SimpleBPE:
+    """Convenience GPT-2 BPE encoder. Exact BPE merges by rank, but an approximate
+    ASCII pre-tokenizer (no \\p{L} classes). Fine for plain English; token ids are the
+    real contract with the C++ engine, not this."""
+
+    PRETOK = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+")
+
+    def __init__(self, reader: gguf.GGUFReader):
+        self.tokens = list(_field(reader, "tokenizer.ggml.tokens", []))
+        merges = list(_field(reader, "tokenizer.ggml.merges", []))
+        self.rank = {tuple(m.split(" ", 1)): i for i, m in enumerate(merges)}
+        self.id = {t: i for i, t in enumerate(self.tokens)}
+        types = _field(reader, "tokenizer.ggml.token_type", [])
+        self.specials = sorted((t for t, ty in zip(self.tokens, types) if ty == 3),
+                               key=len, reverse=True)
+
+    def _bpe(self, word: str) -> list[str]:
+        parts = list(word)
+        while len(parts) > 1:
+            best = min(range(len(parts) - 1),
+                       key=lambda i: self.rank.get((parts[i], parts[i + 1]), 1 << 60))
+            if (parts[best], parts[best + 1]) not in self.rank:
+                break
+            parts[best:best + 2] = [parts[best] + parts[best + 1]]
+        return parts
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = []
+        if self.specials:
+            pat = "(" + "|".join(re.escape(s) for s in self.specials) + ")"
+            chunks = re.split(pat, text)
+        else:
+            chunks = [text]
+        for ch in chunks:
+            if not ch:
+                continue
+            if ch in self.specials:
+                ids.append(self.id[ch])
+                continue
+            for piece in self.PRETOK.findall(ch):
+                u = "".join(BYTE_TO_UNICODE[b] for b in piece.encode("utf-8"))
+                ids.extend(self.id[p] for p in self._bpe(u))
+        return ids
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def write_logits(path: str, logits: np.ndarray) -> None:
+    arr = np.ascontiguousarray(logits, dtype="<f4")
+    if path.endswith(".npy"):
+        np.save(path, arr)
+    else:
+        arr.tofile(path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("model")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tokens", help="comma-separated token ids")
+    src.add_argument("--text", help="text, encoded with the approximate SimpleBPE (convenience only)")
+    ap.add_argument("--logits-out", help="all-position logits: .npy, or raw LE float32 (T, n_vocab) otherwise")
+    ap.add_argument("--greedy", type=int, default=0, help="also print N greedy next token ids")
+    ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
+    ap.add_argument("--rope-mode", choices=["norm", "neox"], help="override the arch-derived RoPE mode")
+    args = ap.parse_args(argv)
+
+    t0 = time.perf_counter()
+    model = GGUFModel(args.model, np.float64 if args.dtype == "f64" else np.float32, args.rope_mode)
+    if args.tokens is not None:
+        ids = [int(s) for s in args.tokens.replace(" ", "").split(",") if s]
+    else:
+        ids = SimpleBPE(model.reader).encode(args.text)
+    t1 = time.perf_counter()
+    logits = forward(model, ids)
+    t2 = time.perf_counter()
+    res = {
+        "model": os.path.basename(args.model),
+        "arch": model.hp.arch,
+        "rope_mode": model.hp.rope_mode,
+        "dtype": args.dtype,
+        "n_tokens": len(ids),
+        "tokens": ids,
+        "top5_last": top_k(logits[-1], 5),
+        "seconds": {"load": round(t1 - t0, 3), "forward_incl_dequant": round(t2 - t1, 3)},
+    }
+    if args.logits_out:
+        write_logits(args.logits_out, logits)
+        res["logits_out"] = {"path": args.logits_out, "shape": list(logits.shape), "dtype": "float32 LE"}
+    if args.greedy > 0:
+        t3 = time.perf_counter()
+        g = greedy(model, ids, args.greedy)
+        res["greedy"] = g
+        vocab = model.vocab()
+        if vocab:
+            res["greedy_text"] = decode(vocab, g)
+        res["seconds"]["greedy"] = round(time.perf_counter() - t3, 3)
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Write tiny random-weight llama GGUF models for tests (deterministic with --seed).
+
+    python make_tiny_model.py OUT.gguf [--d-model 64 --n-layers 2 --n-heads 4 --n-kv-heads 2
+        --head-dim 16 --ffn 96 --vocab 300 --ctx 256 --rope-base 10000 --eps 1e-5
+        --tied | --untied  --wtype q8_0 --embd-type f32 --out-type f16 --msa ...]
+
+The file mirrors what llama.cpp's converter writes for arch "llama": the same metadata
+keys, tensor names, ggml dims order ({n_in, n_out} for matrices, i.e. numpy (n_out, n_in)),
+F32 norm weights, and a minimal GPT-2 byte-level BPE tokenizer (256 byte tokens,
+merges learned from a short built-in text, ChatML special tokens, ChatML template).
+
+Weight types (--wtype for all block matrices, --embd-type for token_embd, --out-type for
+output.weight; --attn-type / --ffn-type override per class):
+  f32, f16, bf16, q8_0, q4_0, q4_1 : quantized with gguf.quants.quantize (the gguf package).
+  q4_k, q6_k                       : the gguf package (0.17) has NO quantizer for K-quants
+                                     (only dequantizers). We pack them with our own simple
+                                     round-to-nearest quantizer below and verify each packed
+                                     tensor by dequantizing it with gguf.quants.dequantize.
+                                     K-quants need every row length (n_in) to be a multiple
+                                     of 256, e.g. --d-model 256 --ffn 512 --n-heads 4
+                                     --head-dim 64.
+Block types need n_in % 32 == 0 (q4_0/q4_1/q8_0).
+
+--msa adds MiniMax-M3-style indexer keys and tensors (see /work/shared/MSA.md). OUR TEST
+CONVENTION: the architecture stays "llama" and the keys use the "llama." prefix:
+  llama.attention.indexer.head_count   (default n_kv_heads: one index head per KV group)
+  llama.attention.indexer.key_length   (default head_dim)
+  llama.attention.indexer.top_k        (default 4)
+  llama.attention.indexer.block_size   (default 16)
+  llama.attention.indexer.local_blocks (default 1)
+  llama.leading_dense_block_count      (default 1)
+and every layer N >= leading_dense_block_count gets F32 tensors
+  blk.N.indexer.q_proj.weight {n_embd, head_count*key_length}
+  blk.N.indexer.k_proj.weight {n_embd, key_length}
+  blk.N.indexer.q_norm.weight {key_length}
+  blk.N.indexer.k_norm.weight {key_length}
+Real M3 files use arch "minimax-m3" (NeoX RoPE); this llama-arch variant exists only so the
+engine's native-MSA path can be tested on tiny llama models. gguf_llama_ref.py ignores the
+indexer tensors (dense attention).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as QT
+from gguf.quants import quantize, dequantize
+
+QK_K = 256
+
+TYPE_NAMES = {
+    "f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0,
+    "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "q6_k": QT.Q6_K,
+}
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # ids 0, 1, 2 (as in SmolLM2)
+
+BPE_CORPUS = (
+    "The quick brown fox jumps over the lazy dog. What is the capital of France? "
+    "The capital of France is Paris. Sightline reads documents, slides, images and videos "
+    "and answers questions about them with citations to the page, slide or second. "
+    "the the the and and in in on on of of to to is is it it that that this this with with "
+    "user assistant system hello world answer question page slide video image text"
+)
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+def bytes_to_unicode() -> dict[int, str]:
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
+        + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def learn_merges(n_merges: int) -> list[tuple[str, str]]:
+    """Tiny deterministic byte-level BPE training on BPE_CORPUS (ties: lexicographic)."""
+    b2u = bytes_to_unicode()
+    words = Counter()
+    for i, w in enumerate(BPE_CORPUS.split(" ")):
+        piece = (" " + w) if i else w
+        words[tuple(b2u[b] for b in piece.encode("utf-8"))] += 1
+    merges: list[tuple[str, str]] = []
+    while len(merges) < n_merges:
+        pairs = Counter()
+        for w, c in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[(a, b)] += c
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        new = Counter()
+        for w, c in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            new[tuple(out)] += c
+        words = new
+    return merges
+
+
+def build_vocab(n_vocab: int):
+    """tokens, token_types, merges: specials (CONTROL) at 0..2, 256 byte tokens, merge results,
+    then <|unused_N|> (UNUSED) if the corpus runs out of merges."""
+    base = len(SPECIAL_TOKENS) + 256
+    if n_vocab < base:
+        raise SystemExit(f"--vocab must be >= {base}")
+    b2u = bytes_to_unicode()
+    tokens = list(SPECIAL_TOKENS) + [b2u[b] for b in range(256)]
+    types = [int(gguf.TokenType.CONTROL)] * len(SPECIAL_TOKENS) + [int(gguf.TokenType.NORMAL)] * 256
+    merges = []
+    seen = set(tokens)
+    for a, b in learn_merges(n_vocab - base):
+        if a + b in seen:
+            continue
+        merges.append(f"{a} {b}")
+        tokens.append(a + b)
+        types.append(int(gguf.TokenType.NORMAL))
+        seen.add(a + b)
+    i = 0
+    while len(tokens) < n_vocab:
+        tokens.append(f"<|unused_{i}|>")
+        types.append(int(gguf.TokenType.UNUSED))
+        i += 1
+    return tokens, types, merges
+
+
+# ----------------------------------------------------------------------------- K-quant packers
+
+def _f16(x):
+    return np.asarray(x, dtype=np.float32).astype(np.float16)
+
+
+def quantize_q6_k(w: np.ndarray) -> np.ndarray:
+    """Simple round-to-nearest Q6_K: per 16-value sub-block int8 scale, 6-bit quants.
+    Layout per 256-block (210 bytes): ql[128], qh[64], scales[16] int8, d f16."""
+    x = w.reshape(-1, QK_K).astype(np.float32)
+    nb = x.shape[0]
+    sub = x.reshape(nb, 16, 16)
+    amax = np.abs(sub).max(axis=-1)                          # (nb, 16)
+    s = amax / 31.0                                          # q in [-32, 31]
+    d = _f16(s.max(axis=-1) / 127.0).astype(np.float32)      # (nb,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.round(s / d[:, None]), 0).clip(-128, 127).astype(np.int8)
+        eff = d[:, None] * sc.astype(np.float32)             # (nb, 16)
+        q = np.where(eff[..., None] > 0, np.round(sub / eff[..., None]), 0)
+    L = (q.clip(-32, 31) + 32).astype(np.uint8).reshape(nb, 2, 4, 32)   # (half, k, l)
+    lo, hi = L & 0x0F, L >> 4
+    ql = np.empty((nb, 2, 64), np.uint8)
+    ql[:, :, 0:32] = lo[:, :, 0] | (lo[:, :, 2] << 4)
+    ql[:, :, 32:64] = lo[:, :, 1] | (lo[:, :, 3] << 4)
+    qh = hi[:, :, 0] | (hi[:, :, 1] << 2) | (hi[:, :, 2] << 4) | (hi[:, :, 3] << 6)   # (nb, 2, 32)
+    blocks = np.concatenate([ql.reshape(nb, 128), qh.reshape(nb, 64), sc.view(np.uint8),
+                             d.astype(np.float16).reshape(nb, 1).view(np.uint8)], axis=1)
+    return blocks.reshape(w.shape[0], -1)
+
+
+def quantize_q4_k(w: np.ndarray) -> np.ndarray:
+    """Simple Q4_K: 8 sub-blocks of 32, y = d*sc*q - dmin*m, 6-bit sc/m, 4-bit q.
+    Layout per 256-block (144 bytes): d f16, dmin f16, scales[12] (packed 6-bit), qs[128]."""
+    x = w.reshape(-1, QK_K).astype(np.float32)
+    nb = x.shape[0]
+    sub = x.reshape(nb, 8, 32)
+    mn = np.minimum(sub.min(axis=-1), 0.0)
+    mx = sub.max(axis=-1)
+    scale = (mx - mn) / 15.0
+    mins = -mn                                               # >= 0
+    d = _f16(scale.max(axis=-1) / 63.0).astype(np.float32)
+    dmin = _f16(mins.max(axis=-1) / 63.0).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.round(scale / d[:, None]), 0).clip(0, 63).astype(np.uint8)
+        m = np.where(dmin[:, None] > 0, np.round(mins / dmin[:, None]), 0).clip(0, 63).astype(np.uint8)
+        eff = d[:, None] * sc.astype(np.float32)
+        off = dmin[:, None] * m.astype(np.float32)
+        q = np.where(eff[..., None] > 0, np.round((sub + off[..., None]) / eff[..., None]), 0)
+    q = q.clip(0, 15).astype(np.uint8).reshape(nb, 4, 2, 32)
+    qs = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(nb, 128)
+    packed = np.empty((nb, 12), np.uint8)
+    packed[:, 0:4] = (sc[:, 0:4] & 0x3F) | ((sc[:, 4:8] >> 4) << 6)
+    packed[:, 4:8] = (m[:, 0:4] & 0x3F) | ((m[:, 4:8] >> 4) << 6)
+    packed[:, 8:12] = (sc[:, 4:8] & 0x0F) | ((m[:, 4:8] & 0x0F) << 4)
+    blocks = np.concatenate([d.astype(np.float16).reshape(nb, 1).view(np.uint8),
+                             dmin.astype(np.float16).reshape(nb, 1).view(np.uint8),
+                             packed, qs], axis=1)
+    return blocks.reshape(w.shape[0], -1)
+
+
+def encode_tensor(name: str, w: np.ndarray, qtype: QT) -> np.ndarray:
+    """Bytes/array to hand to GGUFWriter.add_tensor(raw_dtype=qtype). Verifies the result
+    dequantizes (with gguf's dequantizer) to within the expected error of w."""
+    n_in = w.shape[-1]
+    if qtype in (QT.Q4_K, QT.Q6_K):
+        if n_in % QK_K:
+            raise SystemExit(f"{name}: {qtype.name} needs rows (n_in={n_in}) to be a multiple of 256")
+        data = quantize_q4_k(w) if qtype == QT.Q4_K else quantize_q6_k(w)
+    else:
+        bs = gguf.GGML_QUANT_SIZES[qtype][0]
+        if n_in % bs:
+            raise SystemExit(f"{name}: {qtype.name} needs rows (n_in={n_in}) to be a multiple of {bs}")
+        data = quantize(w.astype(np.float32), qtype)
+    back = dequantize(data, qtype).reshape(w.shape)
+    tol = {QT.F32: 0, QT.F16: 1e-3, QT.BF16: 1e-2, QT.Q8_0: 1e-2, QT.Q6_K: 4e-2,
+           QT.Q4_0: 0.2, QT.Q4_1: 0.15, QT.Q4_K: 0.2}[qtype]
+    rel = float(np.abs(back - w).max() / (np.abs(w).max() + 1e-30))
+    if rel > tol:
+        raise RuntimeError(f"{name}: {qtype.name} round trip error {rel:.3g} > {tol}")
+    return data
+
+
+# ----------------------------------------------------------------------------- model
+
+def build(args) -> dict:
+    rng = np.random.default_rng(args.seed)
+    D, L, H, Hkv = args.d_model, args.n_layers, args.n_heads, args.n_kv_heads
+    Dh = args.head_dim or D // H
+    F, V = args.ffn, args.vocab
+    if H % Hkv:
+        raise SystemExit("--n-heads must be a multiple of --n-kv-heads")
+    if Dh % 2:
+        raise SystemExit("head_dim must be even")
+    arch = "llama"
+    a = arch + "."
+
+    w = gguf.GGUFWriter(args.out, arch)      # writes general.architecture
+    w.add_name(args.name)
+    w.add_type("model")
+    w.add_uint32(a + "context_length", args.ctx)
+    w.add_uint32(a + "embedding_length", D)
+    w.add_uint32(a + "block_count", L)
+    w.add_uint32(a + "feed_forward_length", F)
+    w.add_uint32(a + "attention.head_count", H)
+    w.add_uint32(a + "attention.head_count_kv", Hkv)
+    if Dh != D // H:   # llama.cpp writes these when head_dim != n_embd / n_head
+        w.add_uint32(a + "attention.key_length", Dh)
+        w.add_uint32(a + "attention.value_length", Dh)
+    w.add_float32(a + "attention.layer_norm_rms_epsilon", args.eps)
+    w.add_float32(a + "rope.freq_base", args.rope_base)
+    w.add_uint32(a + "rope.dimension_count", args.rope_dim or Dh)
+    if args.rope_linear_factor and args.rope_linear_factor != 1.0:
+        w.add_string(a + "rope.scaling.type", "linear")
+        w.add_float32(a + "rope.scaling.factor", args.rope_linear_factor)
+    w.add_uint32(a + "vocab_size", V)
+    w.add_custom_alignment(gguf.GGUF_DEFAULT_ALIGNMENT)   # general.alignment = 32 (the default)
+    w.add_uint32("general.file_type", {QT.F32: 0, QT.F16: 1, QT.Q4_0: 2, QT.Q4_1: 3, QT.Q8_0: 7,
+                                        QT.Q6_K: 18, QT.Q4_K: 15, QT.BF16: 32}[args.wtype_q])
+    w.add_uint32("general.quantization_version", gguf.GGML_QUANT_VERSION)
+
+    tokens, types, merges = build_vocab(V)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_pad_token_id(2)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHATML_TEMPLATE)
+
+    msa_dense = None
+    if args.msa:
+        ih = args.msa_heads or Hkv
+        ik = args.msa_key_length or Dh
+        msa_dense = args.msa_dense_layers
+        w.add_uint32(a + "attention.indexer.head_count", ih)
+        w.add_uint32(a + "attention.indexer.key_length", ik)
+        w.add_uint32(a + "attention.indexer.top_k", args.msa_top_k)
+        w.add_uint32(a + "attention.indexer.block_size", args.msa_block_size)
+        w.add_uint32(a + "attention.indexer.local_blocks", args.msa_local_blocks)
+        w.add_uint32(a + "leading_dense_block_count", msa_dense)
+
+    def mat(n_out, n_in, scale=None):
+        s = scale if scale is not None else 1.0 / np.sqrt(n_in)
+        return (rng.standard_normal((n_out, n_in)) * s).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    summary = Counter()
+
+    def put(name, arr, qtype=QT.F32):
+        data = encode_tensor(name, arr, qtype)
+        if qtype in (QT.F32, QT.F16):
+            w.add_tensor(name, data)
+        else:
+            w.add_tensor(name, data, raw_dtype=qtype)
+        summary[qtype.name] += 1
+
+    put("token_embd.weight", mat(V, D, 0.5), args.embd_q)   # std 0.5: tied logits not dominated by the input token
+    for il in range(L):
+        p = f"blk.{il}."
+        put(p + "attn_norm.weight", norm(D))
+        put(p + "attn_q.weight", mat(H * Dh, D), args.attn_q)
+        put(p + "attn_k.weight", mat(Hkv * Dh, D), args.attn_q)
+        put(p + "attn_v.weight", mat(Hkv * Dh, D), args.attn_q)
+        put(p + "attn_output.weight", mat(D, H * Dh), args.attn_q)
+        put(p + "ffn_norm.weight", norm(D))
+        put(p + "ffn_gate.weight", mat(F, D), args.ffn_q)
+        put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
+        put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
+        if msa_dense is not None and il >= msa_dense:
+            put(p + "indexer.q_proj.weight", mat(ih * ik, D))
+            put(p + "indexer.k_proj.weight", mat(ik, D))
+            put(p + "indexer.q_norm.weight", norm(ik))
+            put(p + "indexer.k_norm.weight", norm(ik))
+    put("output_norm.weight", norm(D))
+    if not args.tied:
+        put("output.weight", mat(V, D), args.out_q)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dict(summary)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="Write a tiny random-weight llama GGUF model.")
+    ap.add_argument("out")
+    ap.add_argument("--name", default="sightline-tiny-llama")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--n-layers", type=int, default=2)
+    ap.add_argument("--n-heads", type=int, default=4)
+    ap.add_argument("--n-kv-heads", type=int, default=2)
+    ap.add_argument("--head-dim", type=int, default=0, help="default d_model / n_heads")
+    ap.add_argument("--ffn", type=int, default=96)
+    ap.add_argument("--vocab", type=int, default=300)
+    ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--rope-base", type=float, default=10000.0)
+    ap.add_argument("--rope-dim", type=int, default=0, help="rope.dimension_count (default head_dim)")
+    ap.add_argument("--rope-linear-factor", type=float, default=0.0,
+                    help="write rope.scaling.type=linear with this factor")
+    ap.add_argument("--eps", type=float, default=1e-5)
+    t = ap.add_mutually_exclusive_group()
+    t.add_argument("--tied", dest="tied", action="store_true", default=True,
+                   help="no output.weight; logits use token_embd (default)")
+    t.add_argument("--untied", dest="tied", action="store_false", help="write output.weight")
+    ch = sorted(TYPE_NAMES)
+    ap.add_argument("--wtype", choices=ch, default="f32", help="default type of all 2-D weights")
+    ap.add_argument("--embd-type", choices=ch, help="token_embd.weight (default --wtype)")
+    ap.add_argument("--out-type", choices=ch, help="output.weight (default --wtype)")
+    ap.add_argument("--attn-type", choices=ch, help="attn_q/k/v/output (default --wtype)")
+    ap.add_argument("--ffn-type", choices=ch, help="ffn_gate/up/down (default --wtype)")
+    ap.add_argument("--msa", action="store_true", help="add llama.-prefixed MSA indexer keys/tensors")
+    ap.add_argument("--msa-heads", type=int, default=0, help="indexer.head_count (default n_kv_heads)")
+    ap.add_argument("--msa-key-length", type=int, default=0, help="indexer.key_length (default head_dim)")
+    ap.add_argument("--msa-top-k", type=int, default=4)
+    ap.add_argument("--msa-block-size", type=int, default=16)
+    ap.add_argument("--msa-local-blocks", type=int, default=1)
+    ap.add_argument("--msa-dense-layers", type=int, default=1, help="leading_dense_block_count")
+    args = ap.parse_args(argv)
+    args.wtype_q = TYPE_NAMES[args.wtype]
+    args.embd_q = TYPE_NAMES[args.embd_type or args.wtype]
+    args.out_q = TYPE_NAMES[args.out_type or args.wtype]
+    args.attn_q = TYPE_NAMES[args.attn_type or args.wtype]
+    args.ffn_q = TYPE_NAMES[args.ffn_type or args.wtype]
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    summary = build(args)
+    print(f"wrote {args.out}: tensors by type {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
