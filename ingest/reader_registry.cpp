@@ -1,0 +1,51 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/util/sha256.h"
+#include "ingest/ingest_error.h"
+#include "ingest/reader.h"
+#include "ingest/readers.h"
+
+namespace sl::ingest {
+
+const std::vector<std::unique_ptr<Reader>>& readers() {
+    static const std::vector<std::unique_ptr<Reader>> list = [] {
+        std::vector<std::unique_ptr<Reader>> v;
+        register_builtin_readers(v);
+        return v;
+    }();
+    return list;
+}
+
+const Reader* reader_for(const std::string& path) {
+    std::string head(64, '\0');
+    {
+        std::ifstream f(path, std::ios::binary);
+        f.read(head.data(), static_cast<std::streamsize>(head.size()));
+        head.resize(static_cast<size_t>(f.gcount()));
+    }
+    for (const auto& r : readers())
+        if (r->sniff(head)) return r.get();
+    std::string ext = std::filesystem::path(path).extension().string();
+    if (!ext.empty()) ext.erase(0, 1);
+    for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& r : readers())
+        for (const auto& e : r->extensions())
+            if (e == ext) return r.get();
+    return nullptr;
+}
+
+doc::Document read_document(const std::string& path, IngestContext& ctx) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw IngestError(IngestErrorKind::Io, path, "no such file");
+    const Reader* r = reader_for(path);
+    if (!r) throw IngestError(IngestErrorKind::Unsupported, path, "not a format Sightline reads (PDF, PPTX, images, video)");
+    doc::Document d = r->read(path, ctx);
+    if (d.path.empty()) d.path = path;
+    if (d.id.empty()) d.id = sha256_file_hex(path);
+    return d;
+}
+
+}  // namespace sl::ingest
