@@ -1,10 +1,15 @@
 # Warnings for our own targets. Third-party headers come in as SYSTEM through imported targets.
 add_library(sightline_warnings INTERFACE)
 target_compile_options(sightline_warnings INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wnon-virtual-dtor
                             -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference
                             -Wimplicit-fallthrough>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(sightline_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wshadow=local>)
+else()
+  target_compile_options(sightline_warnings INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wshadow-uncaptured-local>)
+endif()
 if(SIGHTLINE_WERROR)
   target_compile_options(sightline_warnings INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Werror>

@@ -1,5 +1,8 @@
 #include "tests/common/test_support.h"
 
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
 #include <QTest>
 
 #include <chrono>
@@ -9,6 +12,7 @@
 
 #include "core/util/assets.h"
 #include "core/util/paths.h"
+#include "sightline/build_config.h"
 
 namespace sl::test {
 
@@ -50,6 +54,45 @@ double normalized_error(const float* a, const float* b, size_t n) {
         den += static_cast<double>(b[i]) * b[i];
     }
     return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+QString require_venv_python() {
+    QString venv = qEnvironmentVariable("SIGHTLINE_VENV");
+    if (venv.isEmpty()) venv = QString::fromStdString((paths::cache_dir() / "venv").string());
+    const QString py = venv + QStringLiteral("/bin/python");
+    if (QFileInfo(py).isExecutable()) return py;
+    const std::string msg = py.toStdString() + " is missing: run " + paths::setup_command();
+    QTest::qFail(msg.c_str(), __FILE__, __LINE__);
+    return {};
+}
+
+QString reference_script(const QString& relative) {
+    return QStringLiteral(SIGHTLINE_SOURCE_DIR "/tests/reference/") + relative;
+}
+
+bool run_process(const QString& program, const QStringList& args, QByteArray* out, int timeout_ms) {
+    QProcess p;
+    p.start(program, args);
+    const QString cmd = program + QLatin1Char(' ') + args.join(QLatin1Char(' '));
+    if (!p.waitForStarted(30000)) {
+        QTest::qFail(qPrintable(QStringLiteral("cannot start: ") + cmd), __FILE__, __LINE__);
+        return false;
+    }
+    if (!p.waitForFinished(timeout_ms)) {
+        p.kill();
+        p.waitForFinished();
+        QTest::qFail(qPrintable(QStringLiteral("timed out: ") + cmd), __FILE__, __LINE__);
+        return false;
+    }
+    if (out) *out = p.readAllStandardOutput();
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0) {
+        const QString msg = QStringLiteral("failed (exit %1): %2\n%3")
+                                .arg(p.exitCode())
+                                .arg(cmd, QString::fromUtf8(p.readAllStandardError().right(4000)));
+        QTest::qFail(qPrintable(msg), __FILE__, __LINE__);
+        return false;
+    }
+    return true;
 }
 
 }  // namespace sl::test

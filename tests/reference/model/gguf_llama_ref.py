@@ -273,8 +273,31 @@ def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndar
 
 # ----------------------------------------------------------------------------- forward
 
-def forward(model: GGUFModel, tokens, positions=None) -> np.ndarray:
-    """Logits for every position: (T, n_vocab) in model.dtype."""
+# Activation formats llama.cpp pairs with each weight type for its dot products: 8-bit blocks of 32
+# (Q8_0 / Q8_1, the scale stored as f16) or 256 (Q8_K, f32 scale). Float weights keep f32 inputs.
+_ACT_BLOCK = {
+    QT.Q4_0: 32, QT.Q4_1: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256,
+}
+
+
+def fake_quant_q8(x: np.ndarray, block: int) -> np.ndarray:
+    """x rounded the way llama.cpp quantizes activations to 8 bits (round half away from zero)."""
+    shape = x.shape
+    b = x.astype(np.float32).reshape(-1, block)
+    amax = np.abs(b).max(axis=1, keepdims=True)
+    d = amax / 127.0
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
+    q = np.trunc(b * inv + np.copysign(0.5, b))  # round half away from zero, as roundf
+    if block == 32:
+        d = d.astype(np.float16).astype(np.float32)  # the block stores d as f16
+    return (q * d).reshape(shape).astype(x.dtype)
+
+
+def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False) -> np.ndarray:
+    """Logits for every position: (T, n_vocab) in model.dtype.
+
+    act_quant: round the input of every matmul as llama.cpp's 8-bit activation formats do, to
+    separate the engine's rounding from its arithmetic when comparing quantized paths."""
     hp = model.hp
     ids = np.asarray(tokens, dtype=np.int64)
     if ids.ndim != 1 or ids.size == 0:
@@ -289,13 +312,17 @@ def forward(model: GGUFModel, tokens, positions=None) -> np.ndarray:
     ff = model.weight("rope_freqs.weight") if model.has("rope_freqs.weight") else None
     cos, sin = rope_cos_sin(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, ff, dt)
 
+    def mm(h: np.ndarray, name: str) -> np.ndarray:
+        block = _ACT_BLOCK.get(model.tensors[name].tensor_type) if act_quant else None
+        return (fake_quant_q8(h, block) if block else h) @ model.weight(name).T
+
     for il in range(hp.n_layer):
         p = f"blk.{il}."
         W = model.weight
         h = rmsnorm(x, W(p + "attn_norm.weight"), hp.rms_eps)
-        q = h @ W(p + "attn_q.weight").T
-        k = h @ W(p + "attn_k.weight").T
-        v = h @ W(p + "attn_v.weight").T
+        q = mm(h, p + "attn_q.weight")
+        k = mm(h, p + "attn_k.weight")
+        v = mm(h, p + "attn_v.weight")
         if model.has(p + "attn_q.bias"):        # qwen2-style q/k/v biases (optional)
             q, k, v = q + W(p + "attn_q.bias"), k + W(p + "attn_k.bias"), v + W(p + "attn_v.bias")
         q = q.reshape(T, hp.n_head, hp.head_dim)
@@ -304,23 +331,22 @@ def forward(model: GGUFModel, tokens, positions=None) -> np.ndarray:
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_mode)
         k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_mode)
         a = causal_gqa_attention(q, k, v)
-        x = x + a @ W(p + "attn_output.weight").T
+        x = x + mm(a.reshape(T, -1), p + "attn_output.weight")
         h = rmsnorm(x, W(p + "ffn_norm.weight"), hp.rms_eps)
-        gate = h @ W(p + "ffn_gate.weight").T
-        up = h @ W(p + "ffn_up.weight").T
-        x = x + (silu(gate) * up) @ W(p + "ffn_down.weight").T
+        gate = mm(h, p + "ffn_gate.weight")
+        up = mm(h, p + "ffn_up.weight")
+        x = x + mm(silu(gate) * up, p + "ffn_down.weight")
 
     x = rmsnorm(x, model.weight("output_norm.weight"), hp.rms_eps)
-    w_out = model.weight("token_embd.weight" if model.tied else "output.weight")
-    return x @ w_out.T
+    return mm(x, "token_embd.weight" if model.tied else "output.weight")
 
 
-def greedy(model: GGUFModel, tokens, n: int, stop_ids=()) -> list[int]:
+def greedy(model: GGUFModel, tokens, n: int, stop_ids=(), act_quant: bool = False) -> list[int]:
     """n greedy steps, recomputing the full sequence each step (reference, not fast)."""
     seq = list(tokens)
     out = []
     for _ in range(n):
-        nxt = int(np.argmax(forward(model, seq)[-1]))
+        nxt = int(np.argmax(forward(model, seq, act_quant=act_quant)[-1]))
         out.append(nxt)
         seq.append(nxt)
         if nxt in stop_ids:
@@ -430,6 +456,8 @@ def main(argv=None) -> int:
     ap.add_argument("--greedy", type=int, default=0, help="also print N greedy next token ids")
     ap.add_argument("--dtype", choices=["f32", "f64"], default="f32")
     ap.add_argument("--rope-mode", choices=["norm", "neox"], help="override the arch-derived RoPE mode")
+    ap.add_argument("--act-quant", action="store_true",
+                    help="round matmul inputs like llama.cpp's 8-bit activation formats")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -439,7 +467,7 @@ def main(argv=None) -> int:
     else:
         ids = SimpleBPE(model.reader).encode(args.text)
     t1 = time.perf_counter()
-    logits = forward(model, ids)
+    logits = forward(model, ids, act_quant=args.act_quant)
     t2 = time.perf_counter()
     res = {
         "model": os.path.basename(args.model),
@@ -456,7 +484,7 @@ def main(argv=None) -> int:
         res["logits_out"] = {"path": args.logits_out, "shape": list(logits.shape), "dtype": "float32 LE"}
     if args.greedy > 0:
         t3 = time.perf_counter()
-        g = greedy(model, ids, args.greedy)
+        g = greedy(model, ids, args.greedy, act_quant=args.act_quant)
         res["greedy"] = g
         vocab = model.vocab()
         if vocab:

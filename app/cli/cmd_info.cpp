@@ -1,0 +1,220 @@
+// `sightline-cli info [--json] [MODEL]`: what a GGUF model file holds (architecture,
+// hyperparameters, tokenizer, tensor types, chat template family), read with core/gguf.
+// MODEL defaults to the model scripts/setup.sh fetched.
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QStringList>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "app/cli/cli_command.h"
+#include "core/gguf/gguf_reader.h"
+#include "core/util/paths.h"
+#include "kernels/cpu/tensor_types.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The prompt format a chat template implements, recognised by its marker text.
+const char* chat_template_family(std::optional<std::string_view> tmpl) {
+    if (!tmpl) return "none";
+    if (tmpl->find("<|im_start|>") != std::string_view::npos) return "ChatML";
+    if (tmpl->find("<|start_header_id|>") != std::string_view::npos) return "Llama 3";
+    if (tmpl->find("[INST]") != std::string_view::npos) return "Mistral";
+    return "plain";
+}
+
+// What `info` reports; nullopt where the file does not say.
+struct ModelInfo {
+    std::string path;
+    uint64_t file_size = 0;
+    uint32_t version = 0;
+    uint32_t alignment = 0;
+    uint64_t data_offset = 0;
+    std::string architecture, name;
+    std::optional<uint32_t> layers, heads, kv_heads, head_dim, embedding, ffn, context;
+    std::optional<float> rope_base, rms_eps;
+    std::string rope_scaling = "none";
+    std::optional<uint64_t> vocab;
+    std::string tokenizer_model, tokenizer_pre;
+    std::string chat_template;
+    uint64_t tensor_count = 0;
+    std::vector<std::pair<std::string, int>> tensor_types;  // most frequent first
+};
+
+ModelInfo read_info(const fs::path& path) {
+    const sl::GgufFile f = sl::GgufFile::open(path);
+    ModelInfo m;
+    m.path = path.string();
+    m.file_size = f.file_size();
+    m.version = f.version();
+    m.alignment = f.alignment();
+    m.data_offset = f.data_offset();
+    m.architecture = std::string(f.architecture());
+    m.name = std::string(f.get_string("general.name").value_or(""));
+    if (!m.architecture.empty()) {
+        const auto u32 = [&](const char* suffix) { return f.get_u32(sl::arch_key(f, suffix)); };
+        const auto f32 = [&](const char* suffix) { return f.get_f32(sl::arch_key(f, suffix)); };
+        m.layers = u32("block_count");
+        m.heads = u32("attention.head_count");
+        m.kv_heads = u32("attention.head_count_kv");
+        m.embedding = u32("embedding_length");
+        m.ffn = u32("feed_forward_length");
+        m.context = u32("context_length");
+        m.head_dim = u32("attention.key_length");
+        if (!m.head_dim && m.embedding && m.heads && *m.heads > 0)
+            m.head_dim = *m.embedding / *m.heads;
+        m.rope_base = f32("rope.freq_base");
+        m.rms_eps = f32("attention.layer_norm_rms_epsilon");
+        const auto scaling = f.get_string(sl::arch_key(f, "rope.scaling.type"));
+        if (scaling && *scaling != "none") {
+            m.rope_scaling = std::string(*scaling);
+            if (const auto factor = f32("rope.scaling.factor")) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, " x%g", static_cast<double>(*factor));
+                m.rope_scaling += buf;
+            }
+        }
+        if (const auto n = u32("vocab_size")) m.vocab = *n;
+    }
+    if (const auto tokens = f.get_string_array("tokenizer.ggml.tokens")) m.vocab = tokens->size();
+    m.tokenizer_model = std::string(f.get_string("tokenizer.ggml.model").value_or(""));
+    m.tokenizer_pre = std::string(f.get_string("tokenizer.ggml.pre").value_or(""));
+    m.chat_template = chat_template_family(f.get_string("tokenizer.chat_template"));
+
+    m.tensor_count = f.tensors().size();
+    std::map<std::string, int> counts;
+    for (const auto& t : f.tensors()) ++counts[sl::kernels::tensor_type_info(t.type).name];
+    m.tensor_types.assign(counts.begin(), counts.end());
+    std::stable_sort(m.tensor_types.begin(), m.tensor_types.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return m;
+}
+
+template <typename T>
+std::string text(const std::optional<T>& v) {
+    if (!v) return "-";
+    if constexpr (std::is_floating_point_v<T>) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(*v));
+        return buf;
+    } else {
+        return std::to_string(*v);
+    }
+}
+
+std::string or_dash(const std::string& s) {
+    return s.empty() ? "-" : s;
+}
+
+std::string format_text(const ModelInfo& m) {
+    char size[64];
+    std::snprintf(size, sizeof size, "%.1f MiB (%llu bytes)",
+                  static_cast<double>(m.file_size) / (1024.0 * 1024.0),
+                  static_cast<unsigned long long>(m.file_size));
+    std::string types;
+    for (const auto& [name, n] : m.tensor_types)
+        types += (types.empty() ? "" : ", ") + name + ": " + std::to_string(n);
+    std::string tokenizer = or_dash(m.tokenizer_model);
+    if (!m.tokenizer_pre.empty()) tokenizer += " (pre-tokenizer " + m.tokenizer_pre + ")";
+
+    const std::vector<std::pair<const char*, std::string>> rows = {
+        {"file", m.path},
+        {"file size", size},
+        {"GGUF version", std::to_string(m.version)},
+        {"alignment",
+         std::to_string(m.alignment) + " (data at byte " + std::to_string(m.data_offset) + ")"},
+        {"architecture", or_dash(m.architecture)},
+        {"name", or_dash(m.name)},
+        {"layers", text(m.layers)},
+        {"heads", text(m.heads)},
+        {"KV heads", text(m.kv_heads)},
+        {"head dim", text(m.head_dim)},
+        {"embedding", text(m.embedding)},
+        {"FFN", text(m.ffn)},
+        {"context", text(m.context)},
+        {"rope base", text(m.rope_base)},
+        {"rope scaling", m.rope_scaling},
+        {"RMS norm eps", text(m.rms_eps)},
+        {"vocab size", text(m.vocab)},
+        {"tokenizer", tokenizer},
+        {"chat template", m.chat_template},
+        {"tensors", std::to_string(m.tensor_count) + (types.empty() ? "" : " (" + types + ")")},
+    };
+    std::string out;
+    for (const auto& [label, value] : rows) {
+        std::string l = label;
+        out += l + std::string(l.size() < 15 ? 15 - l.size() : 1, ' ') + value + "\n";
+    }
+    return out;
+}
+
+template <typename T>
+QJsonValue json(const std::optional<T>& v) {
+    if (!v) return QJsonValue(QJsonValue::Null);
+    return QJsonValue(static_cast<double>(*v));
+}
+
+QJsonValue json(const std::string& s) {
+    return s.empty() ? QJsonValue(QJsonValue::Null) : QJsonValue(QString::fromStdString(s));
+}
+
+std::string format_json(const ModelInfo& m) {
+    QJsonObject types;
+    for (const auto& [name, n] : m.tensor_types) types.insert(QString::fromStdString(name), n);
+    QJsonObject o;
+    o.insert(QStringLiteral("file"), QString::fromStdString(m.path));
+    o.insert(QStringLiteral("file_size"), static_cast<double>(m.file_size));
+    o.insert(QStringLiteral("gguf_version"), static_cast<int>(m.version));
+    o.insert(QStringLiteral("alignment"), static_cast<double>(m.alignment));
+    o.insert(QStringLiteral("data_offset"), static_cast<double>(m.data_offset));
+    o.insert(QStringLiteral("architecture"), json(m.architecture));
+    o.insert(QStringLiteral("name"), json(m.name));
+    o.insert(QStringLiteral("layers"), json(m.layers));
+    o.insert(QStringLiteral("heads"), json(m.heads));
+    o.insert(QStringLiteral("kv_heads"), json(m.kv_heads));
+    o.insert(QStringLiteral("head_dim"), json(m.head_dim));
+    o.insert(QStringLiteral("embedding_length"), json(m.embedding));
+    o.insert(QStringLiteral("feed_forward_length"), json(m.ffn));
+    o.insert(QStringLiteral("context_length"), json(m.context));
+    o.insert(QStringLiteral("rope_freq_base"), json(m.rope_base));
+    o.insert(QStringLiteral("rope_scaling"), json(m.rope_scaling));
+    o.insert(QStringLiteral("rms_norm_eps"), json(m.rms_eps));
+    o.insert(QStringLiteral("vocab_size"), json(m.vocab));
+    o.insert(QStringLiteral("tokenizer_model"), json(m.tokenizer_model));
+    o.insert(QStringLiteral("tokenizer_pre"), json(m.tokenizer_pre));
+    o.insert(QStringLiteral("chat_template"), QString::fromStdString(m.chat_template));
+    o.insert(QStringLiteral("tensor_count"), static_cast<double>(m.tensor_count));
+    o.insert(QStringLiteral("tensor_types"), types);
+    return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
+}
+
+int run(const QStringList& args) {
+    bool as_json = false;
+    std::optional<fs::path> model;
+    for (const QString& a : args) {
+        if (a == QLatin1String("--json")) {
+            as_json = true;
+        } else if (a.startsWith(QLatin1Char('-')) || model) {
+            sl::cli::err("usage: sightline-cli info [--json] [MODEL.gguf]\n");
+            return 2;
+        } else {
+            model = fs::path(a.toStdString());
+        }
+    }
+    const ModelInfo m = read_info(model.value_or(sl::paths::default_model()));
+    sl::cli::out(as_json ? format_json(m) : format_text(m));
+    return 0;
+}
+
+}  // namespace
+
+SIGHTLINE_CLI_COMMAND(info, "info", "what a GGUF model file holds ([--json] [MODEL])", run);

@@ -1,0 +1,167 @@
+#include "core/model/model_loader.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/util/error.h"
+#include "kernels/cpu/tensor_types.h"
+
+namespace sl {
+
+namespace {
+
+// Architectures that share the llama graph (RMSNorm, RoPE, GQA, SwiGLU), with their RoPE style
+// as llama.cpp's llama_model_rope_type() gives it.
+struct ArchInfo {
+    const char* name;
+    kernels::RopeStyle rope;
+};
+constexpr ArchInfo kArchs[] = {
+    {"llama", kernels::RopeStyle::Norm},
+    {"mistral", kernels::RopeStyle::Norm},
+    {"qwen2", kernels::RopeStyle::Neox},
+};
+
+std::string fname(const GgufFile& f) { return f.name(); }
+
+TensorView tensor(const GgufFile& f, const std::string& name, int64_t ne0, int64_t ne1, bool required = true) {
+    const GgufTensorInfo* t = f.find_tensor(name);
+    if (!t) {
+        if (!required) return {};
+        throw FormatError(fname(f) + ": tensor '" + name + "' is missing");
+    }
+    const int64_t got0 = static_cast<int64_t>(t->dims[0]);
+    const int64_t got1 = t->dims.size() > 1 ? static_cast<int64_t>(t->dims[1]) : 1;
+    if (got0 != ne0 || got1 != ne1 || t->dims.size() > 2)
+        throw FormatError(fname(f) + ": tensor '" + name + "' has shape {" + std::to_string(got0) + ", " +
+                          std::to_string(got1) + "}, expected {" + std::to_string(ne0) + ", " + std::to_string(ne1) + "}");
+    const auto info = kernels::tensor_type_info(t->type);
+    if (!info.computable)
+        throw FormatError(fname(f) + ": tensor '" + name + "' has type " + (info.name ? info.name : "unknown") +
+                          ", which Sightline cannot compute with yet (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k, q6_k)");
+    TensorView v;
+    v.type = static_cast<kernels::TensorType>(t->type);
+    v.data = t->data;
+    v.ne0 = ne0;
+    v.ne1 = ne1;
+    return v;
+}
+
+const float* vector_f32(const GgufFile& f, const std::string& name, int64_t n, bool required = true) {
+    const GgufTensorInfo* t = f.find_tensor(name);
+    if (!t) {
+        if (!required) return nullptr;
+        throw FormatError(fname(f) + ": tensor '" + name + "' is missing");
+    }
+    if (t->type != static_cast<uint32_t>(kernels::TensorType::F32) || t->n_elements != static_cast<uint64_t>(n))
+        throw FormatError(fname(f) + ": tensor '" + name + "' must be f32 with " + std::to_string(n) + " elements");
+    return reinterpret_cast<const float*>(t->data);
+}
+
+}  // namespace
+
+LlamaConfig read_llama_config(const GgufFile& f) {
+    LlamaConfig c;
+    c.arch = std::string(f.architecture());
+    const ArchInfo* arch = nullptr;
+    for (const auto& a : kArchs)
+        if (c.arch == a.name) arch = &a;
+    if (!arch)
+        throw FormatError(fname(f) + ": architecture '" + c.arch + "' is not supported (supported: llama, mistral, qwen2)");
+    c.rope_style = arch->rope;
+    c.n_layer = static_cast<int>(arch_u32(f, "block_count"));
+    c.d_model = static_cast<int>(arch_u32(f, "embedding_length"));
+    c.n_ff = static_cast<int>(arch_u32(f, "feed_forward_length"));
+    c.n_head = static_cast<int>(arch_u32(f, "attention.head_count"));
+    c.n_kv_head = static_cast<int>(arch_u32(f, "attention.head_count_kv", static_cast<uint32_t>(c.n_head)));
+    c.n_ctx_train = static_cast<int>(arch_u32(f, "context_length", 2048));
+    c.rms_eps = arch_f32(f, "attention.layer_norm_rms_epsilon", 1e-5f);
+    c.rope_base = arch_f32(f, "rope.freq_base", 10000.0f);
+    if (c.n_layer <= 0 || c.d_model <= 0 || c.n_head <= 0 || c.n_kv_head <= 0 || c.n_ff <= 0 ||
+        c.n_head % c.n_kv_head != 0 || c.d_model % c.n_head != 0 || c.n_layer > 1024 || c.d_model > 65536)
+        throw FormatError(fname(f) + ": implausible hyperparameters (layers " + std::to_string(c.n_layer) + ", d_model " +
+                          std::to_string(c.d_model) + ", heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + ")");
+    c.head_dim = static_cast<int>(arch_u32(f, "attention.key_length", static_cast<uint32_t>(c.d_model / c.n_head)));
+    c.rope_dim = static_cast<int>(arch_u32(f, "rope.dimension_count", static_cast<uint32_t>(c.head_dim)));
+    if (c.rope_dim > c.head_dim || c.rope_dim % 2) throw FormatError(fname(f) + ": rope.dimension_count " + std::to_string(c.rope_dim) + " does not fit head_dim " + std::to_string(c.head_dim));
+    if (auto type = f.get_string(arch_key(f, "rope.scaling.type")); type && *type != "none") {
+        if (*type != "linear") throw FormatError(fname(f) + ": rope scaling '" + std::string(*type) + "' is not supported yet (linear is)");
+        const float factor = arch_f32(f, "rope.scaling.factor", 1.0f);
+        if (factor > 0) c.rope_freq_scale = 1.0f / factor;
+    }
+    const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
+    if (!emb || emb->dims.size() < 2) throw FormatError(fname(f) + ": tensor 'token_embd.weight' is missing");
+    c.n_vocab = static_cast<int>(emb->dims[1]);
+    return c;
+}
+
+TokenizerData read_tokenizer_data(const GgufFile& f) {
+    TokenizerData t;
+    t.name = f.name();
+    t.model = std::string(f.get_string("tokenizer.ggml.model").value_or(""));
+    t.pre = std::string(f.get_string("tokenizer.ggml.pre").value_or("default"));
+    if (auto tokens = f.get_string_array("tokenizer.ggml.tokens")) {
+        t.tokens.reserve(tokens->size());
+        for (auto s : *tokens) t.tokens.emplace_back(s);
+    } else {
+        throw FormatError(f.name() + ": metadata 'tokenizer.ggml.tokens' is missing");
+    }
+    if (auto merges = f.get_string_array("tokenizer.ggml.merges")) {
+        t.merges.reserve(merges->size());
+        for (auto s : *merges) t.merges.emplace_back(s);
+    }
+    if (auto types = f.get_i32_array("tokenizer.ggml.token_type")) t.token_types = std::move(*types);
+    if (auto scores = f.get_f32_array("tokenizer.ggml.scores")) t.scores = std::move(*scores);
+    auto id = [&](const char* key) { return f.get_i32(key).value_or(-1); };
+    t.bos_id = id("tokenizer.ggml.bos_token_id");
+    t.eos_id = id("tokenizer.ggml.eos_token_id");
+    t.eot_id = id("tokenizer.ggml.eot_token_id");
+    t.unk_id = id("tokenizer.ggml.unknown_token_id");
+    t.pad_id = id("tokenizer.ggml.padding_token_id");
+    t.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(t.model == "llama");
+    t.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+    t.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(t.model == "llama");
+    t.chat_template = std::string(f.get_string("tokenizer.chat_template").value_or(""));
+    return t;
+}
+
+std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
+    const auto start = std::chrono::steady_clock::now();
+    auto m = std::make_unique<LoadedModel>(LoadedModel{GgufFile::open(path), nullptr, nullptr, nullptr, 0});
+    const GgufFile& f = m->file;
+    const LlamaConfig c = read_llama_config(f);
+    const int64_t d = c.d_model, dq = static_cast<int64_t>(c.n_head) * c.head_dim,
+                  dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
+    LlamaWeights w;
+    w.tok_embd = tensor(f, "token_embd.weight", d, c.n_vocab);
+    w.output_norm = vector_f32(f, "output_norm.weight", d);
+    w.output = tensor(f, "output.weight", d, c.n_vocab, false);
+    if (w.output.empty()) w.output = w.tok_embd;  // tied embeddings
+    for (int l = 0; l < c.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        LlamaLayer L;
+        L.attn_norm = vector_f32(f, p + "attn_norm.weight", d);
+        L.wq = tensor(f, p + "attn_q.weight", d, dq);
+        L.wk = tensor(f, p + "attn_k.weight", d, dkv);
+        L.wv = tensor(f, p + "attn_v.weight", d, dkv);
+        L.wo = tensor(f, p + "attn_output.weight", dq, d);
+        L.bq = vector_f32(f, p + "attn_q.bias", dq, false);
+        L.bk = vector_f32(f, p + "attn_k.bias", dkv, false);
+        L.bv = vector_f32(f, p + "attn_v.bias", dkv, false);
+        L.ffn_norm = vector_f32(f, p + "ffn_norm.weight", d);
+        L.gate = tensor(f, p + "ffn_gate.weight", d, c.n_ff);
+        L.up = tensor(f, p + "ffn_up.weight", d, c.n_ff);
+        L.down = tensor(f, p + "ffn_down.weight", c.n_ff, d);
+        w.layers.push_back(L);
+    }
+    m->model = std::make_unique<LlamaModel>(c, std::move(w));
+    m->tokenizer = Tokenizer::create(read_tokenizer_data(f));
+    if (m->tokenizer->vocab_size() > c.n_vocab)
+        throw FormatError(f.name() + ": the tokenizer has " + std::to_string(m->tokenizer->vocab_size()) +
+                          " tokens but token_embd.weight has " + std::to_string(c.n_vocab) + " rows");
+    m->chat = std::make_unique<ChatTemplate>(ChatTemplate::for_tokenizer(*m->tokenizer));
+    m->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return m;
+}
+
+}  // namespace sl

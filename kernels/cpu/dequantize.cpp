@@ -1,0 +1,151 @@
+#include "kernels/cpu/dequantize.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/quant_common.h"
+
+namespace sl::kernels {
+
+namespace {
+
+void deq_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
+        const float d = fp16(x[i].d);
+        for (int j = 0; j < kQK4_0 / 2; ++j) {
+            y[j] = static_cast<float>((x[i].qs[j] & 0x0F) - 8) * d;
+            y[j + 16] = static_cast<float>((x[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+void deq_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK4_1) {
+        const float d = fp16(x[i].d), m = fp16(x[i].m);
+        for (int j = 0; j < kQK4_1 / 2; ++j) {
+            y[j] = static_cast<float>(x[i].qs[j] & 0x0F) * d + m;
+            y[j + 16] = static_cast<float>(x[i].qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+void deq_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK8_0) {
+        const float d = fp16(x[i].d);
+        for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
+    }
+}
+
+void deq_q8_1(const BlockQ8_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK8_1) {
+        const float d = fp16(x[i].d);
+        for (int j = 0; j < kQK8_1; ++j) y[j] = static_cast<float>(x[i].qs[j]) * d;
+    }
+}
+
+void deq_q4_K(const BlockQ4_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* q = x[i].qs;
+        const float d = fp16(x[i].d), dmin = fp16(x[i].dmin);
+        for (int j = 0, is = 0; j < kQK_K; j += 64, is += 2, q += 32) {
+            uint8_t sc, m;
+            q4k_scale_min(is, x[i].scales, &sc, &m);
+            const float d1 = d * sc, m1 = dmin * m;
+            q4k_scale_min(is + 1, x[i].scales, &sc, &m);
+            const float d2 = d * sc, m2 = dmin * m;
+            for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+        }
+    }
+}
+
+void deq_q6_K(const BlockQ6_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16(x[i].d);
+        const uint8_t* ql = x[i].ql;
+        const uint8_t* qh = x[i].qh;
+        const int8_t* sc = x[i].scales;
+        for (int k = 0; k < kQK_K; k += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+            for (int l = 0; l < 32; ++l) {
+                const int is = l / 16;
+                const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+                const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+                const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+                y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+                y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+                y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+                y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+            }
+        }
+    }
+}
+
+void deq_q8_K(const BlockQ8_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
+        for (int j = 0; j < kQK_K; ++j) y[j] = x[i].d * static_cast<float>(x[i].qs[j]);
+    }
+}
+
+void check(TensorType type, int64_t n) {
+    const TensorTypeInfo info = tensor_type_info(type);
+    if (!can_dequantize(type)) {
+        throw std::invalid_argument(std::string("dequantize_row: no dequantizer for type ") +
+                                    (info.name ? info.name : "unknown"));
+    }
+    if (n < 0 || n % info.block_size != 0) {
+        throw std::invalid_argument("dequantize_row: " + std::to_string(n) + " values is not a whole number of " +
+                                    info.name + " blocks of " + std::to_string(info.block_size));
+    }
+}
+
+}  // namespace
+
+bool can_dequantize(TensorType type) {
+    switch (type) {
+        case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
+        case TensorType::Q4_1: case TensorType::Q8_0: case TensorType::Q8_1: case TensorType::Q4_K:
+        case TensorType::Q6_K: case TensorType::Q8_K: return true;
+        default: return false;
+    }
+}
+
+namespace ref {
+
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
+    check(type, n);
+    const auto un = static_cast<size_t>(n);
+    switch (type) {
+        case TensorType::F32: std::memcpy(dst, src, un * sizeof(float)); return;
+        case TensorType::F16: return ref::f16_to_f32(dst, static_cast<const uint16_t*>(src), un);
+        case TensorType::BF16: return ref::bf16_to_f32(dst, static_cast<const uint16_t*>(src), un);
+        case TensorType::Q4_0: return deq_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQK4_0);
+        case TensorType::Q4_1: return deq_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQK4_1);
+        case TensorType::Q8_0: return deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQK8_0);
+        case TensorType::Q8_1: return deq_q8_1(static_cast<const BlockQ8_1*>(src), dst, n / kQK8_1);
+        case TensorType::Q4_K: return deq_q4_K(static_cast<const BlockQ4_K*>(src), dst, n / kQK_K);
+        case TensorType::Q6_K: return deq_q6_K(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
+        case TensorType::Q8_K: return deq_q8_K(static_cast<const BlockQ8_K*>(src), dst, n / kQK_K);
+        default: break;
+    }
+}
+
+}  // namespace ref
+
+void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
+    check(type, n);
+    switch (active_isa()) {
+        case Isa::Avx512:
+            if (avx512::dequantize_row(type, src, dst, n)) return;
+            break;
+        case Isa::Avx2:
+            if (avx2::dequantize_row(type, src, dst, n)) return;
+            break;
+        case Isa::Scalar: break;
+    }
+    ref::dequantize_row(type, src, dst, n);
+}
+
+}  // namespace sl::kernels

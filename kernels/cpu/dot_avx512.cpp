@@ -1,0 +1,315 @@
+// AVX-512 (F, BW, VL, DQ, VNNI) dot kernels (dot.h). Compiled with AVX-512 flags; called only
+// when active_isa() == Isa::Avx512.
+//
+// Shape of every kernel: for each weight block, decode it once into registers (nibbles -> bytes,
+// 6-bit scales -> int16 lanes), then for each of the NT activation rows do the integer dot with
+// VNNI (vpdpbusd: u8 x s8 -> s32, or vpmaddubsw + vpdpwssd when per-sub-block scales apply) and
+// fold the block scale in with one FMA into a per-row float accumulator. Signed x signed products
+// use |w| x sign(y, w). Horizontal sums happen once per row, at the end.
+#include <immintrin.h>
+
+#include <type_traits>
+
+#include "kernels/cpu/dot.h"
+#include "kernels/cpu/quant_common.h"
+
+namespace sl::kernels::avx512 {
+
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+template <typename A>
+inline const A* row(const void* act, size_t stride, int t) {
+    return reinterpret_cast<const A*>(static_cast<const char*>(act) + static_cast<size_t>(t) * stride);
+}
+
+inline __m512i load2x32(const void* a, const void* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(a))),
+                              _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
+}
+
+// s0 in lanes 0..7, s1 in lanes 8..15.
+inline __m512 scale2(float s0, float s1) {
+    return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+}
+
+// Two Q4 blocks' 16 nibble bytes each -> 64 bytes 0..15: [b0 lo, b0 hi, b1 lo, b1 hi].
+inline __m512i nibbles2(const uint8_t* q0, const uint8_t* q1) {
+    const __m512i v = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)))),
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1))), 1);
+    return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F));
+}
+
+// One Q4 block's 16 nibble bytes -> 32 bytes 0..15: [lo, hi].
+inline __m256i nibbles1(const uint8_t* q) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+}
+
+// Signed w (|w| <= 127) times signed y, summed in groups of 4 into int32 lanes.
+inline __m512i dot_ss(__m512i aw, __mmask64 neg, __m512i y) {
+    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sy);
+}
+inline __m256i dot_ss(__m256i w, __m256i y) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
+}
+
+template <int NT>
+inline void finish(const __m512 (&acc)[NT], float* out, size_t out_stride) {
+    for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// ---- Q8_0 weights and Q4_0 weights, Q8_0 activations ----------------------------------------
+template <int NT, bool kQ4>
+void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    using WB = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
+    const WB* x = static_cast<const WB*>(wv);
+    const int64_t nb = n / 32;
+    const BlockQ8_0* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_0>(act, stride, t);
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    int64_t ib = 0;
+    for (; ib + 1 < nb; ib += 2) {
+        __m512i w;
+        if constexpr (kQ4) {
+            w = _mm512_sub_epi8(nibbles2(x[ib].qs, x[ib + 1].qs), _mm512_set1_epi8(8));
+        } else {
+            w = load2x32(x[ib].qs, x[ib + 1].qs);
+        }
+        const __m512i aw = _mm512_abs_epi8(w);
+        const __mmask64 neg = _mm512_movepi8_mask(w);
+        const float dx0 = h2f(x[ib].d), dx1 = h2f(x[ib + 1].d);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i p = dot_ss(aw, neg, load2x32(y[t][ib].qs, y[t][ib + 1].qs));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale2(dx0 * h2f(y[t][ib].d), dx1 * h2f(y[t][ib + 1].d)),
+                                     acc[t]);
+        }
+    }
+    if (ib < nb) {
+        __m256i w;
+        if constexpr (kQ4) {
+            w = _mm256_sub_epi8(nibbles1(x[ib].qs), _mm256_set1_epi8(8));
+        } else {
+            w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[ib].qs));
+        }
+        const float dx = h2f(x[ib].d);
+        for (int t = 0; t < NT; ++t) {
+            const __m256i p = dot_ss(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][ib].qs)));
+            const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * h2f(y[t][ib].d)));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(s));
+        }
+    }
+    finish<NT>(acc, out, os);
+}
+
+// ---- Q4_1 weights, Q8_1 activations: d_x d_y sum(q y) + m_x s_y ------------------------------
+template <int NT>
+void dot_q4_1(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    const auto* x = static_cast<const BlockQ4_1*>(wv);
+    const int64_t nb = n / 32;
+    const BlockQ8_1* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_1>(act, stride, t);
+    __m512 acc[NT];
+    float summs[NT] = {};
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    int64_t ib = 0;
+    for (; ib + 1 < nb; ib += 2) {
+        const __m512i w = nibbles2(x[ib].qs, x[ib + 1].qs);
+        const float dx0 = h2f(x[ib].d), dx1 = h2f(x[ib + 1].d);
+        const float mx0 = h2f(x[ib].m), mx1 = h2f(x[ib + 1].m);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, load2x32(y[t][ib].qs, y[t][ib + 1].qs));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale2(dx0 * h2f(y[t][ib].d), dx1 * h2f(y[t][ib + 1].d)),
+                                     acc[t]);
+            summs[t] += mx0 * h2f(y[t][ib].s) + mx1 * h2f(y[t][ib + 1].s);
+        }
+    }
+    if (ib < nb) {
+        const __m256i w = nibbles1(x[ib].qs);
+        const float dx = h2f(x[ib].d), mx = h2f(x[ib].m);
+        for (int t = 0; t < NT; ++t) {
+            const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w,
+                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][ib].qs)));
+            const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * h2f(y[t][ib].d)));
+            acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(s));
+            summs[t] += mx * h2f(y[t][ib].s);
+        }
+    }
+    for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * os] = _mm512_reduce_add_ps(acc[t]) + summs[t];
+}
+
+// ---- Q4_K weights, Q8_K activations ------------------------------------------------------------
+template <int NT>
+void dot_q4_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    const auto* x = static_cast<const BlockQ4_K*>(wv);
+    const int64_t nb = n / kQK_K;
+    const BlockQ8_K* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
+    __m512 acc[NT];
+    __m256 accm[NT];
+    for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm512_setzero_ps();
+        accm[t] = _mm256_setzero_ps();
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nb; ++i) {
+        alignas(16) uint8_t sc[16], mn[16];
+        q4k_unpack_scales(x[i].scales, sc, mn);
+        // Each min applies to two bsums (16 values each): m0 m0 m1 m1 ... as int16.
+        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        __m512i q[4], sv[4];
+        for (int k = 0; k < 4; ++k) {
+            const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * k));
+            q[k] = _mm512_and_si512(
+                _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1), m4);
+            sv[k] = _mm512_inserti64x4(_mm512_set1_epi16(sc[2 * k]), _mm256_set1_epi16(sc[2 * k + 1]), 1);
+        }
+        const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
+        for (int t = 0; t < NT; ++t) {
+            const BlockQ8_K& yb = y[t][i];
+            __m512i sumi = _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) {
+                const __m512i p16 = _mm512_maddubs_epi16(q[k], _mm512_loadu_si512(yb.qs + 64 * k));
+                sumi = _mm512_dpwssd_epi32(sumi, p16, sv[k]);
+            }
+            const __m256i msum =
+                _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(yb.bsums)), mins16);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(dx * yb.d), acc[t]);
+            accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmx * yb.d), accm[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm512_sub_ps(acc[t], _mm512_zextps256_ps512(accm[t]));
+    }
+    finish<NT>(acc, out, os);
+}
+
+// ---- Q6_K weights, Q8_K activations: sum sc_g (sum q y - 32 bsum_g) ---------------------------
+template <int NT>
+void dot_q6_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    const auto* x = static_cast<const BlockQ6_K*>(wv);
+    const int64_t nb = n / kQK_K;
+    const BlockQ8_K* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
+    __m512 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    // Lane j of permutation k picks scale 4k + j / 8 (16 values = 8 int16 pair lanes per scale).
+    __m512i idx[4];
+    for (int k = 0; k < 4; ++k) {
+        alignas(64) int16_t ix[32];
+        for (int j = 0; j < 32; ++j) ix[j] = static_cast<int16_t>(4 * k + j / 8);
+        idx[k] = _mm512_load_si512(ix);
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+        const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+        __m512i q[4], sv[4];
+        for (int h = 0; h < 2; ++h) {
+            const __m512i ql = _mm512_loadu_si512(x[i].ql + 64 * h);
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
+            const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+            q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+            q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
+        }
+        for (int k = 0; k < 4; ++k) sv[k] = _mm512_permutexvar_epi16(idx[k], sc512);
+        const float dx = h2f(x[i].d);
+        for (int t = 0; t < NT; ++t) {
+            const BlockQ8_K& yb = y[t][i];
+            __m512i sumi = _mm512_setzero_si512();
+            for (int k = 0; k < 4; ++k) {
+                const __m512i p16 = _mm512_maddubs_epi16(q[k], _mm512_loadu_si512(yb.qs + 64 * k));
+                sumi = _mm512_dpwssd_epi32(sumi, p16, sv[k]);
+            }
+            const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(yb.bsums)), sc16);
+            sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_set1_ps(dx * yb.d), acc[t]);
+        }
+    }
+    finish<NT>(acc, out, os);
+}
+
+// ---- F32 / F16 / BF16 weights, F32 activations ---------------------------------------------------
+enum class FloatKind { F32, F16, BF16 };
+
+template <FloatKind K>
+inline __m512 load_w(const void* w, int64_t i, __mmask16 m) {
+    if constexpr (K == FloatKind::F32) {
+        return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + i);
+    } else if constexpr (K == FloatKind::F16) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i));
+    } else {
+        const __m256i b = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+    }
+}
+
+template <int NT, FloatKind K>
+void dot_float(int64_t n, const void* w, const void* act, size_t stride, float* out, size_t os) {
+    const float* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<float>(act, stride, t);
+    constexpr int kU = NT == 1 ? 4 : 2;  // independent FMA chains per row
+    __m512 acc[kU][NT];
+    for (int u = 0; u < kU; ++u)
+        for (int t = 0; t < NT; ++t) acc[u][t] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 * kU <= n; i += 16 * kU) {
+        for (int u = 0; u < kU; ++u) {
+            const __m512 wv = load_w<K>(w, i + 16 * u, 0xFFFF);
+            for (int t = 0; t < NT; ++t) acc[u][t] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(y[t] + i + 16 * u), acc[u][t]);
+        }
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n - i)) - 1u);
+        const __m512 wv = load_w<K>(w, i, m);
+        for (int t = 0; t < NT; ++t) acc[0][t] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, y[t] + i), acc[0][t]);
+    }
+    for (int t = 0; t < NT; ++t) {
+        __m512 s = acc[0][t];
+        for (int u = 1; u < kU; ++u) s = _mm512_add_ps(s, acc[u][t]);
+        out[static_cast<size_t>(t) * os] = _mm512_reduce_add_ps(s);
+    }
+}
+
+// Dispatches nt (1..4) to the unrolled template.
+template <template <int> class K>
+void by_nt(int64_t n, const void* w, const void* act, size_t stride, int nt, float* out, size_t os) {
+    switch (nt) {
+        case 1: return K<1>::run(n, w, act, stride, out, os);
+        case 2: return K<2>::run(n, w, act, stride, out, os);
+        case 3: return K<3>::run(n, w, act, stride, out, os);
+        default: return K<4>::run(n, w, act, stride, out, os);
+    }
+}
+
+template <int NT> struct KQ4_0 { static constexpr auto run = dot_x_q8_0<NT, true>; };
+template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, false>; };
+template <int NT> struct KQ4_1 { static constexpr auto run = dot_q4_1<NT>; };
+template <int NT> struct KQ4_K { static constexpr auto run = dot_q4_K<NT>; };
+template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
+template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
+template <int NT> struct KF16 { static constexpr auto run = dot_float<NT, FloatKind::F16>; };
+template <int NT> struct KBF16 { static constexpr auto run = dot_float<NT, FloatKind::BF16>; };
+
+}  // namespace
+
+VecDotFn vec_dot_fn(TensorType wtype) {
+    switch (wtype) {
+        case TensorType::Q4_0: return by_nt<KQ4_0>;
+        case TensorType::Q8_0: return by_nt<KQ8_0>;
+        case TensorType::Q4_1: return by_nt<KQ4_1>;
+        case TensorType::Q4_K: return by_nt<KQ4_K>;
+        case TensorType::Q6_K: return by_nt<KQ6_K>;
+        case TensorType::F32: return by_nt<KF32>;
+        case TensorType::F16: return by_nt<KF16>;
+        case TensorType::BF16: return by_nt<KBF16>;
+        default: return nullptr;
+    }
+}
+
+}  // namespace sl::kernels::avx512

@@ -1,0 +1,44 @@
+// Small helpers shared by the quantization kernels (scalar reference and ISA variants).
+// Everything here is `static inline`: the *_avx2.cpp / *_avx512.cpp translation units include this
+// header, and internal linkage keeps their ISA-compiled copies out of the scalar code (ODR).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/tensor_types.h"
+
+namespace sl::kernels {
+
+// Reads an f16 field of a (2-byte aligned) block.
+static inline float fp16(uint16_t h) { return f16_to_f32(h); }
+// Writes an f16 field (round to nearest even). Named apart from the bulk f32_to_f16 overloads,
+// which hide the one-value helper inside the ref/avx2/avx512 namespaces.
+static inline uint16_t to_fp16(float f) { return f32_to_f16(f); }
+
+// ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
+static inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
+
+// All 8 scales and 8 mins of a Q4_K block, unpacked to bytes.
+static inline void q4k_unpack_scales(const uint8_t* packed, uint8_t* scales8, uint8_t* mins8) {
+    for (int j = 0; j < 8; ++j) q4k_scale_min(j, packed, scales8 + j, mins8 + j);
+}
+
+// ggml's nearest_int: round half to even via the 1.5 * 2^23 trick (valid for |x| < 2^22).
+static inline int nearest_int(float fval) {
+    const float val = fval + 12582912.f;
+    int32_t i;
+    std::memcpy(&i, &val, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+}  // namespace sl::kernels

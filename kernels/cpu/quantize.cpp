@@ -1,0 +1,272 @@
+#include "kernels/cpu/quantize.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/quant_common.h"
+
+namespace sl::kernels {
+
+namespace ref {
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+    const int64_t nb = n / kQK8_0;
+    for (int64_t i = 0; i < nb; ++i, x += kQK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        for (int j = 0; j < kQK8_0; ++j) y[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+    }
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+    const int64_t nb = n / kQK8_1;
+    for (int64_t i = 0; i < nb; ++i, x += kQK8_1) {
+        float amax = 0.0f;
+        for (int j = 0; j < kQK8_1; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        int sum = 0;
+        for (int j = 0; j < kQK8_1; ++j) {
+            y[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+            sum += y[i].qs[j];
+        }
+        y[i].s = to_fp16(static_cast<float>(sum) * d);
+    }
+}
+
+void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
+    const int64_t nb = n / kQK_K;
+    for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < kQK_K; ++j) {
+            const float ax = std::fabs(x[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = x[j];
+            }
+        }
+        if (amax == 0.0f) {
+            y[i].d = 0.0f;
+            std::memset(y[i].qs, 0, sizeof y[i].qs);
+            std::memset(y[i].bsums, 0, sizeof y[i].bsums);
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < kQK_K; ++j) {
+            y[i].qs[j] = static_cast<int8_t>(std::min(127, nearest_int(iscale * x[j])));
+        }
+        for (int j = 0; j < kQK_K / 16; ++j) {
+            int sum = 0;
+            for (int l = 0; l < 16; ++l) sum += y[i].qs[j * 16 + l];
+            y[i].bsums[j] = static_cast<int16_t>(sum);
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
+    const int64_t nb = n / kQK4_0;
+    for (int64_t i = 0; i < nb; ++i, x += kQK4_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < kQK4_0; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        for (int j = 0; j < kQK4_0 / 2; ++j) {
+            const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
+            const int q1 = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
+            y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+        }
+    }
+}
+
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
+    const int64_t nb = n / kQK4_1;
+    for (int64_t i = 0; i < nb; ++i, x += kQK4_1) {
+        float mn = FLT_MAX, mx = -FLT_MAX;
+        for (int j = 0; j < kQK4_1; ++j) {
+            mn = std::min(mn, x[j]);
+            mx = std::max(mx, x[j]);
+        }
+        const float d = (mx - mn) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        y[i].m = to_fp16(mn);
+        for (int j = 0; j < kQK4_1 / 2; ++j) {
+            const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - mn) * id + 0.5f)));
+            const int q1 =
+                std::min(15, static_cast<int>(static_cast<int8_t>((x[j + 16] - mn) * id + 0.5f)));
+            y[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+        }
+    }
+}
+
+// Plain min/max fit per sub-block of 32 (value = d * sc * q - dmin * m, q in 0..15, mins <= 0),
+// 6-bit scales and mins relative to the super-block's largest, packed as ggml packs them.
+void quantize_row_q4_K(const float* x, BlockQ4_K* y, int64_t n) {
+    const int64_t nb = n / kQK_K;
+    for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+        float scales[8], mins[8];
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; ++j) {
+            float mn = 0.0f, mx = -FLT_MAX;  // mins are kept <= 0, as ggml does
+            for (int l = 0; l < 32; ++l) {
+                mn = std::min(mn, x[32 * j + l]);
+                mx = std::max(mx, x[32 * j + l]);
+            }
+            scales[j] = (mx - mn) / 15.0f;
+            mins[j] = -mn;
+            max_scale = std::max(max_scale, scales[j]);
+            max_min = std::max(max_min, mins[j]);
+        }
+        const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+        const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+        uint8_t ls[8], lm[8];
+        for (int j = 0; j < 8; ++j) {
+            // Round the scale up so that the largest value still fits in 15 steps.
+            ls[j] = static_cast<uint8_t>(std::min(63, static_cast<int>(std::ceil(inv_scale * scales[j]))));
+            lm[j] = static_cast<uint8_t>(std::min(63, nearest_int(inv_min * mins[j])));
+        }
+        std::memset(y[i].scales, 0, sizeof y[i].scales);
+        for (int j = 0; j < 8; ++j) {
+            if (j < 4) {
+                y[i].scales[j] = ls[j];
+                y[i].scales[j + 4] = lm[j];
+            } else {
+                y[i].scales[j + 4] = static_cast<uint8_t>((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+                y[i].scales[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
+                y[i].scales[j - 0] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
+            }
+        }
+        y[i].d = to_fp16(max_scale / 63.0f);
+        y[i].dmin = to_fp16(max_min / 63.0f);
+        const float d = fp16(y[i].d), dmin = fp16(y[i].dmin);
+        uint8_t L[kQK_K];
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4k_scale_min(j, y[i].scales, &sc, &m);
+            const float dq = d * sc, dm = dmin * m;
+            for (int l = 0; l < 32; ++l) {
+                const int q = dq != 0.0f ? nearest_int((x[32 * j + l] + dm) / dq) : 0;
+                L[32 * j + l] = static_cast<uint8_t>(std::clamp(q, 0, 15));
+            }
+        }
+        uint8_t* q = y[i].qs;
+        for (int j = 0; j < kQK_K; j += 64, q += 32) {
+            for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+        }
+    }
+}
+
+// Symmetric fit per sub-block of 16 (value = d * sc * (q - 32), q in 0..63), 8-bit scales
+// relative to the super-block's largest, packed as ggml packs them.
+void quantize_row_q6_K(const float* x, BlockQ6_K* y, int64_t n) {
+    const int64_t nb = n / kQK_K;
+    for (int64_t i = 0; i < nb; ++i, x += kQK_K) {
+        float scales[16];
+        float max_scale = 0.0f;
+        for (int g = 0; g < 16; ++g) {
+            float amax = 0.0f;
+            for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * g + l]));
+            scales[g] = amax / 31.0f;
+            max_scale = std::max(max_scale, scales[g]);
+        }
+        const float iscale = max_scale > 0.0f ? 127.0f / max_scale : 0.0f;
+        for (int g = 0; g < 16; ++g) {
+            y[i].scales[g] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[g])));
+        }
+        y[i].d = to_fp16(max_scale / 127.0f);
+        const float d = fp16(y[i].d);
+        uint8_t L[kQK_K];
+        for (int g = 0; g < 16; ++g) {
+            const float dq = d * y[i].scales[g];
+            for (int l = 0; l < 16; ++l) {
+                const int q = dq != 0.0f ? nearest_int(x[16 * g + l] / dq) : 0;
+                L[16 * g + l] = static_cast<uint8_t>(std::clamp(q, -32, 31) + 32);
+            }
+        }
+        uint8_t* ql = y[i].ql;
+        uint8_t* qh = y[i].qh;
+        for (int j = 0; j < kQK_K; j += 128, ql += 64, qh += 32) {
+            for (int l = 0; l < 32; ++l) {
+                const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
+                const int q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
+                ql[l] = static_cast<uint8_t>(q1 | (q3 << 4));
+                ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
+                qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                             ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+}  // namespace ref
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::quantize_row_q8_0(x, y, n);
+        case Isa::Avx2: return avx2::quantize_row_q8_0(x, y, n);
+        case Isa::Scalar: break;
+    }
+    ref::quantize_row_q8_0(x, y, n);
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::quantize_row_q8_1(x, y, n);
+        case Isa::Avx2: return avx2::quantize_row_q8_1(x, y, n);
+        case Isa::Scalar: break;
+    }
+    ref::quantize_row_q8_1(x, y, n);
+}
+
+void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::quantize_row_q8_K(x, y, n);
+        case Isa::Avx2: return avx2::quantize_row_q8_K(x, y, n);
+        case Isa::Scalar: break;
+    }
+    ref::quantize_row_q8_K(x, y, n);
+}
+
+void quantize_row(TensorType type, const float* x, void* dst, int64_t n) {
+    const TensorTypeInfo info = tensor_type_info(type);
+    if (info.name == nullptr || n < 0 || n % info.block_size != 0) {
+        throw std::invalid_argument("quantize_row: " + std::to_string(n) + " values is not a whole number of " +
+                                    (info.name ? info.name : "unknown-type") + " blocks");
+    }
+    switch (type) {
+        case TensorType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); return;
+        case TensorType::F16: return f32_to_f16(static_cast<uint16_t*>(dst), x, static_cast<size_t>(n));
+        case TensorType::BF16: {
+            auto* out = static_cast<uint16_t*>(dst);
+            for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+            return;
+        }
+        case TensorType::Q4_0: return ref::quantize_row_q4_0(x, static_cast<BlockQ4_0*>(dst), n);
+        case TensorType::Q4_1: return ref::quantize_row_q4_1(x, static_cast<BlockQ4_1*>(dst), n);
+        case TensorType::Q8_0: return quantize_row_q8_0(x, static_cast<BlockQ8_0*>(dst), n);
+        case TensorType::Q8_1: return quantize_row_q8_1(x, static_cast<BlockQ8_1*>(dst), n);
+        case TensorType::Q4_K: return ref::quantize_row_q4_K(x, static_cast<BlockQ4_K*>(dst), n);
+        case TensorType::Q6_K: return ref::quantize_row_q6_K(x, static_cast<BlockQ6_K*>(dst), n);
+        case TensorType::Q8_K: return quantize_row_q8_K(x, static_cast<BlockQ8_K*>(dst), n);
+        default: break;
+    }
+    throw std::invalid_argument(std::string("quantize_row: no quantizer for type ") + info.name);
+}
+
+}  // namespace sl::kernels

@@ -1,0 +1,237 @@
+// The llama forward pass against the independent numpy reference (tests/reference/model): tiny
+// random-weight models in every weight type, written by the reference's own generator, and the
+// real SmolLM2 file; logits of every position by normalized error, and greedy continuations.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/attention/dense_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/linear.h"
+#include "core/runtime/session.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/assets.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+QString join_ids(const std::vector<int32_t>& ids) {
+    QStringList s;
+    for (int32_t id : ids) s << QString::number(id);
+    return s.join(QLatin1Char(','));
+}
+
+// Runs the reference on `ids`; fills all-position logits (n_tokens * n_vocab) and, when greedy > 0,
+// its greedy continuation.
+bool reference(const QString& model, const std::vector<int32_t>& ids, int greedy, std::vector<float>* logits,
+               std::vector<int32_t>* continuation) {
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return false;
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("logits.bin"));
+    QStringList args{sl::test::reference_script(QStringLiteral("model/gguf_llama_ref.py")), model,
+                     QStringLiteral("--tokens"), join_ids(ids), QStringLiteral("--logits-out"), out};
+    if (greedy > 0) args << QStringLiteral("--greedy") << QString::number(greedy);
+    QByteArray stdout_bytes;
+    if (!sl::test::run_process(py, args, &stdout_bytes, 600000)) return false;
+    QFile f(out);
+    if (!f.open(QIODevice::ReadOnly)) return false;
+    const QByteArray raw = f.readAll();
+    logits->resize(static_cast<size_t>(raw.size()) / sizeof(float));
+    std::memcpy(logits->data(), raw.constData(), logits->size() * sizeof(float));
+    if (continuation) {
+        QJsonObject o;
+        for (const QByteArray& line : stdout_bytes.split('\n'))
+            if (line.startsWith('{')) o = QJsonDocument::fromJson(line).object();
+        for (const auto& v : o.value(QStringLiteral("greedy")).toArray()) continuation->push_back(v.toInt());
+    }
+    return true;
+}
+
+// Our logits for every position of `ids`, run as one prefill pass.
+std::vector<float> ours(const sl::LoadedModel& m, const std::vector<int32_t>& ids) {
+    const auto& c = m.model->config();
+    sl::ThreadPool pool(2);
+    sl::KvCache kv(c.n_layer, static_cast<int>(ids.size()), c.n_kv_head, c.head_dim);
+    sl::DenseAttention att;
+    sl::ForwardScratch scratch;
+    std::vector<float> logits(ids.size() * static_cast<size_t>(c.n_vocab));
+    m.model->forward(ids.data(), static_cast<int>(ids.size()), 0, kv, att, pool, scratch, logits.data(), true);
+    return logits;
+}
+
+double max_row_error(const std::vector<float>& a, const std::vector<float>& b, int n_vocab, int* argmax_agree) {
+    double worst = 0;
+    QString per;
+    *argmax_agree = 0;
+    const size_t rows = b.size() / static_cast<size_t>(n_vocab);
+    for (size_t r = 0; r < rows; ++r) {
+        const float* x = a.data() + r * static_cast<size_t>(n_vocab);
+        const float* y = b.data() + r * static_cast<size_t>(n_vocab);
+        const double e = sl::test::normalized_error(x, y, static_cast<size_t>(n_vocab));
+        per += QString::number(e, 'f', 3) + QLatin1Char(' ');
+        worst = std::max(worst, e);
+        if (std::max_element(x, x + n_vocab) - x == std::max_element(y, y + n_vocab) - y) ++*argmax_agree;
+    }
+    qInfo("per position: %s", qPrintable(per));
+    return worst;
+}
+
+}  // namespace
+
+class TstLlamaReference : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void tinyModels_data();
+    void tinyModels();
+    void chunkedPrefillEqualsOnePass();
+    void smollmMatchesReference_data();
+    void smollmMatchesReference();
+    void cleanup() { sl::set_exact_activations(false); }
+};
+
+void TstLlamaReference::tinyModels_data() {
+    QTest::addColumn<QStringList>("gen_args");
+    QTest::addColumn<double>("tolerance");
+    // Float weights keep f32 activations: tight. Quantized weights quantize the activations to
+    // 8 bits (as llama.cpp does): looser.
+    QTest::newRow("f32 tied") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f32")} << 1e-4;
+    QTest::newRow("f16 untied") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f16"), QStringLiteral("--untied")} << 1e-4;
+    QTest::newRow("bf16 partial rope") << QStringList{QStringLiteral("--wtype"), QStringLiteral("bf16"), QStringLiteral("--rope-dim"), QStringLiteral("8")} << 1e-4;
+    QTest::newRow("q8_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q8_0"), QStringLiteral("--untied"), QStringLiteral("--out-type"), QStringLiteral("f16")} << 5e-2;
+    QTest::newRow("q4_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_0")} << 5e-2;
+    QTest::newRow("q4_1 mha") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_1"), QStringLiteral("--n-kv-heads"), QStringLiteral("4")} << 5e-2;
+    const QStringList kshape{QStringLiteral("--d-model"), QStringLiteral("256"), QStringLiteral("--ffn"), QStringLiteral("512"),
+                             QStringLiteral("--head-dim"), QStringLiteral("64")};
+    QTest::newRow("q4_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_k")} + kshape) << 5e-2;
+    QTest::newRow("q6_k linear rope") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q6_k"), QStringLiteral("--rope-linear-factor"), QStringLiteral("2")} + kshape) << 5e-2;
+}
+
+void TstLlamaReference::tinyModels() {
+    QFETCH(QStringList, gen_args);
+    QFETCH(double, tolerance);
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("tiny.gguf"));
+    const auto seed = static_cast<unsigned>(sl::test::rng()() % 100000);
+    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
+                                                  QStringLiteral("--seed"), QString::number(seed)} + gen_args, nullptr));
+    auto m = sl::load_model(model.toStdString());
+    std::vector<int32_t> ids;
+    std::uniform_int_distribution<int> tok(0, m->model->config().n_vocab - 1);
+    for (int i = 0; i < 23; ++i) ids.push_back(tok(sl::test::rng()));
+    std::vector<float> want;
+    QVERIFY(reference(model, ids, 0, &want, nullptr));
+    const std::vector<float> got = ours(*m, ids);
+    QCOMPARE(got.size(), want.size());
+    int agree = 0;
+    const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
+    qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
+    QVERIFY2(err < tolerance, qPrintable(QStringLiteral("normalized error %1 >= %2").arg(err).arg(tolerance)));
+}
+
+void TstLlamaReference::chunkedPrefillEqualsOnePass() {
+    // Prefill in chunks of 5, then decode token by token: same last logits as one pass.
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("tiny.gguf"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
+                                       QStringLiteral("--wtype"), QStringLiteral("q8_0")}, nullptr));
+    auto m = sl::load_model(model.toStdString());
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 19; ++i) ids.push_back((i * 37 + 11) % m->model->config().n_vocab);
+    const std::vector<float> all = ours(*m, ids);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 64;
+    so.n_batch = 5;
+    sl::Session s(*m, so);
+    s.prefill(std::span<const int32_t>(ids.data(), 12));
+    for (size_t i = 12; i < ids.size(); ++i) s.prefill(std::span<const int32_t>(ids.data() + i, 1));
+    const double err = sl::test::normalized_error(s.last_logits().data(), all.data() + (ids.size() - 1) * static_cast<size_t>(nv),
+                                                  static_cast<size_t>(nv));
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+}
+
+void TstLlamaReference::smollmMatchesReference_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<bool>("chat");
+    QTest::newRow("chat: capital of France") << QStringLiteral("What is the capital of France?") << true;
+    QTest::newRow("prose") << QStringLiteral("R is a language and environment for statistical computing and graphics. It is a GNU project which is similar to the S language") << false;
+    QTest::newRow("code") << QStringLiteral("def fibonacci(n):\n    if n < 2:\n        return n\n    return") << false;
+}
+
+void TstLlamaReference::smollmMatchesReference() {
+    QFETCH(QString, text);
+    QFETCH(bool, chat);
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    auto m = sl::load_model(path);
+    std::vector<int32_t> ids;
+    if (chat) {
+        const std::vector<sl::ChatMessage> msgs{{"user", text.toStdString()}};
+        ids = m->tokenizer->encode(m->chat->render(msgs, true), false, true);
+    } else {
+        ids = m->tokenizer->encode(text.toStdString(), true, false);
+    }
+    const int greedy = 12;
+    std::vector<float> want;
+    std::vector<int32_t> want_cont;
+    QVERIFY(reference(QString::fromStdString(path.string()), ids, greedy, &want, &want_cont));
+    QCOMPARE(static_cast<int>(want_cont.size()), greedy);
+    const int nv = m->model->config().n_vocab;
+    int agree = 0;
+    // With f32 activations the engine computes what the reference computes: tight.
+    sl::set_exact_activations(true);
+    const double exact_err = max_row_error(ours(*m, ids), want, nv, &agree);
+    qInfo("%zu tokens, f32 activations: worst normalized logit error %.3e, argmax agrees at %d", ids.size(), exact_err, agree);
+    QVERIFY2(exact_err < 2e-3, qPrintable(QString::number(exact_err)));
+    QCOMPARE(agree, static_cast<int>(ids.size()));
+    // The fast path quantizes activations to 8 bits, as llama.cpp does. SmolLM2 is sensitive to
+    // that rounding: the reference with the same rounding (--act-quant) moves as far from the f32
+    // logits (up to ~30% at single positions), so only agreement of the argmax is asserted here;
+    // llama.cpp is the peer for this path (tests/bench).
+    sl::set_exact_activations(false);
+    const std::vector<float> got = ours(*m, ids);
+    const double err = max_row_error(got, want, nv, &agree);
+    qInfo("%zu tokens, 8-bit activations: worst normalized logit error %.3e, argmax agrees at %d of %zu positions",
+          ids.size(), err, agree, ids.size());
+    QVERIFY2(err < 0.5, qPrintable(QString::number(err)));
+    QVERIFY(agree >= static_cast<int>(ids.size()) * 85 / 100);
+
+    // Greedy continuation through the session (KV cache, decode path, f32 activations) equals
+    // the reference's.
+    sl::set_exact_activations(true);
+    sl::SessionOptions so;
+    so.n_ctx = static_cast<int>(ids.size()) + greedy + 4;
+    sl::Session s(*m, so);
+    s.prefill(ids);
+    std::vector<int32_t> cont;
+    sl::SamplingParams greedy_params;
+    greedy_params.greedy = true;
+    greedy_params.repeat_penalty = 1.0f;
+    sl::Sampler sampler(greedy_params);
+    for (int i = 0; i < greedy; ++i) {
+        std::vector<float> l(s.last_logits().begin(), s.last_logits().end());
+        const int32_t next = sampler.sample(l.data(), nv, s.tokens());
+        cont.push_back(next);
+        const int32_t one[1] = {next};
+        s.prefill(one);
+    }
+    qInfo("ours: %s", m->tokenizer->decode(cont).c_str());
+    qInfo("ref:  %s", m->tokenizer->decode(want_cont).c_str());
+    QCOMPARE(cont, want_cont);
+}
+
+QTEST_APPLESS_MAIN(TstLlamaReference)
+#include "tst_llama_reference.moc"

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Cross-checks Sightline's dequantizers against the gguf Python package (an independent numpy
+implementation of ggml's block formats): random raw blocks from quant_dump, dequantized by both.
+Also checks our Q8_0 activation quantizer against gguf.quants.quantize where it is available.
+
+Usage: quant_check.py QUANT_DUMP_EXE
+Runs itself under $SIGHTLINE_VENV/bin/python (default ~/.cache/sightline/venv) when the current
+Python lacks gguf; exits 77 (skipped) when neither has it.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import gguf.quants as gq
+    from gguf import GGMLQuantizationType as Q
+except ImportError:
+    cache = os.environ.get("SIGHTLINE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sightline")
+    venv_python = os.path.join(os.environ.get("SIGHTLINE_VENV") or os.path.join(cache, "venv"), "bin", "python")
+    if os.path.exists(venv_python) and not os.environ.get("QUANT_CHECK_REEXEC"):
+        os.environ["QUANT_CHECK_REEXEC"] = "1"
+        os.execv(venv_python, [venv_python] + sys.argv)
+    print("SKIP: the gguf Python package is not installed (run scripts/setup.sh)")
+    sys.exit(77)
+
+TYPES = {"q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q8_0": Q.Q8_0, "q4_k": Q.Q4_K, "q6_k": Q.Q6_K}
+
+
+def main() -> int:
+    exe = sys.argv[1]
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([exe, tmp, "97"], check=True)
+        for name, qtype in TYPES.items():
+            block_size, type_size = gq.GGML_QUANT_SIZES[qtype]
+            raw = np.fromfile(os.path.join(tmp, name + ".bin"), dtype=np.uint8)
+            ours = np.fromfile(os.path.join(tmp, name + ".f32"), dtype=np.float32)
+            theirs = gq.dequantize(raw.reshape(-1, type_size), qtype).reshape(-1).astype(np.float32)
+            if theirs.shape != ours.shape:
+                print(f"FAIL {name}: {ours.size} values from us, {theirs.size} from gguf")
+                failures += 1
+                continue
+            err = float(np.linalg.norm(ours - theirs) / max(np.linalg.norm(theirs), 1e-30))
+            exact = int(np.sum(ours == theirs))
+            ok = err < 1e-6
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {ours.size} values, {exact} bit-identical, "
+                  f"normalized error {err:.2e}")
+
+        src = np.fromfile(os.path.join(tmp, "q8_0_src.f32"), dtype=np.float32)
+        ours_q = np.fromfile(os.path.join(tmp, "q8_0_ours.bin"), dtype=np.uint8)
+        try:
+            theirs_q = gq.quantize(src.reshape(-1, 32), Q.Q8_0).reshape(-1)
+        except Exception as e:  # older gguf versions lack numpy quantizers
+            print(f"skip q8_0 quantize: {e}")
+        else:
+            same = int(np.sum(ours_q == theirs_q))
+            # numpy rounds half to even where ggml's C reference (and we) round half away from zero;
+            # ties are rare with gaussian data, so allow a handful of one-step differences.
+            diff = np.abs(ours_q.reshape(-1, 34)[:, 2:].view(np.int8).astype(np.int32) -
+                          theirs_q.reshape(-1, 34)[:, 2:].view(np.int8).astype(np.int32))
+            scales_same = np.array_equal(ours_q.reshape(-1, 34)[:, :2], theirs_q.reshape(-1, 34)[:, :2])
+            ok = scales_same and diff.max() <= 1 and int(np.sum(diff)) <= 4
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} q8_0 quantize: {same}/{ours_q.size} bytes identical, "
+                  f"scales identical: {scales_same}, max q difference {int(diff.max())}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

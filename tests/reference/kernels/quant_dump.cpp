@@ -1,0 +1,73 @@
+// Writes random raw blocks of each ggml block type and our dequantization of them, for
+// quant_check.py to compare against the gguf Python package's independent numpy dequantizers.
+// Usage: quant_dump OUT_DIR [N_BLOCKS]  ->  OUT_DIR/<type>.bin (raw blocks), <type>.f32 (floats).
+// Also writes q8_0_src.f32 and q8_0_ours.bin: gaussian floats and our Q8_0 quantization of them.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/dequantize.h"
+#include "kernels/cpu/quantize.h"
+#include "kernels/cpu/tensor_types.h"
+
+using namespace sl::kernels;
+
+namespace {
+
+void write(const std::string& path, const void* data, size_t bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!f) {
+        std::fprintf(stderr, "quant_dump: cannot write %s\n", path.c_str());
+        std::exit(1);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: quant_dump OUT_DIR [N_BLOCKS]\n");
+        return 2;
+    }
+    const std::string dir = argv[1];
+    const int64_t nblocks = argc > 2 ? std::atoll(argv[2]) : 64;
+    std::random_device rd;
+    std::mt19937_64 g(rd());
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    auto half = [&](float scale) { return f32_to_f16(u(g) * scale); };
+
+    const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0, TensorType::Q4_K,
+                                TensorType::Q6_K};
+    for (TensorType t : types) {
+        const TensorTypeInfo info = tensor_type_info(t);
+        std::vector<uint8_t> raw(static_cast<size_t>(nblocks) * info.type_size);
+        for (auto& b : raw) b = static_cast<uint8_t>(g());
+        for (int64_t i = 0; i < nblocks; ++i) {  // finite scales: random bytes could be NaN or inf
+            uint8_t* blk = raw.data() + i * info.type_size;
+            const size_t d_off = t == TensorType::Q6_K ? offsetof(BlockQ6_K, d) : 0;
+            const uint16_t d = half(0.1f), m = half(0.1f);
+            std::memcpy(blk + d_off, &d, 2);
+            if (t == TensorType::Q4_1 || t == TensorType::Q4_K) std::memcpy(blk + 2, &m, 2);
+        }
+        const int64_t n = nblocks * info.block_size;
+        std::vector<float> out(static_cast<size_t>(n));
+        dequantize_row(t, raw.data(), out.data(), n);
+        write(dir + "/" + info.name + ".bin", raw.data(), raw.size());
+        write(dir + "/" + info.name + ".f32", out.data(), out.size() * sizeof(float));
+    }
+
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> src(static_cast<size_t>(nblocks) * 32);
+    for (auto& x : src) x = nd(g);
+    std::vector<BlockQ8_0> q(static_cast<size_t>(nblocks));
+    quantize_row_q8_0(src.data(), q.data(), static_cast<int64_t>(src.size()));
+    write(dir + "/q8_0_src.f32", src.data(), src.size() * sizeof(float));
+    write(dir + "/q8_0_ours.bin", q.data(), q.size() * sizeof(BlockQ8_0));
+    return 0;
+}
