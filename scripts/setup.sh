@@ -25,7 +25,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config clang libfuzzer-14-dev git unzip zip
   python3 python3-venv python3-pip
   qt6-base-dev qt6-multimedia-dev libqt6sql6-sqlite libqt6svg6 qt6-qpa-plugins
-  libpoppler-qt6-dev poppler-utils
+  libpoppler-qt6-dev poppler-utils qpdf qt6-image-formats-plugins
   libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev ffmpeg
   libzip-dev libtesseract-dev tesseract-ocr-eng
   libpocketsphinx-dev libsphinxbase-dev pocketsphinx-en-us
@@ -144,10 +144,10 @@ log "samples: $(( ${#samples[@]} + 1 )) files ok in $SIGHTLINE_CACHE/samples"
 
 # ---------------------------------------------------------------- Python tools for tests
 # The independent references (tests/reference/) use the gguf package and numpy from PyPI.
-if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
+if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'import gguf, numpy, tokenizers' 2>/dev/null; then
   log "python: creating $SIGHTLINE_VENV with gguf and numpy"
   python3 -m venv "$SIGHTLINE_VENV"
-  "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3"
+  "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3" "tokenizers==0.23.3"
 else
   log "python: $SIGHTLINE_VENV ok"
 fi

@@ -99,7 +99,7 @@ TokenizerData read_tokenizer_data(const GgufFile& f) {
     TokenizerData t;
     t.name = f.name();
     t.model = std::string(f.get_string("tokenizer.ggml.model").value_or(""));
-    t.pre = std::string(f.get_string("tokenizer.ggml.pre").value_or("default"));
+    t.pre = std::string(f.get_string("tokenizer.ggml.pre").value_or(""));
     if (auto tokens = f.get_string_array("tokenizer.ggml.tokens")) {
         t.tokens.reserve(tokens->size());
         for (auto s : *tokens) t.tokens.emplace_back(s);
