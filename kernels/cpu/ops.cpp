@@ -93,4 +93,22 @@ void axpy_f32(float* y, float a, const float* x, int64_t n) {
     ref::axpy_f32(y, a, x, n);
 }
 
+DotF32Fn dot_f32_fn() {
+    switch (active_isa()) {
+        case Isa::Avx512: return &avx512::dot_f32;
+        case Isa::Avx2: return &avx2::dot_f32;
+        case Isa::Scalar: break;
+    }
+    return &ref::dot_f32;
+}
+
+AxpyF32Fn axpy_f32_fn() {
+    switch (active_isa()) {
+        case Isa::Avx512: return &avx512::axpy_f32;
+        case Isa::Avx2: return &avx2::axpy_f32;
+        case Isa::Scalar: break;
+    }
+    return &ref::axpy_f32;
+}
+
 }  // namespace sl::kernels

@@ -35,6 +35,13 @@ float dot_f32(const float* a, const float* b, int64_t n);
 // y (n) += a * x (n); dispatched likewise.
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 
+// The dispatched implementations as function pointers, for loops that call them many times
+// (attention calls dot_f32 once per key): resolve once per call instead of once per key.
+using DotF32Fn = float (*)(const float*, const float*, int64_t);
+using AxpyF32Fn = void (*)(float*, float, const float*, int64_t);
+DotF32Fn dot_f32_fn();
+AxpyF32Fn axpy_f32_fn();
+
 namespace ref {
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);

@@ -27,6 +27,8 @@ void TstDenseAttention::matchesReference_data() {
     QTest::newRow("smollm decode") << 9 << 3 << 64 << 101 << 1;
     QTest::newRow("chunk after past") << 4 << 2 << 24 << 13 << 5;
     QTest::newRow("mha odd dim") << 3 << 3 << 17 << 0 << 11;
+    QTest::newRow("long decode, split keys") << 9 << 3 << 64 << 1500 << 1;
+    QTest::newRow("long decode, m3 shape") << 64 << 4 << 128 << 777 << 1;
 }
 
 void TstDenseAttention::matchesReference() {
