@@ -6,4 +6,6 @@ source "$here/env.sh"
 "$here/setup.sh"
 preset="${SIGHTLINE_PRESET:-release}"
 "$here/build.sh" "$preset" sightline-cli sightline
-exec "$SIGHTLINE_ROOT/build/$preset/app/sightline-cli" quickstart "$@"
+mkdir -p "$SIGHTLINE_ROOT/build/quickstart"
+exec "$SIGHTLINE_ROOT/build/$preset/app/sightline-cli" quickstart \
+  --report "$SIGHTLINE_ROOT/build/quickstart/sightline-report.md" "$@"

@@ -1,0 +1,185 @@
+#include "ingest/image/image_reader.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QImageReader>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "core/util/sha256.h"
+#include "ingest/image/image_integrity.h"
+#include "ingest/image/thumbnail.h"
+#include "ingest/ingest_error.h"
+#include "ingest/ocr/ocr_engine.h"
+
+namespace sl::ingest {
+
+namespace {
+
+// Images larger than this are scaled down before OCR (Tesseract needs no more, and is slow).
+constexpr int64_t kMaxOcrPixels = 25'000'000;
+
+void raise_allocation_limit() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const int now = QImageReader::allocationLimit();
+        if (now != 0 && now < kImageAllocationLimitMb)
+            QImageReader::setAllocationLimit(kImageAllocationLimitMb);
+    });
+}
+
+// Qt's decoders accept a truncated PNG or JPEG and fill the missing rows with grey.
+bool looks_truncated(QFile& f) {
+    const qint64 size = f.size();
+    if (size < 8) return true;
+    uchar* data = f.map(0, size);
+    if (!data) return false;  // cannot map: let the decoder judge
+    bool truncated = false;
+    if (std::memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0)
+        truncated = !png_is_complete(data, static_cast<size_t>(size));
+    else if (data[0] == 0xFF && data[1] == 0xD8)
+        truncated = !jpeg_is_complete(data, static_cast<size_t>(size));
+    f.unmap(data);
+    return truncated;
+}
+
+class ImageReader final : public Reader {
+public:
+    const char* name() const override { return "image"; }
+    std::vector<std::string> extensions() const override {
+        return {"png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp"};
+    }
+    bool sniff(const std::string& h) const override {
+        auto is = [&](const char* m, size_t n, size_t at = 0) {
+            return h.size() >= at + n && h.compare(at, n, m, n) == 0;
+        };
+        return is("\x89PNG\r\n\x1a\n", 8) || is("\xff\xd8\xff", 3) ||
+               (is("RIFF", 4) && is("WEBP", 4, 8)) || is("II*\0", 4) || is("MM\0*", 4) ||
+               is("BM", 2);
+    }
+    doc::Document read(const std::string& path, IngestContext& ctx) const override;
+};
+
+doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) const {
+    ctx.check_cancelled(path);
+    raise_allocation_limit();
+    const QString qpath = QString::fromStdString(path);
+    QFile file(qpath);
+    if (!file.open(QIODevice::ReadOnly))
+        throw IngestError(IngestErrorKind::Io, path,
+                          "cannot open: " + file.errorString().toStdString());
+
+    QImageReader reader(qpath);
+    reader.setAutoTransform(true);
+    const QByteArray format = reader.format();
+    if (format.isEmpty()) {
+        const QString ext = QFileInfo(qpath).suffix().toLower();
+        const bool plugin = ext == QLatin1String("webp") || ext == QLatin1String("tif") ||
+                            ext == QLatin1String("tiff");
+        throw IngestError(IngestErrorKind::Unsupported, path,
+                          plugin && !QImageReader::supportedImageFormats().contains(ext.toLatin1())
+                              ? "no Qt plugin for this image format (install "
+                                "qt6-image-formats-plugins)"
+                              : "not an image Sightline reads (or a damaged one)");
+    }
+    const QSize size = reader.size();
+    if (!size.isValid() || size.isEmpty())
+        throw IngestError(IngestErrorKind::Corrupt, path, "cannot read the image's dimensions");
+    const int64_t pixels = int64_t{size.width()} * size.height();
+    if (size.width() > kMaxImageSide || size.height() > kMaxImageSide || pixels > kMaxImagePixels)
+        throw IngestError(IngestErrorKind::TooLarge, path,
+                          "the image is " + std::to_string(size.width()) + "x" +
+                              std::to_string(size.height()) + " pixels, over the limit of " +
+                              std::to_string(kMaxImageSide) + " per side and " +
+                              std::to_string(kMaxImagePixels / 1'000'000) + " megapixels");
+    if (looks_truncated(file))
+        throw IngestError(IngestErrorKind::Corrupt, path,
+                          "the image is truncated (it ends before its end-of-image marker)");
+    file.close();
+    double scale = 1.0;
+    if (pixels > kMaxDecodedPixels) {
+        scale = std::sqrt(static_cast<double>(kMaxDecodedPixels) / static_cast<double>(pixels));
+        reader.setScaledSize(QSize(std::max(1, static_cast<int>(size.width() * scale)),
+                                   std::max(1, static_cast<int>(size.height() * scale))));
+    }
+    ctx.progress(0.0, "decoding");
+    QImage img;
+    try {
+        img = reader.read();
+    } catch (const std::bad_alloc&) {
+        throw IngestError(IngestErrorKind::TooLarge, path,
+                          "the image needs more memory than there is");
+    }
+    if (img.isNull())
+        throw IngestError(IngestErrorKind::Corrupt, path,
+                          "cannot decode the image: " + reader.errorString().toStdString());
+
+    doc::Document d;
+    d.path = path;
+    d.kind = doc::DocumentKind::Image;
+    d.id = sha256_file_hex(path);
+    d.title = QFileInfo(qpath).fileName().toStdString();
+    d.metadata["format"] = format.toStdString();
+    for (const QString& key : img.textKeys()) {
+        const QString value = img.text(key).simplified().left(1000);
+        if (!value.isEmpty()) d.metadata[key.toLower().toStdString()] = value.toStdString();
+    }
+
+    doc::Unit u;
+    u.kind = doc::UnitKind::Image;
+    u.index = 0;
+    u.label = "1";
+    // The size of the whole image as displayed (after EXIF orientation), even when decoded smaller.
+    u.width = static_cast<float>(std::lround(img.width() / scale));
+    u.height = static_cast<float>(std::lround(img.height() / scale));
+    d.metadata["width"] = std::to_string(static_cast<int>(u.width));
+    d.metadata["height"] = std::to_string(static_cast<int>(u.height));
+
+    doc::Visual v;
+    v.kind = doc::VisualKind::Picture;
+    v.bbox = doc::BBox{0, 0, 1, 1};
+    v.width = static_cast<int>(u.width);
+    v.height = static_cast<int>(u.height);
+    v.locator = "file";  // the document's own file
+    if (ctx.options().thumbnail_px > 0) {
+        v.encoded = encode_png(fit_within(img, ctx.options().thumbnail_px));
+        if (!v.encoded.empty()) v.mime = "image/png";
+    }
+    u.visuals.push_back(std::move(v));
+
+    if (ctx.options().ocr) {
+        ctx.check_cancelled(path);
+        ctx.progress(0.2, "recognizing text");
+        OcrEngine ocr(ctx.options().ocr_language);
+        if (!ocr.ready()) {
+            d.metadata["ocr_error"] = ocr.error();
+        } else {
+            QImage input = img;
+            const int64_t decoded = int64_t{img.width()} * img.height();
+            if (decoded > kMaxOcrPixels) {
+                const double s = std::sqrt(static_cast<double>(kMaxOcrPixels) / decoded);
+                input = img.scaled(static_cast<int>(img.width() * s),
+                                   static_cast<int>(img.height() * s), Qt::KeepAspectRatio,
+                                   Qt::SmoothTransformation);
+            }
+            const double dpm = img.dotsPerMeterX();
+            int dpi = static_cast<int>(std::lround(dpm * 0.0254 * input.width() / img.width()));
+            if (dpi < 70 || dpi > 1200) dpi = 0;  // absent or implausible: let Tesseract estimate
+            u.blocks = ocr.recognize(input, dpi, [&ctx] { return ctx.cancelled(); });
+            ctx.check_cancelled(path);
+        }
+    }
+    d.units.push_back(std::move(u));
+    ctx.progress(1.0, "done");
+    return d;
+}
+
+}  // namespace
+
+std::unique_ptr<Reader> make_image_reader() {
+    return std::make_unique<ImageReader>();
+}
+
+}  // namespace sl::ingest

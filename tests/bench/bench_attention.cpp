@@ -1,0 +1,199 @@
+// One attention layer, dense vs MSA (training-free, block-max with Quest pruning, and mean-key),
+// side by side at SmolLM2's shape (9 q / 3 kv heads, dim 64) and M3's (64 q / 4 kv heads, dim 128),
+// prefill (a query block of 128 tokens at the end of the context) and decode (1 query), at 8K, 32K,
+// 128K and, for SmolLM2, 1M tokens (1.5 GB of f32 K/V; M3 at 1M needs 4 GB and dense prefill takes
+// minutes: set SIGHTLINE_BENCH_M3_1M=1 to include it).
+//
+// Keys are synthetic but structured like real ones (each block drifts around its own direction,
+// a few tokens stand out); queries sit near a random earlier key. Block-max's pruning depends on that
+// structure (on uniform random keys Quest bounds are loose and nearly every block needs an exact
+// score); the recall test (tst_msa_recall) reports the pruning rate on real SmolLM2 activations.
+//
+// Counters: ms per call, MB of K/V (and index) read per call, fraction of candidate blocks that needed
+// an exact score. A compact table with the dense/MSA ratios is printed at the end.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
+
+namespace {
+
+struct Shape {
+    const char* name;
+    int n_head, n_kv, hd;
+};
+
+enum class Variant { Dense, BlockMax, MeanKey };
+const char* variant_name(Variant v) { return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : "msa-meankey"; }
+
+sl::ThreadPool& pool() {
+    static sl::ThreadPool p(0);
+    return p;
+}
+
+// One cache alive at a time (benchmarks run in registration order, grouped by shape and length).
+sl::KvCache& cache(const Shape& s, int ctx) {
+    static std::unique_ptr<sl::KvCache> kv;
+    static std::string key;
+    const std::string want = std::string(s.name) + "/" + std::to_string(ctx);
+    if (key != want) {
+        kv.reset();
+        kv = std::make_unique<sl::KvCache>(1, ctx, s.n_kv, s.hd);
+        std::mt19937 g(42);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+        std::vector<float> center(static_cast<size_t>(kv->row()));
+        for (auto& x : center) x = nd(g);
+        for (int64_t p = 0; p < ctx; ++p) {
+            if (p % 128 == 0) {  // a new "topic": the center drifts, its strength varies
+                const float w = 0.3f + 1.5f * ud(g);
+                for (auto& x : center) x = 0.7f * x + 0.7f * nd(g) * w;
+            }
+            float* k = kv->k(0, p);
+            float* v = kv->v(0, p);
+            const bool spike = ud(g) < 0.01f;
+            for (int64_t i = 0; i < kv->row(); ++i) {
+                k[i] = center[static_cast<size_t>(i)] + 0.5f * nd(g) + (spike ? 2.0f * nd(g) : 0.0f);
+                v[i] = nd(g);
+            }
+        }
+        kv->set_n_past(ctx);
+        key = want;
+    }
+    return *kv;
+}
+
+struct Row {
+    std::string shape, phase;
+    int ctx = 0;
+    double ms[3] = {0, 0, 0};
+    double mb[3] = {0, 0, 0};
+    double exact_frac[3] = {0, 0, 0};
+};
+std::map<std::string, Row>& table() {
+    static std::map<std::string, Row> t;
+    return t;
+}
+
+void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Variant v) {
+    sl::KvCache& kv = cache(s, ctx);
+    const int64_t pos0 = ctx - n_tokens;
+    std::mt19937 g(7);
+    std::normal_distribution<float> nd(0.0f, 0.5f);
+    std::uniform_int_distribution<int64_t> pick(0, pos0 - 1);
+    std::vector<float> q(static_cast<size_t>(n_tokens) * s.n_head * s.hd), out(q.size());
+    for (int t = 0; t < n_tokens; ++t)
+        for (int h = 0; h < s.n_head; ++h) {
+            const float* k = kv.k(0, pick(g)) + (h / (s.n_head / s.n_kv)) * s.hd;
+            for (int i = 0; i < s.hd; ++i) q[static_cast<size_t>((t * s.n_head + h) * s.hd + i)] = k[i] + nd(g);
+        }
+    sl::AttentionCall c;
+    c.pos0 = pos0;
+    c.n_tokens = n_tokens;
+    c.n_head = s.n_head;
+    c.n_kv_head = s.n_kv;
+    c.head_dim = s.hd;
+    c.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
+    c.q = q.data();
+    c.out = out.data();
+    std::unique_ptr<sl::Attention> att;
+    sl::MsaAttention* msa = nullptr;
+    if (v == Variant::Dense) {
+        att = std::make_unique<sl::DenseAttention>();
+    } else {
+        sl::MsaConfig cfg;  // defaults: B 128, top-k 16
+        cfg.scoring = v == Variant::BlockMax ? sl::BlockScoring::BlockMax : sl::BlockScoring::MeanKey;
+        auto m = std::make_unique<sl::MsaAttention>(cfg);
+        msa = m.get();
+        att = std::move(m);
+        att->forward(c, kv, pool());  // builds the index of the whole context once (not timed)
+        msa->reset_stats();
+    }
+    double secs = 0;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        att->forward(c, kv, pool());
+        secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        benchmark::DoNotOptimize(out.data());
+    }
+    const double it = static_cast<double>(state.iterations());
+    double mb = 0, exact = 0;
+    if (msa) {
+        const sl::MsaStats& st = msa->stats();
+        mb = static_cast<double>(st.index_bytes + st.exact_key_bytes + st.kv_bytes) / it / 1e6;
+        exact = static_cast<double>(st.select.exact_blocks) / std::max(1.0, static_cast<double>(st.select.candidates));
+    } else {
+        mb = 2.0 * s.n_kv * static_cast<double>(ctx) * s.hd * 4 / 1e6;
+    }
+    state.counters["ms"] = secs / it * 1e3;
+    state.counters["MB_read"] = mb;
+    state.counters["exact_frac"] = exact;
+    const std::string phase = n_tokens == 1 ? "decode" : "prefill128";
+    Row& r = table()[std::string(s.name) + "/" + phase + "/" + std::to_string(100000000 + ctx)];
+    r.shape = s.name;
+    r.phase = phase;
+    r.ctx = ctx;
+    r.ms[static_cast<int>(v)] = secs / it * 1e3;
+    r.mb[static_cast<int>(v)] = mb;
+    r.exact_frac[static_cast<int>(v)] = exact;
+}
+
+void print_table() {
+    std::printf("\n%-8s %-10s %8s | %10s %10s %10s | %7s %7s | %9s %9s %9s | %6s\n", "shape", "phase", "ctx",
+                "dense ms", "bmax ms", "mean ms", "d/bmax", "d/mean", "dense MB", "bmax MB", "mean MB", "exact");
+    for (const auto& [k, r] : table()) {
+        auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+        std::printf("%-8s %-10s %8d | %10.2f %10.2f %10.2f | %7.1f %7.1f | %9.1f %9.2f %9.2f | %5.1f%%\n",
+                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], ratio(r.ms[0], r.ms[1]),
+                    ratio(r.ms[0], r.ms[2]), r.mb[0], r.mb[1], r.mb[2], 100.0 * r.exact_frac[1]);
+    }
+    std::printf("(%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "
+                "of exactly-scored blocks + K/V of the selected blocks; exact = candidate blocks scored exactly)\n",
+                pool().size());
+}
+
+void register_all() {
+    const Shape shapes[] = {{"smollm2", 9, 3, 64}, {"m3", 64, 4, 128}};
+    const bool m3_1m = std::getenv("SIGHTLINE_BENCH_M3_1M") != nullptr;
+    for (const Shape& s : shapes) {
+        for (int ctx : {8192, 32768, 131072, 1048576}) {
+            if (ctx == 1048576 && std::string(s.name) == "m3" && !m3_1m) continue;
+            for (int n_tokens : {1, 128}) {
+                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey}) {
+                    const std::string name = std::string("attention/") + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill128") +
+                                             "/ctx:" + std::to_string(ctx) + "/" + variant_name(v);
+                    // Dense prefill at long contexts takes seconds per call: run it once.
+                    const double work = static_cast<double>(ctx) * n_tokens * s.n_head * s.hd;
+                    const int iters = v == Variant::Dense ? (work > 2e9 ? 1 : work > 2e8 ? 3 : 20) : (n_tokens == 1 ? 50 : 5);
+                    benchmark::RegisterBenchmark(name.c_str(), BM_attention, s, ctx, n_tokens, v)
+                        ->Iterations(iters)
+                        ->Unit(benchmark::kMillisecond)
+                        ->UseRealTime();
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    register_all();
+    benchmark::RunSpecifiedBenchmarks();
+    print_table();
+    benchmark::Shutdown();
+    return 0;
+}
