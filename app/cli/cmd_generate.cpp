@@ -1,11 +1,14 @@
 // `sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]
 // [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N]
-// [--ctx N] [--stats]`: streams a continuation (or, with --chat, the assistant's answer) to stdout.
+// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key]
+// [--dense-layers L]`: streams a continuation (or, with --chat, the assistant's answer) to stdout.
+// --attention msa runs MSA sparse attention (training-free) with top-k blocks of B tokens.
 #include <QStringList>
 
 #include <cstdio>
 
 #include "app/cli/cli_command.h"
+#include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
 #include "core/util/paths.h"
@@ -15,7 +18,8 @@ namespace {
 const char* kUsage =
     "usage: sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
-    "       [--threads N] [--ctx N] [--stats]\n";
+    "       [--threads N] [--ctx N] [--stats]\n"
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key] [--dense-layers L]\n";
 
 int run(const QStringList& args) {
     std::string model_path = sl::paths::default_model().string();
@@ -23,6 +27,8 @@ int run(const QStringList& args) {
     bool chat = false, stats = false, have_prompt = false;
     sl::GenerateOptions gen;
     sl::SessionOptions so;
+    bool msa = false;
+    sl::MsaConfig msa_cfg;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         const bool has_value = i + 1 < args.size();
@@ -45,6 +51,19 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--repeat-penalty")) gen.sampling.repeat_penalty = value().toFloat();
         else if (a == QLatin1String("--threads")) so.n_threads = value().toInt();
         else if (a == QLatin1String("--ctx")) so.n_ctx = value().toInt();
+        else if (a == QLatin1String("--topk")) msa_cfg.top_k = value().toInt();
+        else if (a == QLatin1String("--block")) msa_cfg.block_size = value().toInt();
+        else if (a == QLatin1String("--dense-layers")) msa_cfg.dense_layers = value().toInt();
+        else if (a == QLatin1String("--attention") || a == QLatin1String("--msa-mode")) {
+            const QString v = value();
+            if (a == QLatin1String("--attention") && (v == QLatin1String("dense") || v == QLatin1String("msa"))) msa = v == QLatin1String("msa");
+            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("block-max")) msa_cfg.scoring = sl::BlockScoring::BlockMax;
+            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("mean-key")) msa_cfg.scoring = sl::BlockScoring::MeanKey;
+            else {
+                sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for " + a.toStdString() + "\n" + kUsage);
+                return 2;
+            }
+        }
         else {
             sl::cli::err("sightline-cli generate: unknown option " + a.toStdString() + "\n" + kUsage);
             return 2;
@@ -66,7 +85,7 @@ int run(const QStringList& args) {
         tokens = m->tokenizer->encode(prompt, true, false);
     }
     so.n_ctx = std::max<int>(so.n_ctx, static_cast<int>(tokens.size()) + gen.max_tokens + 1);
-    sl::Session session(*m, so);
+    sl::Session session(*m, so, msa ? std::make_unique<sl::MsaAttention>(msa_cfg) : nullptr);
     session.prefill(tokens);
     if (!chat) sl::cli::out(prompt);
     const sl::GenerateStats st = session.generate(gen, [](std::string_view text) {

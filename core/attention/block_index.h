@@ -1,0 +1,61 @@
+// MSA's per-block index summaries of one layer's keys: for every KV head and every block of B
+// positions, the channel-wise min and max of the keys (Quest bounds) and their mean, plus the largest
+// |k| component (used to size the rounding slack of the bounds). Blocks are full, or the partial last
+// block.
+//
+// Maintained incrementally by its owner (MsaAttention): update() re-summarizes the blocks that hold
+// positions [from, to) from the cache, and forgets blocks at or beyond `to`.
+// Threading: update() writes; the accessors may be called from many threads while nobody updates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sl {
+
+class KvCache;
+
+class BlockIndex {
+public:
+    BlockIndex(int block_size, int n_kv_head, int head_dim);
+
+    int block_size() const { return block_; }
+    int n_kv_head() const { return n_kv_head_; }
+    int head_dim() const { return head_dim_; }
+
+    // Positions [0, n_tokens()) are summarized, in n_blocks() = ceil(n_tokens / B) blocks.
+    int64_t n_tokens() const { return n_tokens_; }
+    int64_t n_blocks() const { return (n_tokens_ + block_ - 1) / block_; }
+    // Tokens in block b (B, or fewer for the last block).
+    int block_tokens(int64_t b) const;
+
+    // Re-summarizes every block holding a position in [from, to) from layer `layer` of `kv` (whole
+    // blocks, from their first position, up to `to`); afterwards n_tokens() == to.
+    // 0 <= from <= n_tokens(), from <= to; positions [0, to) must be valid in kv.
+    void update(const KvCache& kv, int layer, int64_t from, int64_t to);
+    void clear() { n_tokens_ = 0; }
+
+    // Summaries of block b, KV head h: head_dim floats each.
+    const float* kmin(int64_t b, int h) const { return summary(b, h); }
+    const float* kmax(int64_t b, int h) const { return summary(b, h) + head_dim_; }
+    const float* kmean(int64_t b, int h) const { return summary(b, h) + 2 * head_dim_; }
+    // max over the block's keys and channels of |k| (of head h).
+    float kabs_max(int64_t b, int h) const { return absmax_[static_cast<size_t>(h)][static_cast<size_t>(b)]; }
+
+    // Bytes of summary per block and KV head (min, max, mean, absmax).
+    size_t bytes_per_block() const { return (3 * static_cast<size_t>(head_dim_) + 1) * sizeof(float); }
+    size_t bytes() const;
+
+private:
+    const float* summary(int64_t b, int h) const {
+        return sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * 3 * static_cast<size_t>(head_dim_);
+    }
+
+    int block_, n_kv_head_, head_dim_;
+    int64_t n_tokens_ = 0;
+    std::vector<std::vector<float>> sums_;    // per KV head: (n_blocks, 3, head_dim): min, max, mean
+    std::vector<std::vector<float>> absmax_;  // per KV head: (n_blocks)
+};
+
+}  // namespace sl

@@ -1,0 +1,152 @@
+#include "core/attention/block_select.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/attention/block_index.h"
+#include "core/kvcache/kv_cache.h"
+#include "kernels/cpu/attention_block.h"
+
+namespace sl {
+
+namespace {
+
+// Ranking of candidates: higher score first, then lower block id.
+inline bool better(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// Keys of block b, KV head h: `n` rows `kv.row()` floats apart.
+inline const float* block_keys(const KvCache& kv, int layer, int kv_head, int64_t b, int block) {
+    return kv.k(layer, b * block) + static_cast<int64_t>(kv_head) * kv.head_dim();
+}
+
+// Exact max over rows and the block's keys of q · k, skipping rows whose bound (plus `slack`)
+// cannot beat the running max. row_bound holds each row's Quest bound for this block, or is null
+// (no skipping). The result does not depend on the skipping: skipped rows score below it.
+float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, int n_rows, int64_t row_stride,
+                  int64_t b, int block, int n_keys, const float* row_bound, float slack, SelectStats& st) {
+    const int d = kv.head_dim();
+    const float* k = block_keys(kv, layer, kv_head, b, block);
+    int first = 0;
+    if (row_bound)
+        first = static_cast<int>(std::max_element(row_bound, row_bound + n_rows) - row_bound);
+    float best = kernels::max_dot(rows + first * row_stride, k, kv.row(), n_keys, d);
+    int64_t done = 1;
+    for (int r = 0; r < n_rows; ++r) {
+        if (r == first) continue;
+        if (row_bound && row_bound[r] + slack < best) continue;
+        best = std::max(best, kernels::max_dot(rows + r * row_stride, k, kv.row(), n_keys, d));
+        ++done;
+    }
+    ++st.exact_blocks;
+    st.exact_rows += done;
+    st.exact_keys += done * n_keys;
+    return best;
+}
+
+}  // namespace
+
+float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                        int n_rows, int64_t row_stride, int64_t b) {
+    SelectStats st;
+    return exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, index.block_size(), index.block_tokens(b),
+                       nullptr, 0.0f, st);
+}
+
+void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                   int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
+                   std::vector<int32_t>& out, SelectStats& st) {
+    const int d = index.head_dim();
+    const int B = index.block_size();
+    out.clear();
+    out.push_back(static_cast<int32_t>(local));
+    const bool sink = p.sink && local > 0 && p.top_k >= 2;  // the local block comes first
+    if (sink) out.push_back(0);
+    const int64_t first = sink ? 1 : 0;
+    const int64_t n_cand = local - first;
+    const int64_t m = std::min<int64_t>(std::max(0, p.top_k - static_cast<int>(out.size())), n_cand);
+    st.candidates += n_cand;
+    if (m == n_cand) {  // everything visible fits: no scoring
+        for (int64_t b = first; b < local; ++b) out.push_back(static_cast<int32_t>(b));
+        std::sort(out.begin(), out.end());
+        return;
+    }
+    if (m == 0) {
+        std::sort(out.begin(), out.end());
+        return;
+    }
+    s.cand.clear();
+    s.top.clear();
+
+    if (p.scoring == BlockScoring::MeanKey) {
+        st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
+        for (int64_t b = first; b < local; ++b)
+            s.cand.emplace_back(kernels::max_dot(index.kmean(b, kv_head), rows, row_stride, n_rows, d),
+                                static_cast<int32_t>(b));
+        std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
+        for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
+        std::sort(out.begin(), out.end());
+        return;
+    }
+
+    st.brute_rows += n_cand * n_rows;
+    if (!p.prune) {  // brute force: exact block-max of every candidate
+        for (int64_t b = first; b < local; ++b)
+            s.cand.emplace_back(exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, nullptr, 0.0f, st),
+                                static_cast<int32_t>(b));
+        std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
+        for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
+        std::sort(out.begin(), out.end());
+        return;
+    }
+
+    // Quest bounds. Rounding: the bound and the exact dot each round a sum of d products; their
+    // errors are below (d + 2) u Σ|q_i||k_i| <= (d + 2) u |q|_1 max|k|, u = 2^-24. `slack` covers
+    // both (twice over), so bound + slack >= every exact score the block can produce.
+    st.summary_bytes += n_cand * 2 * d * static_cast<int64_t>(sizeof(float));
+    s.row_bound.resize(static_cast<size_t>(n_rows));
+    float l1 = 0.0f;
+    for (int r = 0; r < n_rows; ++r) {
+        float a = 0.0f;
+        for (int i = 0; i < d; ++i) a += std::fabs(rows[r * row_stride + i]);
+        l1 = std::max(l1, a);
+    }
+    const float eps = 4.0f * static_cast<float>(d + 2) * 0x1p-24f * l1;
+    for (int64_t b = first; b < local; ++b) {
+        kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, index.kmin(b, kv_head),
+                              index.kmax(b, kv_head), d);
+        const float u = *std::max_element(s.row_bound.begin(), s.row_bound.end());
+        s.cand.emplace_back(u + eps * index.kabs_max(b, kv_head), static_cast<int32_t>(b));
+    }
+    // Visit candidates by descending bound; `top` is a heap whose front is the worst of the best m.
+    auto by_bound = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first < b.first || (a.first == b.first && a.second > b.second);
+    };
+    std::make_heap(s.cand.begin(), s.cand.end(), by_bound);
+    auto end = s.cand.end();
+    while (end != s.cand.begin()) {
+        const auto [bound, b] = s.cand.front();
+        if (static_cast<int64_t>(s.top.size()) == m && bound < s.top.front().first) break;
+        std::pop_heap(s.cand.begin(), end, by_bound);
+        --end;
+        kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, index.kmin(b, kv_head),
+                              index.kmax(b, kv_head), d);
+        const float slack = eps * index.kabs_max(b, kv_head);
+        const float score =
+            exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, s.row_bound.data(), slack, st);
+        const std::pair<float, int32_t> e{score, b};
+        if (static_cast<int64_t>(s.top.size()) < m) {
+            s.top.push_back(e);
+            std::push_heap(s.top.begin(), s.top.end(), better);
+        } else if (better(e, s.top.front())) {
+            std::pop_heap(s.top.begin(), s.top.end(), better);
+            s.top.back() = e;
+            std::push_heap(s.top.begin(), s.top.end(), better);
+        }
+    }
+    for (const auto& e : s.top) out.push_back(e.second);
+    std::sort(out.begin(), out.end());
+}
+
+}  // namespace sl

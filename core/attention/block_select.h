@@ -1,0 +1,72 @@
+// MSA's index branch, training-free: scores the visible KV blocks of one KV head for a set of index
+// query rows and picks the top-k, the local block (and optionally block 0, the sink) forced.
+//
+// Scoring modes:
+//   BlockMax — score(b) = max over rows r and keys j of block b of q_r · k_j (M3's max pooling,
+//              with the model's own q and k). Exact; made cheap with the Quest bound
+//              U(b) = max_r Σ_i max(q_ri kmin_bi, q_ri kmax_bi) >= score(b): blocks are visited in
+//              descending bound order and exact scores computed only while the bound can still beat
+//              the current k-th best exact score. With `prune` off every candidate is scored exactly
+//              (brute force); both give the same selection (ties broken by lower block id).
+//   MeanKey  — score(b) = max_r q_r · mean_key(b): one dot per row and block, approximate (MoBA).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace sl {
+
+class BlockIndex;
+class KvCache;
+
+enum class BlockScoring { BlockMax, MeanKey };
+
+struct SelectParams {
+    int top_k = 16;      // blocks selected in total, forced blocks (local, sink) included
+    bool sink = false;   // force block 0 (when top_k >= 2: the local block has priority)
+    BlockScoring scoring = BlockScoring::BlockMax;
+    bool prune = true;   // BlockMax only: Quest pruning (false: brute-force exact block-max)
+};
+
+// Work counters of the index branch, summed over calls.
+struct SelectStats {
+    int64_t candidates = 0;     // blocks that competed for the top-k (visible, not forced)
+    int64_t exact_blocks = 0;   // blocks whose exact block-max was computed
+    int64_t exact_rows = 0;     // (row, block) pairs whose exact max over the block's keys was computed
+    int64_t exact_keys = 0;     // q·k dot products spent on exact scores
+    int64_t brute_rows = 0;     // (row, block) pairs brute-force block-max would score for the same calls
+    int64_t summary_bytes = 0;  // block-summary bytes read for bounds / mean-key scores
+    void add(const SelectStats& o) {
+        summary_bytes += o.summary_bytes;
+        candidates += o.candidates;
+        exact_blocks += o.exact_blocks;
+        exact_rows += o.exact_rows;
+        exact_keys += o.exact_keys;
+        brute_rows += o.brute_rows;
+    }
+};
+
+// Per-thread scratch; grows to the largest call and is reused (no allocation in steady state).
+struct SelectScratch {
+    std::vector<float> row_bound;                 // (n_rows)
+    std::vector<std::pair<float, int32_t>> cand;  // (bound or score, block)
+    std::vector<std::pair<float, int32_t>> top;   // (exact score, block)
+};
+
+// Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of
+// index.head_dim() floats, `row_stride` floats apart) whose queries all lie in block `local`
+// (so blocks < local are fully visible, blocks > local invisible). Candidates are blocks [0, local)
+// minus the sink. `out` receives the selected block ids, ascending: local, the sink when asked,
+// and the top (top_k - forced) candidates by score. local < index.n_blocks(); `kv` holds the keys
+// the index summarizes. Thread-safe for distinct scratch/out/stats.
+void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                   int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,
+                   SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats);
+
+// The exact block-max score of block b < local for the rows (brute force over rows and keys), as
+// BlockMax ranks it. For tests and diagnostics.
+float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                        int n_rows, int64_t row_stride, int64_t b);
+
+}  // namespace sl

@@ -1,0 +1,242 @@
+#include "core/attention/msa_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace sl {
+
+// One pool thread's buffers; sized by the largest call seen and reused.
+struct MsaAttention::Scratch {
+    std::vector<float> rows;    // index query rows (n_rows, head_dim)
+    SelectScratch select;
+    SelectStats stats;
+    std::vector<float> m, l;    // per attention row: running max and sum of the online softmax
+    std::vector<float> acc;     // (rows, head_dim): unnormalized output
+    std::vector<float> bref;    // (rows, k): the running max a block's sum was taken against
+    std::vector<float> bsum;    // (rows, k): Σ exp(s - bref) over the block's tokens
+    std::vector<float> scores;  // (B)
+};
+
+MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
+    if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
+    if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
+    if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
+}
+
+MsaAttention::~MsaAttention() = default;
+
+const std::vector<Selection>& MsaAttention::last_selections(int layer) const {
+    static const std::vector<Selection> none;
+    if (layer < 0 || layer >= static_cast<int>(layers_.size())) return none;
+    return layers_[static_cast<size_t>(layer)].selections;
+}
+
+const BlockIndex* MsaAttention::index(int layer) const {
+    if (layer < 0 || layer >= static_cast<int>(layers_.size())) return nullptr;
+    return layers_[static_cast<size_t>(layer)].index.get();
+}
+
+void MsaAttention::invalidate() {
+    for (auto& l : layers_) {
+        l.index.reset();
+        l.kv = nullptr;
+        l.selections.clear();
+    }
+}
+
+void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool& pool) {
+    if (c.layer < 0) throw Error("MSA: negative layer");
+    if (layers_.size() <= static_cast<size_t>(c.layer)) layers_.resize(static_cast<size_t>(c.layer) + 1);
+    Layer& L = layers_[static_cast<size_t>(c.layer)];
+    if (c.layer < config_.dense_layers) {
+        L.selections.clear();
+        dense_.forward(c, kv, pool);
+        return;
+    }
+    if (c.n_tokens <= 0) return;
+    if (c.n_kv_head != kv.n_kv_head() || c.head_dim != kv.head_dim() || c.n_head % c.n_kv_head != 0)
+        throw Error("MSA: call of " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " heads of dim " +
+                    std::to_string(c.head_dim) + " does not match the KV cache (" + std::to_string(kv.n_kv_head()) +
+                    " KV heads of dim " + std::to_string(kv.head_dim()) + ")");
+    const int B = config_.block_size;
+    const int hd = c.head_dim;
+    const int G = c.n_head / c.n_kv_head;
+    const int64_t end = c.pos0 + c.n_tokens;
+
+    // Index: summarize what was appended (or rewritten) since the last call.
+    if (!L.index || L.kv != &kv) {
+        L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd);
+        L.kv = &kv;
+    }
+    L.index->update(kv, c.layer, std::min(L.index->n_tokens(), c.pos0), end);
+    const BlockIndex& index = *L.index;
+
+    if (scratch_.size() < static_cast<size_t>(pool.size())) scratch_.resize(static_cast<size_t>(pool.size()));
+    for (auto& s : scratch_)
+        if (!s) s = std::make_unique<Scratch>();
+
+    const int64_t qb0 = c.pos0 / B;
+    const int64_t n_qb = (end - 1) / B - qb0 + 1;
+    const int64_t n_items = n_qb * c.n_kv_head;
+    L.selections.resize(static_cast<size_t>(n_items));
+    SelectParams sp;
+    sp.top_k = config_.top_k;
+    sp.sink = config_.sink;
+    sp.scoring = config_.scoring;
+    sp.prune = config_.prune;
+    // Query tokens [t0, t1) of the call in query block qbi.
+    auto q_range = [&](int64_t qbi, int64_t& t0, int64_t& t1) {
+        const int64_t qb = qb0 + qbi;
+        t0 = std::max(c.pos0, qb * B) - c.pos0;
+        t1 = std::min(end, (qb + 1) * B) - c.pos0;
+    };
+
+    // Index branch: one selection per (query block, KV group).
+    for (auto& s : scratch_) s->stats = {};
+    pool.parallel_for(n_items, [&](int64_t begin, int64_t stop, int ti) {
+        Scratch& s = *scratch_[static_cast<size_t>(ti)];
+        for (int64_t it = begin; it < stop; ++it) {
+            const int64_t qbi = it / c.n_kv_head;
+            const int g = static_cast<int>(it % c.n_kv_head);
+            int64_t t0 = 0, t1 = 0;
+            q_range(qbi, t0, t1);
+            const int nq = static_cast<int>(t1 - t0);
+            int n_rows = 0;
+            if (config_.index_query == IndexQuery::HeadMax || G == 1) {
+                n_rows = nq * G;
+                s.rows.resize(static_cast<size_t>(n_rows) * hd);
+                for (int64_t t = t0; t < t1; ++t) {
+                    const float* src = c.q + (t * c.n_head + static_cast<int64_t>(g) * G) * hd;
+                    std::copy(src, src + static_cast<int64_t>(G) * hd, s.rows.data() + (t - t0) * G * hd);
+                }
+            } else {
+                n_rows = nq;
+                s.rows.assign(static_cast<size_t>(n_rows) * hd, 0.0f);
+                const float inv = 1.0f / static_cast<float>(G);
+                for (int64_t t = t0; t < t1; ++t) {
+                    float* dst = s.rows.data() + (t - t0) * hd;
+                    for (int hh = 0; hh < G; ++hh)
+                        kernels::axpy_f32(dst, inv, c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd, hd);
+                }
+            }
+            Selection& sel = L.selections[static_cast<size_t>(it)];
+            sel.kv_head = g;
+            sel.q_pos0 = c.pos0 + t0;
+            sel.n_queries = nq;
+            select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb0 + qbi, sp, s.select, sel.blocks,
+                          s.stats);
+        }
+    });
+
+    // Sparse branch: items are (selection, slice of the group's heads), enough of them to feed the pool.
+    const int64_t want = 2 * static_cast<int64_t>(pool.size());
+    const int n_split = static_cast<int>(std::clamp<int64_t>((want + n_items - 1) / n_items, 1, G));
+    size_t kmax = 1;
+    for (const auto& sel : L.selections) kmax = std::max(kmax, sel.blocks.size());
+    const int64_t n_att = n_items * n_split;
+    mass_parts_.assign(static_cast<size_t>(n_att) * kmax, 0.0f);
+    const int64_t row = kv.row();
+    pool.parallel_for(n_att, [&](int64_t begin, int64_t stop, int ti) {
+        Scratch& s = *scratch_[static_cast<size_t>(ti)];
+        s.scores.resize(static_cast<size_t>(B));
+        for (int64_t it = begin; it < stop; ++it) {
+            const int64_t si = it / n_split;
+            const int part = static_cast<int>(it % n_split);
+            const Selection& sel = L.selections[static_cast<size_t>(si)];
+            const int g = sel.kv_head;
+            const int h0 = g * G + part * G / n_split, h1 = g * G + (part + 1) * G / n_split;
+            const int nh = h1 - h0;
+            const int64_t t0 = sel.q_pos0 - c.pos0, t1 = t0 + sel.n_queries;
+            const size_t n_rows = static_cast<size_t>(sel.n_queries) * static_cast<size_t>(nh);
+            const size_t nk = sel.blocks.size();
+            s.m.assign(n_rows, -std::numeric_limits<float>::infinity());
+            s.l.assign(n_rows, 0.0f);
+            s.acc.assign(n_rows * hd, 0.0f);
+            s.bref.resize(n_rows * nk);
+            s.bsum.resize(n_rows * nk);
+            // KV-block outer: each selected block is streamed once for all rows of the item.
+            for (size_t bi = 0; bi < nk; ++bi) {
+                const int64_t p0 = static_cast<int64_t>(sel.blocks[bi]) * B;
+                const int n_in = index.block_tokens(sel.blocks[bi]);
+                const float* K = kv.k(c.layer, p0) + static_cast<int64_t>(g) * hd;
+                const float* V = kv.v(c.layer, p0) + static_cast<int64_t>(g) * hd;
+                for (int64_t t = t0; t < t1; ++t) {
+                    const int n_vis = static_cast<int>(std::min<int64_t>(n_in, c.pos0 + t - p0 + 1));
+                    for (int h = h0; h < h1; ++h) {
+                        const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
+                        const float* q = c.q + (t * c.n_head + h) * hd;
+                        float* acc = s.acc.data() + r * hd;
+                        float bm = -std::numeric_limits<float>::infinity();
+                        for (int j = 0; j < n_vis; ++j) {
+                            const float sc = kernels::dot_f32(q, K + j * row, hd) * c.scale;
+                            s.scores[static_cast<size_t>(j)] = sc;
+                            bm = std::max(bm, sc);
+                        }
+                        if (bm > s.m[r]) {
+                            const float f = std::exp(s.m[r] - bm);
+                            for (int i = 0; i < hd; ++i) acc[i] *= f;
+                            s.l[r] *= f;
+                            s.m[r] = bm;
+                        }
+                        const float mr = s.m[r];
+                        float sum = 0.0f;
+                        for (int j = 0; j < n_vis; ++j) {
+                            const float e = std::exp(s.scores[static_cast<size_t>(j)] - mr);
+                            sum += e;
+                            kernels::axpy_f32(acc, e, V + j * row, hd);
+                        }
+                        s.l[r] += sum;
+                        s.bref[r * nk + bi] = mr;
+                        s.bsum[r * nk + bi] = sum;
+                    }
+                }
+            }
+            float* mass = mass_parts_.data() + static_cast<size_t>(it) * kmax;
+            for (int64_t t = t0; t < t1; ++t) {
+                for (int h = h0; h < h1; ++h) {
+                    const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
+                    const float inv = 1.0f / s.l[r];
+                    const float* acc = s.acc.data() + r * hd;
+                    float* out = c.out + (t * c.n_head + h) * hd;
+                    for (int i = 0; i < hd; ++i) out[i] = acc[i] * inv;
+                    for (size_t bi = 0; bi < nk; ++bi)
+                        mass[bi] += s.bsum[r * nk + bi] * std::exp(s.bref[r * nk + bi] - s.m[r]) * inv;
+                }
+            }
+        }
+    });
+
+    // Selections' masses and the counters.
+    const int64_t f = static_cast<int64_t>(sizeof(float));
+    ++stats_.calls;
+    stats_.dense_kv_bytes += static_cast<int64_t>(c.n_kv_head) * end * 2 * hd * f;
+    for (int64_t si = 0; si < n_items; ++si) {
+        Selection& sel = L.selections[static_cast<size_t>(si)];
+        sel.mass.assign(sel.blocks.size(), 0.0f);
+        for (int part = 0; part < n_split; ++part) {
+            const float* src = mass_parts_.data() + static_cast<size_t>(si * n_split + part) * kmax;
+            for (size_t bi = 0; bi < sel.blocks.size(); ++bi) sel.mass[bi] += src[bi];
+        }
+        const float norm = 1.0f / static_cast<float>(sel.n_queries * G);
+        for (auto& x : sel.mass) x *= norm;
+        ++stats_.selections;
+        stats_.visible_blocks += (sel.q_pos0 + sel.n_queries - 1) / B + 1;
+        stats_.selected_blocks += static_cast<int64_t>(sel.blocks.size());
+        for (int32_t b : sel.blocks) stats_.kv_bytes += static_cast<int64_t>(index.block_tokens(b)) * 2 * hd * f;
+    }
+    SelectStats st;
+    for (const auto& s : scratch_) st.add(s->stats);
+    stats_.select.add(st);
+    stats_.index_bytes += st.summary_bytes;
+    stats_.exact_key_bytes += st.exact_blocks * B * hd * f;
+    if (observer_) observer_(c.layer, c, L.selections);
+}
+
+}  // namespace sl

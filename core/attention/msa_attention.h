@@ -1,0 +1,117 @@
+// MSA-style two-branch sparse attention, training-free mode (for the dense-trained models users
+// have): the index branch (block_select.h) picks, per query block and KV-head group, the top-k KV
+// blocks from per-block key summaries (block_index.h) and the model's own RoPE'd q; the sparse branch
+// runs exact online-softmax attention over the tokens of the selected blocks only, at their original
+// positions. With top_k >= the number of visible blocks it equals dense attention to rounding.
+//
+// Queries of a call are grouped into query blocks by position (aligned to the KV blocks: positions
+// [qb*B, (qb+1)*B) ∩ [pos0, pos0 + n_tokens)); one selection per (query block, KV group), made with
+// the max over the block's queries (and, by default, over the group's heads) of the block score,
+// and shared by every query and head of that group, so each selected KV block is read once for all
+// of them. Decode is a query block of one query. The local block is causally masked.
+//
+// Index queries (IndexQuery): HeadMax scores each query head with its own q and takes the max over
+// the group's heads (the selection serves every head: a block one head needs is kept); GroupMean
+// scores the group's mean query (G times cheaper, but heads that look in different directions
+// cancel out). See tst_msa_recall for how each captures the dense attention mass.
+//
+// State: per layer, the block index of the keys (updated at each call for the blocks holding
+// positions [min(summarized, pos0), pos0 + n_tokens)) and the selections of the last call.
+// Threading: forward() runs on the calling thread and uses `pool`; one forward at a time. Readers of
+// last_selections()/stats() must not overlap a forward call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/attention/attention.h"
+#include "core/attention/block_index.h"
+#include "core/attention/block_select.h"
+#include "core/attention/dense_attention.h"
+
+namespace sl {
+
+enum class IndexQuery { HeadMax, GroupMean };
+
+struct MsaConfig {
+    int block_size = 128;   // B: tokens per KV block (and per query block)
+    int top_k = 16;         // blocks attended per (query block, KV group), local and sink included
+    bool sink = false;      // always attend block 0
+    int dense_layers = 0;   // layers [0, dense_layers) run dense attention
+    BlockScoring scoring = BlockScoring::BlockMax;
+    IndexQuery index_query = IndexQuery::HeadMax;
+    bool prune = true;      // BlockMax: Quest pruning (same selection as brute force, far cheaper)
+};
+
+// The blocks one (query block, KV group) attended in the last call of a layer.
+struct Selection {
+    int kv_head = 0;                // the KV group
+    int64_t q_pos0 = 0;             // first query position of the query block
+    int n_queries = 0;              // queries in the query block
+    std::vector<int32_t> blocks;    // selected block ids, ascending (block b = positions [b*B, (b+1)*B))
+    std::vector<float> mass;        // per block: softmax probability summed over the block's tokens,
+                                    // averaged over the group's heads and the block's queries
+};
+
+// Work of the calls since reset_stats(), summed over layers (sparse layers only).
+struct MsaStats {
+    int64_t calls = 0;
+    int64_t selections = 0;         // (query block, group) selections made
+    int64_t visible_blocks = 0;     // Σ blocks visible to those selections
+    int64_t selected_blocks = 0;    // Σ blocks selected
+    SelectStats select;             // index-branch work (candidates, exact scoring)
+    int64_t index_bytes = 0;        // summary bytes read by the index branch
+    int64_t exact_key_bytes = 0;    // key bytes read for exact block scores
+    int64_t kv_bytes = 0;           // K and V bytes of the selected blocks read by the sparse branch
+    int64_t dense_kv_bytes = 0;     // K and V bytes dense attention would read for the same calls
+};
+
+class MsaAttention final : public Attention {
+public:
+    explicit MsaAttention(MsaConfig config = {});
+    ~MsaAttention() override;
+
+    void forward(const AttentionCall& call, const KvCache& kv, ThreadPool& pool) override;
+    const char* name() const override { return "msa"; }
+
+    const MsaConfig& config() const { return config_; }
+
+    // Selections of the last forward call of `layer`, ordered by query block then KV group; empty
+    // for dense layers and layers not run yet. Valid until the next forward call of that layer.
+    const std::vector<Selection>& last_selections(int layer) const;
+
+    // Called at the end of each sparse layer's forward, on the calling thread, with its selections
+    // (the raw material of citations). Optional.
+    using SelectionObserver = std::function<void(int layer, const AttentionCall& call, const std::vector<Selection>&)>;
+    void set_observer(SelectionObserver observer) { observer_ = std::move(observer); }
+
+    // The block index of a layer (null before its first sparse call).
+    const BlockIndex* index(int layer) const;
+
+    const MsaStats& stats() const { return stats_; }
+    void reset_stats() { stats_ = {}; }
+
+    // Forgets every summary: call when the cache was rewritten other than through forward calls in
+    // position order (forward already handles restarting at a lower pos0 and a different cache).
+    void invalidate();
+
+private:
+    struct Layer {
+        std::unique_ptr<BlockIndex> index;
+        const KvCache* kv = nullptr;
+        std::vector<Selection> selections;
+    };
+    struct Scratch;
+
+    MsaConfig config_;
+    DenseAttention dense_;
+    std::vector<Layer> layers_;
+    std::vector<std::unique_ptr<Scratch>> scratch_;  // per pool thread
+    std::vector<float> mass_parts_;                  // (items, top_k): per-item block masses
+    MsaStats stats_;
+    SelectionObserver observer_;
+};
+
+}  // namespace sl

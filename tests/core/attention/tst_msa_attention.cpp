@@ -1,0 +1,439 @@
+// MSA sparse attention (training-free): equals dense when top-k covers every block; matches a
+// restricted-softmax reference when it does not; Quest-pruned block-max selection equals brute force;
+// forced (local, sink) and invisible blocks; incremental index; the index kernels against their
+// scalar references.
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "core/attention/block_index.h"
+#include "core/attention/block_select.h"
+#include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
+#include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/cpu_features.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+void fill_random(sl::KvCache& kv, int layer, int64_t from, int64_t to, float lo = -2.0f, float hi = 2.0f) {
+    for (int64_t p = from; p < to; ++p) {
+        auto k = sl::test::random_floats(static_cast<size_t>(kv.row()), lo, hi);
+        auto v = sl::test::random_floats(static_cast<size_t>(kv.row()));
+        std::copy(k.begin(), k.end(), kv.k(layer, p));
+        std::copy(v.begin(), v.end(), kv.v(layer, p));
+    }
+}
+
+// Keys with structure real attention has: each block of each head clustered around its own
+// direction (some blocks far more relevant than others), plus one "needle" token per block.
+void fill_structured(sl::KvCache& kv, int layer, int64_t n, int block) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    auto& g = sl::test::rng();
+    const int hd = kv.head_dim();
+    std::vector<float> center(static_cast<size_t>(kv.row()));
+    for (int64_t p = 0; p < n; ++p) {
+        if (p % block == 0)
+            for (auto& x : center) x = nd(g) * (0.2f + 2.0f * std::uniform_real_distribution<float>(0, 1)(g));
+        float* k = kv.k(layer, p);
+        float* v = kv.v(layer, p);
+        const bool needle = p % block == 7;
+        for (int64_t i = 0; i < kv.row(); ++i) {
+            k[i] = center[static_cast<size_t>(i)] + 0.3f * nd(g) + (needle && i % hd < 4 ? 3.0f : 0.0f);
+            v[i] = nd(g);
+        }
+    }
+}
+
+sl::AttentionCall make_call(int n_head, int n_kv, int hd, int64_t pos0, int n_tokens, const float* q, float* out) {
+    sl::AttentionCall c;
+    c.pos0 = pos0;
+    c.n_tokens = n_tokens;
+    c.n_head = n_head;
+    c.n_kv_head = n_kv;
+    c.head_dim = hd;
+    c.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    c.q = q;
+    c.out = out;
+    return c;
+}
+
+// Double-precision attention of query t (position pos0 + t), head h, over the tokens of `blocks`
+// only (causal), writing out (hd) and the mass per block.
+void restricted_ref(const sl::KvCache& kv, const sl::AttentionCall& c, int t, int h, const std::vector<int32_t>& blocks,
+                    int B, double* out, std::vector<double>& mass) {
+    const int G = c.n_head / c.n_kv_head, g = h / G, hd = c.head_dim;
+    const int64_t p = c.pos0 + t;
+    const float* q = c.q + (static_cast<int64_t>(t) * c.n_head + h) * hd;
+    std::vector<double> s;
+    std::vector<int64_t> pos;
+    std::vector<size_t> owner;
+    double mx = -1e300;
+    for (size_t bi = 0; bi < blocks.size(); ++bi)
+        for (int64_t j = static_cast<int64_t>(blocks[bi]) * B; j < (blocks[bi] + 1LL) * B && j <= p; ++j) {
+            double d = 0;
+            for (int i = 0; i < hd; ++i) d += static_cast<double>(q[i]) * kv.k(c.layer, j)[g * hd + i];
+            s.push_back(d * c.scale);
+            pos.push_back(j);
+            owner.push_back(bi);
+            mx = std::max(mx, s.back());
+        }
+    double z = 0;
+    for (auto& x : s) z += x = std::exp(x - mx);
+    std::fill(out, out + hd, 0.0);
+    mass.assign(blocks.size(), 0.0);
+    for (size_t j = 0; j < s.size(); ++j) {
+        mass[owner[j]] += s[j] / z;
+        for (int i = 0; i < hd; ++i) out[i] += s[j] / z * kv.v(c.layer, pos[j])[g * hd + i];
+    }
+}
+
+}  // namespace
+
+class TstMsaAttention : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void kernelsMatchReference();
+    void equalsDenseWhenAllSelected_data();
+    void equalsDenseWhenAllSelected();
+    void sparseMatchesRestrictedReference_data();
+    void sparseMatchesRestrictedReference();
+    void prunedEqualsBruteForce_data();
+    void prunedEqualsBruteForce();
+    void forcedAndInvisibleBlocks();
+    void incrementalIndexAndDecode();
+};
+
+void TstMsaAttention::kernelsMatchReference() {
+    using sl::kernels::Isa;
+    const Isa best = sl::kernels::max_supported_isa();
+    for (int d : {1, 7, 17, 33, 64, 100, 128}) {
+        const int rows = 5, keys = 13, qs = d + 3, ks = d + 5;
+        auto q = sl::test::random_floats(static_cast<size_t>(rows * qs + 1), -2, 2);
+        auto k = sl::test::random_floats(static_cast<size_t>(keys * ks + 1), -2, 2);
+        std::vector<float> kmin(static_cast<size_t>(d) + 1), kmax(static_cast<size_t>(d) + 1);
+        for (int i = 0; i < d; ++i) {
+            kmin[static_cast<size_t>(i) + 1] = kmax[static_cast<size_t>(i) + 1] = k[static_cast<size_t>(i) + 1];
+            for (int j = 1; j < keys; ++j) {
+                kmin[static_cast<size_t>(i) + 1] = std::min(kmin[static_cast<size_t>(i) + 1], k[static_cast<size_t>(j * ks + i) + 1]);
+                kmax[static_cast<size_t>(i) + 1] = std::max(kmax[static_cast<size_t>(i) + 1], k[static_cast<size_t>(j * ks + i) + 1]);
+            }
+        }
+        // Misaligned by one float on purpose.
+        const float* qp = q.data() + 1;
+        const float* kp = k.data() + 1;
+        std::vector<float> ref_b(rows), got_b(rows), ref_m(rows), got_m(rows);
+        sl::kernels::ref::quest_bounds(ref_b.data(), qp, rows, qs, kmin.data() + 1, kmax.data() + 1, d);
+        for (int r = 0; r < rows; ++r) ref_m[static_cast<size_t>(r)] = sl::kernels::ref::max_dot(qp + r * qs, kp, ks, keys, d);
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+            if (static_cast<int>(isa) > static_cast<int>(best)) continue;
+            sl::kernels::set_active_isa(isa);
+            sl::kernels::quest_bounds(got_b.data(), qp, rows, qs, kmin.data() + 1, kmax.data() + 1, d);
+            for (int r = 0; r < rows; ++r) got_m[static_cast<size_t>(r)] = sl::kernels::max_dot(qp + r * qs, kp, ks, keys, d);
+            QVERIFY2(sl::test::normalized_error(got_b.data(), ref_b.data(), rows) < 1e-5, sl::kernels::isa_name(isa));
+            QVERIFY2(sl::test::normalized_error(got_m.data(), ref_m.data(), rows) < 1e-5, sl::kernels::isa_name(isa));
+            // The bound holds (up to rounding) for every key inside the box.
+            for (int r = 0; r < rows; ++r) QVERIFY(got_b[static_cast<size_t>(r)] >= got_m[static_cast<size_t>(r)] - 1e-4f);
+        }
+    }
+    sl::kernels::set_active_isa(best);
+}
+
+void TstMsaAttention::equalsDenseWhenAllSelected_data() {
+    QTest::addColumn<int>("n_head");
+    QTest::addColumn<int>("n_kv");
+    QTest::addColumn<int>("hd");
+    QTest::addColumn<int>("block");
+    QTest::addColumn<int>("pos0");
+    QTest::addColumn<int>("n_tokens");
+    QTest::addColumn<int>("mode");  // 0 block-max, 1 mean-key, 2 block-max group-mean query, 3 + sink
+    QTest::newRow("prefill g3 B16 partial") << 9 << 3 << 64 << 16 << 0 << 203 << 0;
+    QTest::newRow("prefill g1 odd dim B64") << 3 << 3 << 17 << 64 << 0 << 150 << 1;
+    QTest::newRow("prefill g16 B128") << 16 << 1 << 32 << 128 << 0 << 300 << 2;
+    QTest::newRow("chunked g3 B64 unaligned") << 9 << 3 << 64 << 64 << 77 << 140 << 0;
+    QTest::newRow("chunked g16 odd dim B16") << 32 << 2 << 33 << 16 << 45 << 38 << 3;
+    QTest::newRow("decode g3 B128") << 9 << 3 << 64 << 128 << 300 << 1 << 0;
+    QTest::newRow("decode first of block B16") << 4 << 2 << 24 << 16 << 64 << 1 << 1;
+    QTest::newRow("decode g16 B64 sink") << 16 << 1 << 72 << 64 << 333 << 1 << 3;
+    QTest::newRow("m3 shape chunk") << 64 << 4 << 128 << 128 << 256 << 131 << 0;
+}
+
+void TstMsaAttention::equalsDenseWhenAllSelected() {
+    QFETCH(int, n_head);
+    QFETCH(int, n_kv);
+    QFETCH(int, hd);
+    QFETCH(int, block);
+    QFETCH(int, pos0);
+    QFETCH(int, n_tokens);
+    QFETCH(int, mode);
+    const int n_ctx = pos0 + n_tokens;
+    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    fill_random(kv, 0, 0, n_ctx);
+    kv.set_n_past(n_ctx);
+    auto q = sl::test::random_floats(static_cast<size_t>(n_tokens * n_head * hd), -2, 2);
+    std::vector<float> out(q.size()), ref(q.size());
+    sl::ThreadPool pool(2);
+    sl::DenseAttention dense;
+    dense.forward(make_call(n_head, n_kv, hd, pos0, n_tokens, q.data(), ref.data()), kv, pool);
+    sl::MsaConfig cfg;
+    cfg.block_size = block;
+    cfg.top_k = (n_ctx + block - 1) / block;  // exactly every block
+    cfg.scoring = mode == 1 ? sl::BlockScoring::MeanKey : sl::BlockScoring::BlockMax;
+    cfg.index_query = mode == 2 ? sl::IndexQuery::GroupMean : sl::IndexQuery::HeadMax;
+    cfg.sink = mode == 3;
+    sl::MsaAttention msa(cfg);
+    const auto call = make_call(n_head, n_kv, hd, pos0, n_tokens, q.data(), out.data());
+    msa.forward(call, kv, pool);
+    const double err = sl::test::normalized_error(out.data(), ref.data(), out.size());
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+    // Every visible block selected; masses sum to 1 and match the exact softmax.
+    const auto& sels = msa.last_selections(0);
+    const int n_qb = (n_ctx - 1) / block - pos0 / block + 1;
+    QCOMPARE(static_cast<int>(sels.size()), n_qb * n_kv);
+    std::vector<double> o(static_cast<size_t>(hd)), m;
+    for (const auto& s : sels) {
+        const int local = static_cast<int>(s.q_pos0 / block);
+        QCOMPARE(static_cast<int>(s.blocks.size()), local + 1);
+        for (int b = 0; b <= local; ++b) QCOMPARE(s.blocks[static_cast<size_t>(b)], b);
+        QVERIFY(std::fabs(std::accumulate(s.mass.begin(), s.mass.end(), 0.0) - 1.0) < 1e-4);
+        std::vector<double> want(s.blocks.size(), 0.0);
+        const int G = n_head / n_kv;
+        for (int t = 0; t < s.n_queries; ++t)
+            for (int h = s.kv_head * G; h < (s.kv_head + 1) * G; ++h) {
+                restricted_ref(kv, call, static_cast<int>(s.q_pos0 - pos0) + t, h, s.blocks, block, o.data(), m);
+                for (size_t i = 0; i < m.size(); ++i) want[i] += m[i] / (s.n_queries * G);
+            }
+        for (size_t i = 0; i < want.size(); ++i) QVERIFY(std::fabs(want[i] - s.mass[i]) < 1e-5);
+    }
+}
+
+void TstMsaAttention::sparseMatchesRestrictedReference_data() {
+    QTest::addColumn<int>("n_head");
+    QTest::addColumn<int>("n_kv");
+    QTest::addColumn<int>("hd");
+    QTest::addColumn<int>("block");
+    QTest::addColumn<int>("pos0");
+    QTest::addColumn<int>("n_tokens");
+    QTest::addColumn<int>("top_k");
+    QTest::addColumn<int>("mode");
+    QTest::newRow("prefill g3 B16 k3") << 9 << 3 << 64 << 16 << 0 << 203 << 3 << 0;
+    QTest::newRow("chunked g16 B16 k4 sink") << 16 << 1 << 40 << 16 << 101 << 70 << 4 << 3;
+    QTest::newRow("chunked g1 odd B64 k2 meankey") << 3 << 3 << 31 << 64 << 200 << 90 << 2 << 1;
+    QTest::newRow("decode g3 B16 k5 groupmean") << 9 << 3 << 64 << 16 << 333 << 1 << 5 << 2;
+    QTest::newRow("decode m3 B128 k2") << 64 << 4 << 128 << 128 << 700 << 1 << 2 << 0;
+}
+
+void TstMsaAttention::sparseMatchesRestrictedReference() {
+    QFETCH(int, n_head);
+    QFETCH(int, n_kv);
+    QFETCH(int, hd);
+    QFETCH(int, block);
+    QFETCH(int, pos0);
+    QFETCH(int, n_tokens);
+    QFETCH(int, top_k);
+    QFETCH(int, mode);
+    const int n_ctx = pos0 + n_tokens;
+    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, block);
+    kv.set_n_past(n_ctx);
+    auto q = sl::test::random_floats(static_cast<size_t>(n_tokens * n_head * hd), -2, 2);
+    std::vector<float> out(q.size()), ref(q.size());
+    sl::ThreadPool pool(2);
+    sl::MsaConfig cfg;
+    cfg.block_size = block;
+    cfg.top_k = top_k;
+    cfg.scoring = mode == 1 ? sl::BlockScoring::MeanKey : sl::BlockScoring::BlockMax;
+    cfg.index_query = mode == 2 ? sl::IndexQuery::GroupMean : sl::IndexQuery::HeadMax;
+    cfg.sink = mode == 3;
+    sl::MsaAttention msa(cfg);
+    const auto call = make_call(n_head, n_kv, hd, pos0, n_tokens, q.data(), out.data());
+    msa.forward(call, kv, pool);
+    const int G = n_head / n_kv;
+    std::vector<double> o(static_cast<size_t>(hd)), m;
+    bool some_sparse = false;
+    for (const auto& s : msa.last_selections(0)) {
+        const int local = static_cast<int>(s.q_pos0 / block);
+        QCOMPARE(static_cast<int>(s.blocks.size()), std::min(top_k, local + 1));
+        some_sparse |= local + 1 > top_k;
+        std::vector<double> want(s.blocks.size(), 0.0);
+        for (int t = 0; t < s.n_queries; ++t)
+            for (int h = s.kv_head * G; h < (s.kv_head + 1) * G; ++h) {
+                const int ti = static_cast<int>(s.q_pos0 - pos0) + t;
+                restricted_ref(kv, call, ti, h, s.blocks, block, o.data(), m);
+                for (int i = 0; i < hd; ++i) ref[static_cast<size_t>((ti * n_head + h) * hd + i)] = static_cast<float>(o[static_cast<size_t>(i)]);
+                for (size_t i = 0; i < m.size(); ++i) want[i] += m[i] / (s.n_queries * G);
+            }
+        for (size_t i = 0; i < want.size(); ++i) QVERIFY(std::fabs(want[i] - s.mass[i]) < 1e-5);
+    }
+    QVERIFY(some_sparse);
+    const double err = sl::test::normalized_error(out.data(), ref.data(), out.size());
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+}
+
+void TstMsaAttention::prunedEqualsBruteForce_data() {
+    QTest::addColumn<int>("hd");
+    QTest::addColumn<int>("block");
+    QTest::addColumn<int>("n_blocks");
+    QTest::addColumn<int>("n_rows");
+    QTest::addColumn<int>("top_k");
+    QTest::addColumn<bool>("sink");
+    QTest::addColumn<int>("structure");  // 0 random, 1 clustered + needles, 2 duplicated blocks (ties)
+    QTest::newRow("random d64 B16") << 64 << 16 << 40 << 3 << 5 << false << 0;
+    QTest::newRow("random d17 B64 one row") << 17 << 64 << 23 << 1 << 4 << true << 0;
+    QTest::newRow("clustered d64 B64") << 64 << 64 << 60 << 9 << 8 << false << 1;
+    QTest::newRow("clustered d128 B128 many rows") << 128 << 128 << 33 << 48 << 16 << true << 1;
+    QTest::newRow("clustered d33 B16 k1") << 33 << 16 << 50 << 2 << 2 << false << 1;
+    QTest::newRow("ties d32 B16") << 32 << 16 << 45 << 4 << 6 << false << 2;
+}
+
+void TstMsaAttention::prunedEqualsBruteForce() {
+    QFETCH(int, hd);
+    QFETCH(int, block);
+    QFETCH(int, n_blocks);
+    QFETCH(int, n_rows);
+    QFETCH(int, top_k);
+    QFETCH(bool, sink);
+    QFETCH(int, structure);
+    const int n_kv = 2;
+    const int64_t n = static_cast<int64_t>(n_blocks) * block;
+    sl::KvCache kv(1, static_cast<int>(n), n_kv, hd);
+    if (structure == 0) fill_random(kv, 0, 0, n);
+    else fill_structured(kv, 0, n, block);
+    if (structure == 2)  // every third block a copy of the one before: exact score ties
+        for (int64_t p = 0; p < n; ++p)
+            if ((p / block) % 3 == 2) std::copy(kv.k(0, p - block), kv.k(0, p - block) + kv.row(), kv.k(0, p));
+    sl::BlockIndex index(block, n_kv, hd);
+    index.update(kv, 0, 0, n);
+    sl::SelectParams pruned, brute;
+    pruned.top_k = brute.top_k = top_k;
+    pruned.sink = brute.sink = sink;
+    brute.prune = false;
+    sl::SelectScratch scratch;
+    sl::SelectStats st_p, st_b;
+    std::vector<int32_t> a, b;
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int trial = 0; trial < 20; ++trial) {
+        const int g = trial % n_kv;
+        const int64_t local = n_blocks - 1 - trial % 5;
+        std::vector<float> rows(static_cast<size_t>(n_rows * hd));
+        // Half the trials: queries near a random key of the context (peaked scores); else random.
+        for (int r = 0; r < n_rows; ++r) {
+            const float* k = kv.k(0, std::uniform_int_distribution<int64_t>(0, local * block - 1)(sl::test::rng())) + g * hd;
+            for (int i = 0; i < hd; ++i)
+                rows[static_cast<size_t>(r * hd + i)] = trial % 2 ? k[i] + 0.5f * nd(sl::test::rng()) : nd(sl::test::rng());
+        }
+        sl::select_blocks(index, kv, 0, g, rows.data(), n_rows, hd, local, pruned, scratch, a, st_p);
+        sl::select_blocks(index, kv, 0, g, rows.data(), n_rows, hd, local, brute, scratch, b, st_b);
+        QCOMPARE(a, b);
+        // And both against an independent ranking of exact scores (ties: lower id).
+        std::vector<std::pair<float, int32_t>> all;
+        for (int64_t blk = sink ? 1 : 0; blk < local; ++blk)
+            all.emplace_back(sl::exact_block_score(index, kv, 0, g, rows.data(), n_rows, hd, blk), static_cast<int32_t>(blk));
+        std::sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); });
+        std::set<int32_t> want{static_cast<int32_t>(local)};
+        if (sink && local > 0) want.insert(0);
+        const size_t m = static_cast<size_t>(std::max(0, top_k - static_cast<int>(want.size())));
+        for (size_t i = 0; i < std::min(m, all.size()); ++i) want.insert(all[i].second);
+        QCOMPARE(std::set<int32_t>(a.begin(), a.end()), want);
+    }
+    qInfo("exact block scores: pruned %lld of %lld candidates (%.1f%%), row-block pairs %lld vs %lld brute force",
+          static_cast<long long>(st_p.exact_blocks), static_cast<long long>(st_p.candidates),
+          100.0 * static_cast<double>(st_p.exact_blocks) / static_cast<double>(std::max<int64_t>(1, st_p.candidates)),
+          static_cast<long long>(st_p.exact_rows), static_cast<long long>(st_b.exact_rows));
+    QVERIFY(st_p.exact_rows <= st_b.exact_rows);
+}
+
+void TstMsaAttention::forcedAndInvisibleBlocks() {
+    // Local block keys are tiny, block 0 keys point away from the queries, block 5 matches them:
+    // scores alone would never pick local or sink.
+    const int n_head = 6, n_kv = 2, hd = 24, B = 16, n_ctx = 16 * 12 + 5;
+    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    fill_random(kv, 0, 0, n_ctx, -0.1f, 0.1f);
+    for (int p = 0; p < n_ctx; ++p)
+        for (int i = 0; i < kv.row(); ++i) {
+            if (p / B == 5) kv.k(0, p)[i] = 3.0f;
+            if (p / B == 0) kv.k(0, p)[i] = -3.0f;
+            if (p / B == 12) kv.k(0, p)[i] *= 0.01f;
+        }
+    kv.set_n_past(n_ctx);
+    sl::ThreadPool pool(2);
+    for (int pos0 : {0, 100, n_ctx - 1}) {
+        const int nt = n_ctx - pos0;
+        std::vector<float> q(static_cast<size_t>(nt * n_head * hd), 1.0f), out(q.size());
+        for (int top_k : {1, 2, 3}) {
+            for (bool sink : {false, true}) {
+                for (auto scoring : {sl::BlockScoring::BlockMax, sl::BlockScoring::MeanKey}) {
+                    sl::MsaConfig cfg;
+                    cfg.block_size = B;
+                    cfg.top_k = top_k;
+                    cfg.sink = sink;
+                    cfg.scoring = scoring;
+                    sl::MsaAttention msa(cfg);
+                    msa.forward(make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data()), kv, pool);
+                    for (const auto& s : msa.last_selections(0)) {
+                        const int32_t local = static_cast<int32_t>(s.q_pos0 / B);
+                        QVERIFY(std::find(s.blocks.begin(), s.blocks.end(), local) != s.blocks.end());
+                        QVERIFY(s.blocks.back() <= local);  // nothing invisible (ascending ids)
+                        QVERIFY(std::is_sorted(s.blocks.begin(), s.blocks.end()));
+                        if (sink && local > 0 && top_k >= 2) QCOMPARE(s.blocks.front(), 0);
+                        if (!sink && top_k >= 2 && local > 5) QVERIFY(std::find(s.blocks.begin(), s.blocks.end(), 5) != s.blocks.end());
+                        if (!sink && local > 0 && top_k < local + 1)
+                            QVERIFY(std::find(s.blocks.begin(), s.blocks.end(), 0) == s.blocks.end());
+                        QCOMPARE(static_cast<int>(s.blocks.size()), std::min(top_k, local + 1));
+                    }
+                }
+            }
+        }
+    }
+}
+
+void TstMsaAttention::incrementalIndexAndDecode() {
+    // Chunked prefill then decode, call by call on a growing cache, then a restart from position 0
+    // with different contents: the incremental index equals a fresh one, and with every block
+    // selected each call equals dense.
+    const int n_head = 9, n_kv = 3, hd = 40, B = 16, n_ctx = 150;
+    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::ThreadPool pool(2);
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = 100;
+    sl::MsaAttention msa(cfg);
+    sl::DenseAttention dense;
+    for (int round = 0; round < 2; ++round) {
+        int64_t pos = 0;
+        for (int n : {37, 20, 11, 1, 1, 1, 30, 1}) {
+            fill_random(kv, 0, pos, pos + n);
+            kv.set_n_past(pos + n);
+            auto q = sl::test::random_floats(static_cast<size_t>(n * n_head * hd), -2, 2);
+            std::vector<float> out(q.size()), ref(q.size());
+            msa.forward(make_call(n_head, n_kv, hd, pos, n, q.data(), out.data()), kv, pool);
+            dense.forward(make_call(n_head, n_kv, hd, pos, n, q.data(), ref.data()), kv, pool);
+            QVERIFY(sl::test::normalized_error(out.data(), ref.data(), out.size()) < 1e-5);
+            pos += n;
+            sl::BlockIndex fresh(B, n_kv, hd);
+            fresh.update(kv, 0, 0, pos);
+            const sl::BlockIndex* inc = msa.index(0);
+            QVERIFY(inc);
+            QCOMPARE(inc->n_blocks(), fresh.n_blocks());
+            for (int64_t b = 0; b < fresh.n_blocks(); ++b)
+                for (int h = 0; h < n_kv; ++h)
+                    for (int i = 0; i < hd; ++i) {
+                        QCOMPARE(inc->kmin(b, h)[i], fresh.kmin(b, h)[i]);
+                        QCOMPARE(inc->kmax(b, h)[i], fresh.kmax(b, h)[i]);
+                        QCOMPARE(inc->kmean(b, h)[i], fresh.kmean(b, h)[i]);
+                    }
+        }
+    }
+    QCOMPARE(msa.stats().calls, 16);
+}
+
+QTEST_APPLESS_MAIN(TstMsaAttention)
+#include "tst_msa_attention.moc"
