@@ -50,7 +50,6 @@ private Q_SLOTS:
     void unsafeNamesIgnored();
     void deepGroupsBounded();
     void absurdSizes();
-    void cliIngestJson();
     void writeFuzzSeeds();
 };
 
@@ -473,12 +472,6 @@ void TstPptxReader::absurdSizes() {
     QVERIFY(!b[0].bbox);  // entirely off the slide
     QVERIFY(b[1].bbox);   // covers the slide: clamped to it
     QCOMPARE(b[1].bbox->x1, 1.0f);
-}
-
-void TstPptxReader::cliIngestJson() {
-    QSKIP(
-        "`sightline-cli ingest deck.pptx --json` runs once the lead registers the PPTX reader in "
-        "ingest/readers.cpp");
 }
 
 void TstPptxReader::writeFuzzSeeds() {
