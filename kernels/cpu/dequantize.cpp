@@ -31,6 +31,20 @@ void deq_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
     }
 }
 
+void deq_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
+        const float d = fp16(x[i].d);
+        for (int j = 0; j < kQK5_0; ++j) y[j] = static_cast<float>(q5_value(x[i].qs, x[i].qh, j) - 16) * d;
+    }
+}
+
+void deq_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK5_1) {
+        const float d = fp16(x[i].d), m = fp16(x[i].m);
+        for (int j = 0; j < kQK5_1; ++j) y[j] = static_cast<float>(q5_value(x[i].qs, x[i].qh, j)) * d + m;
+    }
+}
+
 void deq_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK8_0) {
         const float d = fp16(x[i].d);
@@ -106,8 +120,8 @@ void check(TensorType type, int64_t n) {
 bool can_dequantize(TensorType type) {
     switch (type) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
-        case TensorType::Q4_1: case TensorType::Q8_0: case TensorType::Q8_1: case TensorType::Q4_K:
-        case TensorType::Q6_K: case TensorType::Q8_K: return true;
+        case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q8_0:
+        case TensorType::Q8_1: case TensorType::Q4_K: case TensorType::Q6_K: case TensorType::Q8_K: return true;
         default: return false;
     }
 }
@@ -123,6 +137,8 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
         case TensorType::BF16: return ref::bf16_to_f32(dst, static_cast<const uint16_t*>(src), un);
         case TensorType::Q4_0: return deq_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQK4_0);
         case TensorType::Q4_1: return deq_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQK4_1);
+        case TensorType::Q5_0: return deq_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQK5_0);
+        case TensorType::Q5_1: return deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQK5_1);
         case TensorType::Q8_0: return deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQK8_0);
         case TensorType::Q8_1: return deq_q8_1(static_cast<const BlockQ8_1*>(src), dst, n / kQK8_1);
         case TensorType::Q4_K: return deq_q4_K(static_cast<const BlockQ4_K*>(src), dst, n / kQK_K);

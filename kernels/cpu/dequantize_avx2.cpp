@@ -2,6 +2,8 @@
 // active_isa() >= Isa::Avx2. Same bits as the reference: separate multiply and add, same order.
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cpu/quant_common.h"
@@ -41,6 +43,48 @@ void deq_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
         _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(_mm_srli_si128(lo, 8)), d), m));
         _mm256_storeu_ps(y + 16, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(hi), d), m));
         _mm256_storeu_ps(y + 24, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(_mm_srli_si128(hi, 8)), d), m));
+    }
+}
+
+// Bits 0..31 of the little-endian uint32 at qh -> 32 bytes, 0xFF where the bit is set
+// (ggml's bytes_from_bits_32).
+inline __m256i bits_to_bytes(const uint8_t* qh) {
+    uint32_t x32;
+    std::memcpy(&x32, qh, sizeof x32);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x32)), shuf);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+}
+
+// A Q5 block's 32 q values (0..31) as bytes, in element order.
+inline __m256i q5_bytes(const uint8_t* qs, const uint8_t* qh) {
+    const __m128i b = load16(qs);
+    const __m256i lo4 = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
+    return _mm256_or_si256(lo4, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+}
+
+void deq_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
+        const __m256 d = _mm256_set1_ps(fp16(x[i].d));
+        // q - 16 as int8 (exact), then to float and times d, as the reference.
+        const __m256i q = _mm256_sub_epi8(q5_bytes(x[i].qs, x[i].qh), _mm256_set1_epi8(16));
+        const __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+        _mm256_storeu_ps(y + 0, _mm256_mul_ps(i8_to_ps(q0), d));
+        _mm256_storeu_ps(y + 8, _mm256_mul_ps(i8_to_ps(_mm_srli_si128(q0, 8)), d));
+        _mm256_storeu_ps(y + 16, _mm256_mul_ps(i8_to_ps(q1), d));
+        _mm256_storeu_ps(y + 24, _mm256_mul_ps(i8_to_ps(_mm_srli_si128(q1, 8)), d));
+    }
+}
+
+void deq_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK5_1) {
+        const __m256 d = _mm256_set1_ps(fp16(x[i].d)), m = _mm256_set1_ps(fp16(x[i].m));
+        const __m256i q = q5_bytes(x[i].qs, x[i].qh);
+        const __m128i q0 = _mm256_castsi256_si128(q), q1 = _mm256_extracti128_si256(q, 1);
+        _mm256_storeu_ps(y + 0, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(q0), d), m));
+        _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(_mm_srli_si128(q0, 8)), d), m));
+        _mm256_storeu_ps(y + 16, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(q1), d), m));
+        _mm256_storeu_ps(y + 24, _mm256_add_ps(_mm256_mul_ps(u8_to_ps(_mm_srli_si128(q1, 8)), d), m));
     }
 }
 
@@ -114,6 +158,8 @@ bool dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
         case TensorType::BF16: avx2::bf16_to_f32(dst, static_cast<const uint16_t*>(src), static_cast<size_t>(n)); return true;
         case TensorType::Q4_0: deq_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / kQK4_0); return true;
         case TensorType::Q4_1: deq_q4_1(static_cast<const BlockQ4_1*>(src), dst, n / kQK4_1); return true;
+        case TensorType::Q5_0: deq_q5_0(static_cast<const BlockQ5_0*>(src), dst, n / kQK5_0); return true;
+        case TensorType::Q5_1: deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQK5_1); return true;
         case TensorType::Q8_0: {
             const auto* x = static_cast<const BlockQ8_0*>(src);
             for (int64_t i = 0; i < n / kQK8_0; ++i) deq_i8x32(x[i].qs, fp16(x[i].d), dst + i * kQK8_0);

@@ -35,6 +35,26 @@ float dot_q4_1(int64_t n, const BlockQ4_1* x, const BlockQ8_1* y) {
     return sumf;
 }
 
+float dot_q5_0(int64_t n, const BlockQ5_0* x, const BlockQ8_0* y) {
+    float sumf = 0.0f;
+    for (int64_t ib = 0; ib < n / kQK5_0; ++ib) {
+        int sumi = 0;
+        for (int j = 0; j < kQK5_0; ++j) sumi += (q5_value(x[ib].qs, x[ib].qh, j) - 16) * y[ib].qs[j];
+        sumf += static_cast<float>(sumi) * (fp16(x[ib].d) * fp16(y[ib].d));
+    }
+    return sumf;
+}
+
+float dot_q5_1(int64_t n, const BlockQ5_1* x, const BlockQ8_1* y) {
+    float sumf = 0.0f;
+    for (int64_t ib = 0; ib < n / kQK5_1; ++ib) {
+        int sumi = 0;
+        for (int j = 0; j < kQK5_1; ++j) sumi += q5_value(x[ib].qs, x[ib].qh, j) * y[ib].qs[j];
+        sumf += (fp16(x[ib].d) * fp16(y[ib].d)) * static_cast<float>(sumi) + fp16(x[ib].m) * fp16(y[ib].s);
+    }
+    return sumf;
+}
+
 float dot_q8_0(int64_t n, const BlockQ8_0* x, const BlockQ8_0* y) {
     float sumf = 0.0f;
     for (int64_t ib = 0; ib < n / kQK8_0; ++ib) {
@@ -118,8 +138,8 @@ void multi(int64_t n, const void* w, const void* act, size_t act_stride, int nt,
 TensorType vec_dot_type(TensorType wtype) {
     switch (wtype) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: return TensorType::F32;
-        case TensorType::Q4_0: case TensorType::Q8_0: return TensorType::Q8_0;
-        case TensorType::Q4_1: return TensorType::Q8_1;
+        case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: return TensorType::Q8_0;
+        case TensorType::Q4_1: case TensorType::Q5_1: return TensorType::Q8_1;
         case TensorType::Q4_K: case TensorType::Q6_K: return TensorType::Q8_K;
         default: break;
     }
@@ -138,6 +158,8 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::BF16: return multi<uint16_t, float, dot_half<kernels::bf16_to_f32>>;
         case TensorType::Q4_0: return multi<BlockQ4_0, BlockQ8_0, dot_q4_0>;
         case TensorType::Q4_1: return multi<BlockQ4_1, BlockQ8_1, dot_q4_1>;
+        case TensorType::Q5_0: return multi<BlockQ5_0, BlockQ8_0, dot_q5_0>;
+        case TensorType::Q5_1: return multi<BlockQ5_1, BlockQ8_1, dot_q5_1>;
         case TensorType::Q8_0: return multi<BlockQ8_0, BlockQ8_0, dot_q8_0>;
         case TensorType::Q4_K: return multi<BlockQ4_K, BlockQ8_K, dot_q4_K>;
         case TensorType::Q6_K: return multi<BlockQ6_K, BlockQ8_K, dot_q6_K>;

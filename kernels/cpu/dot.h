@@ -1,9 +1,9 @@
 // Dot products of one weight row with quantized activation rows: where decode spends its time.
 //
-// Each weight type pairs with one activation format (vec_dot_type): Q4_0·Q8_0, Q8_0·Q8_0,
-// Q4_1·Q8_1, Q4_K·Q8_K, Q6_K·Q8_K, and F32/F16/BF16 weights · F32 activations. The scalar reference
-// (ref::) follows ggml's integer-exact block math; ISA tiers accumulate in a different order, so
-// they agree with it to float rounding, not bitwise.
+// Each weight type pairs with one activation format (vec_dot_type): Q4_0·Q8_0, Q5_0·Q8_0,
+// Q8_0·Q8_0, Q4_1·Q8_1, Q5_1·Q8_1, Q4_K·Q8_K, Q6_K·Q8_K, and F32/F16/BF16 weights · F32
+// activations. The scalar reference (ref::) follows ggml's integer-exact block math; ISA tiers
+// accumulate in a different order, so they agree with it to float rounding, not bitwise.
 //
 // All functions are pure and thread-safe; rows need only their block struct's alignment (2 bytes;
 // 4 for Q8_K activations; 4 for f32). `n` is the row length in elements, a multiple of the

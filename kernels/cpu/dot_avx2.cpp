@@ -4,6 +4,7 @@
 // per-sub-block scales (or ones) to int32.
 #include <immintrin.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/dot.h"
@@ -45,9 +46,25 @@ inline void finish(const __m256 (&acc)[NT], float* out, size_t os) {
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * os] = hsum(acc[t]);
 }
 
-template <int NT, bool kQ4>
+// Bits 0..31 of the little-endian uint32 at qh -> 32 bytes, 0xFF where the bit is set
+// (ggml's bytes_from_bits_32).
+inline __m256i bits_to_bytes(const uint8_t* qh) {
+    uint32_t x32;
+    std::memcpy(&x32, qh, sizeof x32);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(x32)), shuf);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+}
+
+// Weight blocks that pair with Q8_0 activations.
+enum class W0 { Q8_0, Q4_0, Q5_0 };
+
+template <W0 K>
+using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
+
+template <int NT, W0 K>
 void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    using WB = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
+    using WB = W0Block<K>;
     const WB* x = static_cast<const WB*>(wv);
     const BlockQ8_0* y[NT];
     for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_0>(act, stride, t);
@@ -55,8 +72,12 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         __m256i w;
-        if constexpr (kQ4) {
+        if constexpr (K == W0::Q4_0) {
             w = _mm256_sub_epi8(nibbles(x[ib].qs), _mm256_set1_epi8(8));
+        } else if constexpr (K == W0::Q5_0) {
+            // q - 16 in one step: nibble | 0xF0 where the high bit is clear (as ggml does).
+            const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
+            w = _mm256_or_si256(nibbles(x[ib].qs), _mm256_andnot_si256(bits_to_bytes(x[ib].qh), f0));
         } else {
             w = load32(x[ib].qs);
         }
@@ -70,16 +91,18 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     finish<NT>(acc, out, os);
 }
 
-template <int NT>
-void dot_q4_1(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    const auto* x = static_cast<const BlockQ4_1*>(wv);
+template <int NT, bool kQ5>
+void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    using WB = std::conditional_t<kQ5, BlockQ5_1, BlockQ4_1>;
+    const auto* x = static_cast<const WB*>(wv);
     const BlockQ8_1* y[NT];
     for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_1>(act, stride, t);
     __m256 acc[NT];
     float summs[NT] = {};
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ++ib) {
-        const __m256i w = nibbles(x[ib].qs);
+        __m256i w = nibbles(x[ib].qs);
+        if constexpr (kQ5) w = _mm256_or_si256(w, _mm256_and_si256(bits_to_bytes(x[ib].qh), _mm256_set1_epi8(0x10)));
         const float dx = h2f(x[ib].d), mx = h2f(x[ib].m);
         for (int t = 0; t < NT; ++t) {
             const __m256i p = dot_us(w, load32(y[t][ib].qs));
@@ -226,9 +249,11 @@ void by_nt(int64_t n, const void* w, const void* act, size_t stride, int nt, flo
     }
 }
 
-template <int NT> struct KQ4_0 { static constexpr auto run = dot_x_q8_0<NT, true>; };
-template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, false>; };
-template <int NT> struct KQ4_1 { static constexpr auto run = dot_q4_1<NT>; };
+template <int NT> struct KQ4_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q4_0>; };
+template <int NT> struct KQ5_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q5_0>; };
+template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q8_0>; };
+template <int NT> struct KQ4_1 { static constexpr auto run = dot_x_q8_1<NT, false>; };
+template <int NT> struct KQ5_1 { static constexpr auto run = dot_x_q8_1<NT, true>; };
 template <int NT> struct KQ4_K { static constexpr auto run = dot_q4_K<NT>; };
 template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
 template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
@@ -242,6 +267,8 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q4_0: return by_nt<KQ4_0>;
         case TensorType::Q8_0: return by_nt<KQ8_0>;
         case TensorType::Q4_1: return by_nt<KQ4_1>;
+        case TensorType::Q5_0: return by_nt<KQ5_0>;
+        case TensorType::Q5_1: return by_nt<KQ5_1>;
         case TensorType::Q4_K: return by_nt<KQ4_K>;
         case TensorType::Q6_K: return by_nt<KQ6_K>;
         case TensorType::F32: return by_nt<KF32>;

@@ -8,6 +8,7 @@
 // use |w| x sign(y, w). Horizontal sums happen once per row, at the end.
 #include <immintrin.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/dot.h"
@@ -62,10 +63,26 @@ inline void finish(const __m512 (&acc)[NT], float* out, size_t out_stride) {
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
 
-// ---- Q8_0 weights and Q4_0 weights, Q8_0 activations ----------------------------------------
-template <int NT, bool kQ4>
+// The 32 high bits of a Q5 block as a mask (bit j: element j).
+inline uint32_t q5_bits(const uint8_t* qh) {
+    uint32_t h;
+    std::memcpy(&h, qh, sizeof h);
+    return h;
+}
+inline __mmask64 q5_bits2(const uint8_t* qh0, const uint8_t* qh1) {
+    return static_cast<__mmask64>(q5_bits(qh0)) | (static_cast<__mmask64>(q5_bits(qh1)) << 32);
+}
+
+// Weight blocks that pair with Q8_0 activations.
+enum class W0 { Q8_0, Q4_0, Q5_0 };
+
+template <W0 K>
+using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
+
+// ---- Q8_0, Q4_0 and Q5_0 weights, Q8_0 activations --------------------------------------------
+template <int NT, W0 K>
 void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    using WB = std::conditional_t<kQ4, BlockQ4_0, BlockQ8_0>;
+    using WB = W0Block<K>;
     const WB* x = static_cast<const WB*>(wv);
     const int64_t nb = n / 32;
     const BlockQ8_0* y[NT];
@@ -75,8 +92,12 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
         __m512i w;
-        if constexpr (kQ4) {
+        if constexpr (K == W0::Q4_0) {
             w = _mm512_sub_epi8(nibbles2(x[ib].qs, x[ib + 1].qs), _mm512_set1_epi8(8));
+        } else if constexpr (K == W0::Q5_0) {
+            // q - 16 = nibble where the high bit is set, nibble - 16 where it is clear.
+            const __m512i nib = nibbles2(x[ib].qs, x[ib + 1].qs);
+            w = _mm512_mask_sub_epi8(nib, ~q5_bits2(x[ib].qh, x[ib + 1].qh), nib, _mm512_set1_epi8(16));
         } else {
             w = load2x32(x[ib].qs, x[ib + 1].qs);
         }
@@ -91,8 +112,11 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     }
     if (ib < nb) {
         __m256i w;
-        if constexpr (kQ4) {
+        if constexpr (K == W0::Q4_0) {
             w = _mm256_sub_epi8(nibbles1(x[ib].qs), _mm256_set1_epi8(8));
+        } else if constexpr (K == W0::Q5_0) {
+            const __m256i nib = nibbles1(x[ib].qs);
+            w = _mm256_mask_sub_epi8(nib, static_cast<__mmask32>(~q5_bits(x[ib].qh)), nib, _mm256_set1_epi8(16));
         } else {
             w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[ib].qs));
         }
@@ -106,10 +130,11 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     finish<NT>(acc, out, os);
 }
 
-// ---- Q4_1 weights, Q8_1 activations: d_x d_y sum(q y) + m_x s_y ------------------------------
-template <int NT>
-void dot_q4_1(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    const auto* x = static_cast<const BlockQ4_1*>(wv);
+// ---- Q4_1 and Q5_1 weights, Q8_1 activations: d_x d_y sum(q y) + m_x s_y ---------------------
+template <int NT, bool kQ5>
+void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    using WB = std::conditional_t<kQ5, BlockQ5_1, BlockQ4_1>;
+    const auto* x = static_cast<const WB*>(wv);
     const int64_t nb = n / 32;
     const BlockQ8_1* y[NT];
     for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_1>(act, stride, t);
@@ -118,7 +143,8 @@ void dot_q4_1(int64_t n, const void* wv, const void* act, size_t stride, float* 
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
-        const __m512i w = nibbles2(x[ib].qs, x[ib + 1].qs);
+        __m512i w = nibbles2(x[ib].qs, x[ib + 1].qs);
+        if constexpr (kQ5) w = _mm512_mask_add_epi8(w, q5_bits2(x[ib].qh, x[ib + 1].qh), w, _mm512_set1_epi8(16));
         const float dx0 = h2f(x[ib].d), dx1 = h2f(x[ib + 1].d);
         const float mx0 = h2f(x[ib].m), mx1 = h2f(x[ib + 1].m);
         for (int t = 0; t < NT; ++t) {
@@ -129,7 +155,10 @@ void dot_q4_1(int64_t n, const void* wv, const void* act, size_t stride, float* 
         }
     }
     if (ib < nb) {
-        const __m256i w = nibbles1(x[ib].qs);
+        __m256i w = nibbles1(x[ib].qs);
+        if constexpr (kQ5) {
+            w = _mm256_mask_add_epi8(w, static_cast<__mmask32>(q5_bits(x[ib].qh)), w, _mm256_set1_epi8(16));
+        }
         const float dx = h2f(x[ib].d), mx = h2f(x[ib].m);
         for (int t = 0; t < NT; ++t) {
             const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w,
@@ -287,9 +316,11 @@ void by_nt(int64_t n, const void* w, const void* act, size_t stride, int nt, flo
     }
 }
 
-template <int NT> struct KQ4_0 { static constexpr auto run = dot_x_q8_0<NT, true>; };
-template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, false>; };
-template <int NT> struct KQ4_1 { static constexpr auto run = dot_q4_1<NT>; };
+template <int NT> struct KQ4_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q4_0>; };
+template <int NT> struct KQ5_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q5_0>; };
+template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q8_0>; };
+template <int NT> struct KQ4_1 { static constexpr auto run = dot_x_q8_1<NT, false>; };
+template <int NT> struct KQ5_1 { static constexpr auto run = dot_x_q8_1<NT, true>; };
 template <int NT> struct KQ4_K { static constexpr auto run = dot_q4_K<NT>; };
 template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
 template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
@@ -303,6 +334,8 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q4_0: return by_nt<KQ4_0>;
         case TensorType::Q8_0: return by_nt<KQ8_0>;
         case TensorType::Q4_1: return by_nt<KQ4_1>;
+        case TensorType::Q5_0: return by_nt<KQ5_0>;
+        case TensorType::Q5_1: return by_nt<KQ5_1>;
         case TensorType::Q4_K: return by_nt<KQ4_K>;
         case TensorType::Q6_K: return by_nt<KQ6_K>;
         case TensorType::F32: return by_nt<KF32>;

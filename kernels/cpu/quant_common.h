@@ -17,6 +17,14 @@ static inline float fp16(uint16_t h) { return f16_to_f32(h); }
 // which hide the one-value helper inside the ref/avx2/avx512 namespaces.
 static inline uint16_t to_fp16(float f) { return f32_to_f16(f); }
 
+// The 5-bit q (0..31) of element j (0..31) of a Q5_0 / Q5_1 block (qs, qh as in the structs).
+static inline int q5_value(const uint8_t* qs, const uint8_t* qh, int j) {
+    uint32_t h;
+    std::memcpy(&h, qh, sizeof h);
+    const int lo = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+    return lo | static_cast<int>(((h >> j) & 1u) << 4);
+}
+
 // ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) of a Q4_K block.
 static inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
     if (j < 4) {

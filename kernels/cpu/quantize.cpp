@@ -115,6 +115,59 @@ void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n) {
     }
 }
 
+// ggml's quantize_row_q5_0_ref: d = max / -16 (max: the value of largest magnitude),
+// q = min(31, (int8_t)(x / d + 16.5)).
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n) {
+    const int64_t nb = n / kQK5_0;
+    for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < kQK5_0; ++j) {
+            if (amax < std::fabs(x[j])) {
+                amax = std::fabs(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK5_0 / 2; ++j) {
+            const int q0 = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
+            const int q1 = std::min(31, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 16.5f)));
+            y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= static_cast<uint32_t>((q0 & 0x10) >> 4) << j;
+            qh |= static_cast<uint32_t>((q1 & 0x10) >> 4) << (j + 16);
+        }
+        std::memcpy(y[i].qh, &qh, sizeof qh);
+    }
+}
+
+// ggml's quantize_row_q5_1_ref: d = (max - min) / 31, m = min, q = (x - min) / d + 0.5 truncated
+// (clamped to 31 here; ggml relies on the float math never reaching 32).
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n) {
+    const int64_t nb = n / kQK5_1;
+    for (int64_t i = 0; i < nb; ++i, x += kQK5_1) {
+        float mn = FLT_MAX, mx = -FLT_MAX;
+        for (int j = 0; j < kQK5_1; ++j) {
+            mn = std::min(mn, x[j]);
+            mx = std::max(mx, x[j]);
+        }
+        const float d = (mx - mn) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = to_fp16(d);
+        y[i].m = to_fp16(mn);
+        uint32_t qh = 0;
+        for (int j = 0; j < kQK5_1 / 2; ++j) {
+            const int q0 = std::min(31, static_cast<int>(static_cast<uint8_t>((x[j] - mn) * id + 0.5f)));
+            const int q1 = std::min(31, static_cast<int>(static_cast<uint8_t>((x[j + 16] - mn) * id + 0.5f)));
+            y[i].qs[j] = static_cast<uint8_t>((q0 & 0x0F) | ((q1 & 0x0F) << 4));
+            qh |= static_cast<uint32_t>((q0 & 0x10) >> 4) << j;
+            qh |= static_cast<uint32_t>((q1 & 0x10) >> 4) << (j + 16);
+        }
+        std::memcpy(y[i].qh, &qh, sizeof qh);
+    }
+}
+
 // Plain min/max fit per sub-block of 32 (value = d * sc * q - dmin * m, q in 0..15, mins <= 0),
 // 6-bit scales and mins relative to the super-block's largest, packed as ggml packs them.
 void quantize_row_q4_K(const float* x, BlockQ4_K* y, int64_t n) {
@@ -259,6 +312,8 @@ void quantize_row(TensorType type, const float* x, void* dst, int64_t n) {
         }
         case TensorType::Q4_0: return ref::quantize_row_q4_0(x, static_cast<BlockQ4_0*>(dst), n);
         case TensorType::Q4_1: return ref::quantize_row_q4_1(x, static_cast<BlockQ4_1*>(dst), n);
+        case TensorType::Q5_0: return ref::quantize_row_q5_0(x, static_cast<BlockQ5_0*>(dst), n);
+        case TensorType::Q5_1: return ref::quantize_row_q5_1(x, static_cast<BlockQ5_1*>(dst), n);
         case TensorType::Q8_0: return quantize_row_q8_0(x, static_cast<BlockQ8_0*>(dst), n);
         case TensorType::Q8_1: return quantize_row_q8_1(x, static_cast<BlockQ8_1*>(dst), n);
         case TensorType::Q4_K: return ref::quantize_row_q4_K(x, static_cast<BlockQ4_K*>(dst), n);

@@ -8,8 +8,8 @@ TensorTypeInfo tensor_type_info(uint32_t type) {
         case TensorType::F16: return {"f16", 1, 2, true};
         case TensorType::Q4_0: return {"q4_0", 32, 18, true};
         case TensorType::Q4_1: return {"q4_1", 32, 20, true};
-        case TensorType::Q5_0: return {"q5_0", 32, 22, false};
-        case TensorType::Q5_1: return {"q5_1", 32, 24, false};
+        case TensorType::Q5_0: return {"q5_0", 32, 22, true};
+        case TensorType::Q5_1: return {"q5_1", 32, 24, true};
         case TensorType::Q8_0: return {"q8_0", 32, 34, true};
         case TensorType::Q8_1: return {"q8_1", 32, 36, false};
         case TensorType::Q2_K: return {"q2_k", 256, 84, false};

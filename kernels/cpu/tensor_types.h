@@ -28,6 +28,8 @@ inline TensorTypeInfo tensor_type_info(TensorType t) { return tensor_type_info(s
 
 constexpr int kQK4_0 = 32;
 constexpr int kQK4_1 = 32;
+constexpr int kQK5_0 = 32;
+constexpr int kQK5_1 = 32;
 constexpr int kQK8_0 = 32;
 constexpr int kQK8_1 = 32;
 constexpr int kQK_K = 256;
@@ -44,12 +46,26 @@ struct BlockQ4_1 {
     uint16_t m;  // f16
     uint8_t qs[kQK4_1 / 2];
 };
+// 5-bit q: low 4 bits as BlockQ4_0's nibbles, bit 4 of element j is bit j of the little-endian
+// uint32 in qh. value = (q - 16) * d.
+struct BlockQ5_0 {
+    uint16_t d;  // f16
+    uint8_t qh[4];
+    uint8_t qs[kQK5_0 / 2];
+};
+// value = q * d + m; 5-bit layout as BlockQ5_0.
+struct BlockQ5_1 {
+    uint16_t d;  // f16
+    uint16_t m;  // f16
+    uint8_t qh[4];
+    uint8_t qs[kQK5_1 / 2];
+};
 // value = q * d.
 struct BlockQ8_0 {
     uint16_t d;  // f16
     int8_t qs[kQK8_0];
 };
-// Activations for Q4_1-style dots: value = q * d; s = d * sum(q).
+// Activations for Q4_1/Q5_1-style dots: value = q * d; s = d * sum(q).
 struct BlockQ8_1 {
     uint16_t d;  // f16
     uint16_t s;  // f16
@@ -78,6 +94,10 @@ struct BlockQ8_K {
 
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(offsetof(BlockQ5_0, qs) == 6);
+static_assert(offsetof(BlockQ5_1, qh) == 4 && offsetof(BlockQ5_1, qs) == 8);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144);

@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -21,8 +22,9 @@ using namespace sl::kernels;
 
 namespace {
 
-const TensorType kWeightTypes[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
-                                   TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                                   TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                                   TensorType::Q4_K, TensorType::Q6_K};
 
 size_t row_bytes(TensorType t, int64_t n) {
     const TensorTypeInfo info = tensor_type_info(t);
@@ -75,8 +77,8 @@ void fill_random(TensorType type, int64_t n, uint8_t* dst) {
                 put16(b, 0, h);
                 break;
             }
-            case TensorType::Q4_0: case TensorType::Q8_0: put16(b, 0, random_half(0.1f)); break;
-            case TensorType::Q4_1: case TensorType::Q4_K:
+            case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: put16(b, 0, random_half(0.1f)); break;
+            case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K:
                 put16(b, 0, random_half(0.1f));
                 put16(b, 2, random_half(0.1f));
                 break;
@@ -96,8 +98,8 @@ void quantize_acts_ref(TensorType atype, const float* x, void* dst, int64_t n) {
 }
 
 // The float64 dot of one weight row with one activation row, from their dequantized values. For
-// Q4_1·Q8_1 the format's s = d * sum(q) field (an f16) replaces d * sum(q) in the min term, exactly
-// as ggml (and every tier) computes it.
+// Q4_1·Q8_1 and Q5_1·Q8_1 the format's s = d * sum(q) field (an f16) replaces d * sum(q) in the
+// min term, exactly as ggml (and every tier) computes it.
 double reference_dot(TensorType wtype, int64_t n, const void* w, const void* a) {
     const TensorType atype = vec_dot_type(wtype);
     std::vector<float> wf(static_cast<size_t>(n)), af(static_cast<size_t>(n));
@@ -105,13 +107,17 @@ double reference_dot(TensorType wtype, int64_t n, const void* w, const void* a) 
     ref::dequantize_row(atype, a, af.data(), n);
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(wf[i]) * af[i];
-    if (wtype == TensorType::Q4_1) {
-        const auto* wb = static_cast<const BlockQ4_1*>(w);
+    if (wtype == TensorType::Q4_1 || wtype == TensorType::Q5_1) {
+        static_assert(offsetof(BlockQ4_1, m) == offsetof(BlockQ5_1, m));
+        const size_t wsize = tensor_type_info(wtype).type_size;
         const auto* ab = static_cast<const BlockQ8_1*>(a);
         for (int64_t b = 0; b < n / 32; ++b) {
+            uint16_t m;
+            const auto* blk = static_cast<const uint8_t*>(w) + static_cast<size_t>(b) * wsize;
+            std::memcpy(&m, blk + offsetof(BlockQ4_1, m), 2);
             double sa = 0.0;
             for (int j = 0; j < 32; ++j) sa += af[b * 32 + j];
-            sum += static_cast<double>(f16_to_f32(wb[b].m)) * (f16_to_f32(ab[b].s) - sa);
+            sum += static_cast<double>(f16_to_f32(m)) * (f16_to_f32(ab[b].s) - sa);
         }
     }
     return sum;
@@ -174,6 +180,31 @@ void TstQuant::referenceLayouts() {
     QCOMPARE(y[3], -2.5f);   // element 3: low nibble 3
     QCOMPARE(y[16], 3.5f);   // element 16: high nibble of byte 0 = 15
     QCOMPARE(y[31], -4.0f);  // element 31: high nibble of byte 15 = 0
+
+    // Q5: the high bit of element j is bit j of the little-endian uint32 qh.
+    BlockQ5_0 b5{};
+    b5.d = f32_to_f16(0.5f);
+    for (int j = 0; j < 16; ++j) b5.qs[j] = static_cast<uint8_t>((j & 0xF) | ((15 - j) << 4));
+    b5.qh[0] = 0x09;  // elements 0 and 3
+    b5.qh[2] = 0x01;  // element 16
+    b5.qh[3] = 0x80;  // element 31
+    dequantize_row(TensorType::Q5_0, &b5, y, 32);
+    QCOMPARE(y[0], 0.0f);    // (16 - 16) * 0.5
+    QCOMPARE(y[1], -7.5f);   // (1 - 16) * 0.5
+    QCOMPARE(y[3], 1.5f);    // (19 - 16) * 0.5
+    QCOMPARE(y[16], 7.5f);   // (31 - 16) * 0.5
+    QCOMPARE(y[17], -1.0f);  // (14 - 16) * 0.5
+    QCOMPARE(y[31], 0.0f);   // (16 - 16) * 0.5
+    BlockQ5_1 b51{};
+    b51.d = f32_to_f16(0.5f);
+    b51.m = f32_to_f16(-1.0f);
+    std::memcpy(b51.qh, b5.qh, 4);
+    std::memcpy(b51.qs, b5.qs, 16);
+    dequantize_row(TensorType::Q5_1, &b51, y, 32);
+    QCOMPARE(y[0], 7.0f);    // 16 * 0.5 - 1
+    QCOMPARE(y[1], -0.5f);   // 1 * 0.5 - 1
+    QCOMPARE(y[16], 14.5f);  // 31 * 0.5 - 1
+    QCOMPARE(y[31], 7.0f);
 
     BlockQ4_K k{};
     k.d = f32_to_f16(1.0f);
@@ -284,8 +315,8 @@ void TstQuant::quantizeRoundTripError_data() {
     QTest::addColumn<double>("bound");
     const struct { TensorType t; double bound; } rows[] = {
         {TensorType::F16, 1e-3},  {TensorType::BF16, 5e-3}, {TensorType::Q8_0, 0.01}, {TensorType::Q8_1, 0.01},
-        {TensorType::Q8_K, 0.01}, {TensorType::Q4_0, 0.11}, {TensorType::Q4_1, 0.11}, {TensorType::Q4_K, 0.12},
-        {TensorType::Q6_K, 0.03},
+        {TensorType::Q8_K, 0.01}, {TensorType::Q4_0, 0.11}, {TensorType::Q4_1, 0.11}, {TensorType::Q5_0, 0.055},
+        {TensorType::Q5_1, 0.055}, {TensorType::Q4_K, 0.12}, {TensorType::Q6_K, 0.03},
     };
     for (const auto& r : rows) QTest::newRow(tensor_type_info(r.t).name) << static_cast<int>(r.t) << r.bound;
 }
@@ -388,7 +419,7 @@ void TstQuant::matmulMatchesFloat64() {
 void TstQuant::rejectsBadInput() {
     std::vector<float> x(100), y(100);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q4_0, x.data(), y.data(), 33));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q5_0, x.data(), y.data(), 32));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q5_K, x.data(), y.data(), 256));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, activation_row_bytes(TensorType::Q4_K, 96));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, vec_dot_type(TensorType::IQ2_XS));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize_row(TensorType::Q4_0, x.data(), y.data(), 31));

@@ -109,6 +109,8 @@ void TstLlamaReference::tinyModels_data() {
     QTest::newRow("bf16 partial rope") << QStringList{QStringLiteral("--wtype"), QStringLiteral("bf16"), QStringLiteral("--rope-dim"), QStringLiteral("8")} << 1e-4;
     QTest::newRow("q8_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q8_0"), QStringLiteral("--untied"), QStringLiteral("--out-type"), QStringLiteral("f16")} << 5e-2;
     QTest::newRow("q4_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_0")} << 5e-2;
+    QTest::newRow("q5_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q5_0")} << 5e-2;
+    QTest::newRow("q5_1 untied") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q5_1"), QStringLiteral("--untied")} << 5e-2;
     QTest::newRow("q4_1 mha") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_1"), QStringLiteral("--n-kv-heads"), QStringLiteral("4")} << 5e-2;
     const QStringList kshape{QStringLiteral("--d-model"), QStringLiteral("256"), QStringLiteral("--ffn"), QStringLiteral("512"),
                              QStringLiteral("--head-dim"), QStringLiteral("64")};

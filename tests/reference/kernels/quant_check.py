@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cross-checks Sightline's dequantizers against the gguf Python package (an independent numpy
 implementation of ggml's block formats): random raw blocks from quant_dump, dequantized by both.
-Also checks our Q8_0 activation quantizer against gguf.quants.quantize where it is available.
+Also checks our Q8_0 activation quantizer and Q5_0/Q5_1 weight quantizers against
+gguf.quants.quantize where it is available.
 
 Usage: quant_check.py QUANT_DUMP_EXE
 Runs itself under $SIGHTLINE_VENV/bin/python (default ~/.cache/sightline/venv) when the current
@@ -26,7 +27,17 @@ except ImportError:
     print("SKIP: the gguf Python package is not installed (run scripts/setup.sh)")
     sys.exit(77)
 
-TYPES = {"q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q8_0": Q.Q8_0, "q4_k": Q.Q4_K, "q6_k": Q.Q6_K}
+TYPES = {"q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q5_0": Q.Q5_0, "q5_1": Q.Q5_1, "q8_0": Q.Q8_0, "q4_k": Q.Q4_K,
+         "q6_k": Q.Q6_K}
+
+
+def q5_values(raw: np.ndarray, qh_off: int) -> np.ndarray:
+    """The 5-bit q values (n_blocks, 32) of raw Q5 blocks, read straight from the ggml layout."""
+    qh = raw[:, qh_off:qh_off + 4].copy().view(np.uint32).reshape(-1, 1)
+    qs = raw[:, qh_off + 4:qh_off + 20]
+    lo = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int32)
+    hi = ((qh >> np.arange(32, dtype=np.uint32)) & 1).astype(np.int32)
+    return lo | (hi << 4)
 
 
 def main() -> int:
@@ -66,6 +77,24 @@ def main() -> int:
             ok = scales_same and diff.max() <= 1 and int(np.sum(diff)) <= 4
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} q8_0 quantize: {same}/{ours_q.size} bytes identical, "
+                  f"scales identical: {scales_same}, max q difference {int(diff.max())}")
+
+        # Our Q5 weight quantizers against gguf's: same f16 scales (and mins); q may differ by one
+        # step at rounding ties (gguf's Q5_0 rounds in float64, ggml's C reference and we in float32).
+        src = np.fromfile(os.path.join(tmp, "q5_src.f32"), dtype=np.float32)
+        for name, qtype, type_size, head in (("q5_0", Q.Q5_0, 22, 2), ("q5_1", Q.Q5_1, 24, 4)):
+            ours_q = np.fromfile(os.path.join(tmp, name + "_ours.bin"), dtype=np.uint8).reshape(-1, type_size)
+            try:
+                theirs_q = gq.quantize(src.reshape(-1, 32), qtype).reshape(-1, type_size)
+            except Exception as e:  # older gguf versions lack numpy quantizers
+                print(f"skip {name} quantize: {e}")
+                continue
+            scales_same = np.array_equal(ours_q[:, :head], theirs_q[:, :head])
+            diff = np.abs(q5_values(ours_q, head) - q5_values(theirs_q, head))
+            same = int(np.sum(ours_q == theirs_q))
+            ok = scales_same and diff.max() <= 1 and int(np.sum(diff)) <= 4
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {name} quantize: {same}/{ours_q.size} bytes identical, "
                   f"scales identical: {scales_same}, max q difference {int(diff.max())}")
     return 1 if failures else 0
 

@@ -1,7 +1,8 @@
 // Writes random raw blocks of each ggml block type and our dequantization of them, for
 // quant_check.py to compare against the gguf Python package's independent numpy dequantizers.
 // Usage: quant_dump OUT_DIR [N_BLOCKS]  ->  OUT_DIR/<type>.bin (raw blocks), <type>.f32 (floats).
-// Also writes q8_0_src.f32 and q8_0_ours.bin: gaussian floats and our Q8_0 quantization of them.
+// Also writes q8_0_src.f32 and q8_0_ours.bin: gaussian floats and our Q8_0 quantization of them;
+// q5_src.f32, q5_0_ours.bin and q5_1_ours.bin: the same floats times 0.02 and our Q5_0 / Q5_1 ones.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +43,8 @@ int main(int argc, char** argv) {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     auto half = [&](float scale) { return f32_to_f16(u(g) * scale); };
 
-    const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q8_0, TensorType::Q4_K,
-                                TensorType::Q6_K};
+    const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
     for (TensorType t : types) {
         const TensorTypeInfo info = tensor_type_info(t);
         std::vector<uint8_t> raw(static_cast<size_t>(nblocks) * info.type_size);
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
             const size_t d_off = t == TensorType::Q6_K ? offsetof(BlockQ6_K, d) : 0;
             const uint16_t d = half(0.1f), m = half(0.1f);
             std::memcpy(blk + d_off, &d, 2);
-            if (t == TensorType::Q4_1 || t == TensorType::Q4_K) std::memcpy(blk + 2, &m, 2);
+            if (t == TensorType::Q4_1 || t == TensorType::Q5_1 || t == TensorType::Q4_K) std::memcpy(blk + 2, &m, 2);
         }
         const int64_t n = nblocks * info.block_size;
         std::vector<float> out(static_cast<size_t>(n));
@@ -69,5 +70,15 @@ int main(int argc, char** argv) {
     quantize_row_q8_0(src.data(), q.data(), static_cast<int64_t>(src.size()));
     write(dir + "/q8_0_src.f32", src.data(), src.size() * sizeof(float));
     write(dir + "/q8_0_ours.bin", q.data(), q.size() * sizeof(BlockQ8_0));
+
+    // The Q5 weight quantizers on the same floats (scaled to weight size).
+    for (float& x : src) x *= 0.02f;
+    std::vector<BlockQ5_0> q50(static_cast<size_t>(nblocks));
+    std::vector<BlockQ5_1> q51(static_cast<size_t>(nblocks));
+    quantize_row(TensorType::Q5_0, src.data(), q50.data(), static_cast<int64_t>(src.size()));
+    quantize_row(TensorType::Q5_1, src.data(), q51.data(), static_cast<int64_t>(src.size()));
+    write(dir + "/q5_src.f32", src.data(), src.size() * sizeof(float));
+    write(dir + "/q5_0_ours.bin", q50.data(), q50.size() * sizeof(BlockQ5_0));
+    write(dir + "/q5_1_ours.bin", q51.data(), q51.size() * sizeof(BlockQ5_1));
     return 0;
 }

@@ -12,7 +12,8 @@ merges learned from a short built-in text, ChatML special tokens, ChatML templat
 
 Weight types (--wtype for all block matrices, --embd-type for token_embd, --out-type for
 output.weight; --attn-type / --ffn-type override per class):
-  f32, f16, bf16, q8_0, q4_0, q4_1 : quantized with gguf.quants.quantize (the gguf package).
+  f32, f16, bf16, q8_0, q4_0, q4_1,
+  q5_0, q5_1                       : quantized with gguf.quants.quantize (the gguf package).
   q4_k, q6_k                       : the gguf package (0.17) has NO quantizer for K-quants
                                      (only dequantizers). We pack them with our own simple
                                      round-to-nearest quantizer below and verify each packed
@@ -20,7 +21,7 @@ output.weight; --attn-type / --ffn-type override per class):
                                      K-quants need every row length (n_in) to be a multiple
                                      of 256, e.g. --d-model 256 --ffn 512 --n-heads 4
                                      --head-dim 64.
-Block types need n_in % 32 == 0 (q4_0/q4_1/q8_0).
+Block types need n_in % 32 == 0 (q4_0/q4_1/q5_0/q5_1/q8_0).
 
 --msa adds MiniMax-M3-style indexer keys and tensors (see /work/shared/MSA.md). OUR TEST
 CONVENTION: the architecture stays "llama" and the keys use the "llama." prefix:
@@ -54,7 +55,7 @@ QK_K = 256
 
 TYPE_NAMES = {
     "f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0,
-    "q4_1": QT.Q4_1, "q4_k": QT.Q4_K, "q6_k": QT.Q6_K,
+    "q4_1": QT.Q4_1, "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q4_k": QT.Q4_K, "q6_k": QT.Q6_K,
 }
 
 CHATML_TEMPLATE = (
@@ -223,7 +224,7 @@ def encode_tensor(name: str, w: np.ndarray, qtype: QT) -> np.ndarray:
         data = quantize(w.astype(np.float32), qtype)
     back = dequantize(data, qtype).reshape(w.shape)
     tol = {QT.F32: 0, QT.F16: 1e-3, QT.BF16: 1e-2, QT.Q8_0: 1e-2, QT.Q6_K: 4e-2,
-           QT.Q4_0: 0.2, QT.Q4_1: 0.15, QT.Q4_K: 0.2}[qtype]
+           QT.Q4_0: 0.2, QT.Q4_1: 0.15, QT.Q5_0: 0.1, QT.Q5_1: 0.1, QT.Q4_K: 0.2}[qtype]
     rel = float(np.abs(back - w).max() / (np.abs(w).max() + 1e-30))
     if rel > tol:
         raise RuntimeError(f"{name}: {qtype.name} round trip error {rel:.3g} > {tol}")
@@ -265,7 +266,7 @@ def build(args) -> dict:
     w.add_uint32(a + "vocab_size", V)
     w.add_custom_alignment(gguf.GGUF_DEFAULT_ALIGNMENT)   # general.alignment = 32 (the default)
     w.add_uint32("general.file_type", {QT.F32: 0, QT.F16: 1, QT.Q4_0: 2, QT.Q4_1: 3, QT.Q8_0: 7,
-                                        QT.Q6_K: 18, QT.Q4_K: 15, QT.BF16: 32}[args.wtype_q])
+                                        QT.Q5_0: 8, QT.Q5_1: 9, QT.Q6_K: 18, QT.Q4_K: 15, QT.BF16: 32}[args.wtype_q])
     w.add_uint32("general.quantization_version", gguf.GGML_QUANT_VERSION)
 
     tokens, types, merges = build_vocab(V)
