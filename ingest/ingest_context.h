@@ -20,6 +20,7 @@ struct IngestOptions {
     int thumbnail_px = 256;              // longest side of thumbnails kept in visuals (0: none)
     double max_frames_per_minute = 6.0;  // video frame sampling cap (the effort knob)
     bool transcribe = true;              // speech to text for audio tracks
+    int page_threads = 0;                // threads a reader may use within one file (0: one per core)
     // Safety caps against hostile files.
     int64_t max_pages = 100000;
     int64_t max_uncompressed_bytes = int64_t{2} << 30;  // zip containers

@@ -18,13 +18,15 @@ namespace sl::ingest {
 
 namespace {
 
-// Threads that extract pages: the calling thread, plus helpers when SIGHTLINE_PDF_THREADS asks
-// for them, each with its own Poppler document (a Poppler document is not thread-safe; separate
-// ones are). One by default: the caller (the app's ingest pool) decides the parallelism.
-int thread_count(int pages) {
-    const char* env = std::getenv("SIGHTLINE_PDF_THREADS");
-    if (!env || !*env || pages < 2) return 1;
-    return std::clamp(std::atoi(env), 1, static_cast<int>(kMaxPdfThreads));
+// Threads that extract pages: the calling thread plus helpers, each with its own Poppler document
+// (a Poppler document is not thread-safe; separate ones are). IngestOptions::page_threads decides
+// (0: one per core); SIGHTLINE_PDF_THREADS overrides it. Short documents use one thread, since
+// opening another Poppler document costs more than their pages.
+int thread_count(int pages, int wanted) {
+    if (const char* env = std::getenv("SIGHTLINE_PDF_THREADS"); env && *env) wanted = std::atoi(env);
+    if (wanted <= 0) wanted = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (pages < 16) return 1;
+    return std::clamp(wanted, 1, static_cast<int>(kMaxPdfThreads));
 }
 
 class PdfReader final : public Reader {
@@ -94,7 +96,8 @@ doc::Document PdfReader::read(const std::string& path, IngestContext& ctx) const
     jobs.pages.resize(static_cast<size_t>(n));
     {
         std::vector<std::jthread> helpers;
-        for (int t = 1; t < thread_count(n); ++t) {
+        const int n_threads = thread_count(n, ctx.options().page_threads);
+        for (int t = 1; t < n_threads; ++t) {
             helpers.emplace_back([&jobs, &ctx, &path] {
                 std::unique_ptr<Poppler::Document> own;
                 try {

@@ -5,8 +5,9 @@
 //
 // Threading: stateless; read() opens its own Poppler document, so it may run on several threads
 // at once for different files. read() extracts the pages on the calling thread and returns when
-// the whole file is read. Opt-in: SIGHTLINE_PDF_THREADS=N (2..kMaxPdfThreads) adds N - 1 helper
-// threads, each with its own Poppler document, joined before read() returns. Progress is reported
+// the whole file is read. IngestOptions::page_threads (0: one per core, up to kMaxPdfThreads;
+// SIGHTLINE_PDF_THREADS=N overrides) adds helper threads, each with its own Poppler document,
+// joined before read() returns. Progress is reported
 // from the calling thread only; cancellation is checked before every page on every thread.
 #pragma once
 
