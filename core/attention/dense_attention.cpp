@@ -29,10 +29,8 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
         float* s = scores + i * n;
         float mx = -INFINITY;
         for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
-        double sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - mx);
         m[i] = mx;
-        l[i] = static_cast<float>(sum);
+        l[i] = kernels::exp_shifted_sum(s, n, mx);
         std::fill(acc + i * hd, acc + (i + 1) * hd, 0.0f);
     }
     for (int64_t j = 0; j < n; ++j) {

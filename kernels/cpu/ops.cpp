@@ -40,11 +40,7 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float b
 float softmax(float* x, int64_t n) {
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-    double sum = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        x[i] = std::exp(x[i] - mx);
-        sum += x[i];
-    }
+    const double sum = exp_shifted_sum(x, n, mx);
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
     return mx;
@@ -63,6 +59,12 @@ void add(float* y, const float* x, int64_t n) {
 
 namespace ref {
 
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += x[i] = std::exp(x[i] - shift);
+    return static_cast<float>(sum);
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
@@ -74,6 +76,15 @@ void axpy_f32(float* y, float a, const float* x, int64_t n) {
 }
 
 }  // namespace ref
+
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::exp_shifted_sum(x, n, shift);
+        case Isa::Avx2: return avx2::exp_shifted_sum(x, n, shift);
+        case Isa::Scalar: break;
+    }
+    return ref::exp_shifted_sum(x, n, shift);
+}
 
 float dot_f32(const float* a, const float* b, int64_t n) {
     switch (active_isa()) {

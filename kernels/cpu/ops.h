@@ -29,6 +29,12 @@ void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 // y (n) += x (n)
 void add(float* y, const float* x, int64_t n);
 
+// In place: x (n) <- exp(x - shift); returns the sum of the results (in double precision for the
+// reference, f32 lanes for the SIMD tiers). The softmax and attention inner loop; dispatched.
+// SIMD tiers use a degree-6 polynomial after range reduction: relative error < 4e-7 for
+// arguments in [-87, 0], exact 0 below (the only range softmax needs).
+float exp_shifted_sum(float* x, int64_t n, float shift);
+
 // Dot product of two f32 rows; dispatched (AVX2 / AVX-512) since attention spends its time here.
 float dot_f32(const float* a, const float* b, int64_t n);
 
@@ -43,16 +49,19 @@ DotF32Fn dot_f32_fn();
 AxpyF32Fn axpy_f32_fn();
 
 namespace ref {
+float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 }  // namespace ref
 
 namespace avx2 {
+float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 }  // namespace avx2
 
 namespace avx512 {
+float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 }  // namespace avx512

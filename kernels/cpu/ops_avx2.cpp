@@ -1,6 +1,8 @@
 // AVX2 + FMA variants of ops.h. Called only when active_isa() >= Isa::Avx2.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/cpu/ops.h"
 
 namespace sl::kernels::avx2 {
@@ -14,7 +16,49 @@ inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+// exp(x) for x <= 88 as in ops_avx512.cpp; 2^n is built in the exponent bits. x < -87.3
+// (including -inf) gives 0.
+inline __m256 exp_ps(__m256 x) {
+    const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
+    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f);
+    const __m256 ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
+    const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, ln2_hi, x);
+    r = _mm256_fnmadd_ps(n, ln2_lo, r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
+}
+
 }  // namespace
+
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+    const __m256 vs = _mm256_set1_ps(shift);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs));
+        _mm256_storeu_ps(x + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum(acc);
+    for (; i < n; ++i) {
+        float tail[8] = {x[i], -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(tail), vs));
+        _mm256_storeu_ps(tail, e);
+        x[i] = tail[0];
+        sum += tail[0];
+    }
+    return sum;
+}
 
 float dot_f32(const float* a, const float* b, int64_t n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();

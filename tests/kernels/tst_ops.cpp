@@ -19,6 +19,8 @@ private Q_SLOTS:
     void ropeIsAnIsometry();
     void softmaxSumsToOne();
     void siluMul();
+    void expShiftedSumTiers_data() { dotAxpyTiers_data(); }
+    void expShiftedSumTiers();
     void dotAxpyTiers_data();
     void dotAxpyTiers();
     void cleanup() { set_active_isa(max_supported_isa()); }
@@ -93,6 +95,28 @@ void TstOps::siluMul() {
     for (size_t i = 0; i < 99; ++i) ref[i] = static_cast<float>(g[i] / (1.0 + std::exp(-static_cast<double>(g[i]))) * u[i]);
     silu_mul(out.data(), g.data(), u.data(), 99);
     QVERIFY(sl::test::normalized_error(out.data(), ref.data(), 99) < 1e-6);
+}
+
+void TstOps::expShiftedSumTiers() {
+    QFETCH(int, isa);
+    set_active_isa(static_cast<Isa>(isa));
+    for (int n : {1, 7, 8, 15, 16, 17, 100, 4097}) {
+        auto x = sl::test::random_floats(static_cast<size_t>(n), -100.0f, 30.0f);
+        x[0] = -INFINITY;  // masked scores
+        if (n > 3) x[3] = 30.0f;
+        auto want = x;
+        const float shift = 30.0f;
+        const double want_sum = ref::exp_shifted_sum(want.data(), n, shift);
+        const double got_sum = exp_shifted_sum(x.data(), n, shift);
+        QCOMPARE(x[0], 0.0f);
+        for (int i = 0; i < n; ++i) {
+            const double w = want[static_cast<size_t>(i)], g = x[static_cast<size_t>(i)];
+            // Relative 4e-7 where exp is representable; flushed to 0 below e^-87.3.
+            QVERIFY2(std::abs(g - w) <= 4e-7 * w + 1e-37,
+                     qPrintable(QStringLiteral("n=%1 i=%2 got %3 want %4").arg(n).arg(i).arg(g).arg(w)));
+        }
+        QVERIFY(std::abs(got_sum - want_sum) <= 1e-6 * want_sum + 1e-30);
+    }
 }
 
 void TstOps::dotAxpyTiers_data() {
