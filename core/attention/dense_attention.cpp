@@ -16,14 +16,17 @@ namespace {
 // per head the running max m, the sum of exp(s - m) l, and the unnormalized output acc (hd).
 // `scores` is scratch of at least group * (j1 - j0) floats.
 void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float* q, int group, int64_t j0,
-                  int64_t j1, float* scores, float* m, float* l, float* acc, kernels::DotF32Fn dot,
-                  kernels::AxpyF32Fn axpy) {
+                  int64_t j1, float* scores, float* m, float* l, float* acc) {
     const int hd = c.head_dim;
     const int64_t n = j1 - j0;
     const int64_t koff = static_cast<int64_t>(g) * hd;
-    for (int64_t j = 0; j < n; ++j) {
-        const float* k = kv.k(c.layer, j0 + j) + koff;  // one key row serves every head of the group
-        for (int i = 0; i < group; ++i) scores[i * n + j] = dot(q + i * hd, k, hd) * c.scale;
+    // Keys in chunks that stay in L1/L2 while every head of the group passes over them.
+    constexpr int64_t kChunk = 256;
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+        const int64_t len = std::min(kChunk, n - c0);
+        for (int i = 0; i < group; ++i)
+            kernels::dot_rows_f32(scores + i * n + c0, q + i * hd, kv.k(c.layer, j0 + c0) + koff, kv.row(), len, hd,
+                                  c.scale);
     }
     for (int i = 0; i < group; ++i) {
         float* s = scores + i * n;
@@ -33,9 +36,11 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
         l[i] = kernels::exp_shifted_sum(s, n, mx);
         std::fill(acc + i * hd, acc + (i + 1) * hd, 0.0f);
     }
-    for (int64_t j = 0; j < n; ++j) {
-        const float* v = kv.v(c.layer, j0 + j) + koff;
-        for (int i = 0; i < group; ++i) axpy(acc + i * hd, scores[i * n + j], v, hd);
+    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+        const int64_t len = std::min(kChunk, n - c0);
+        for (int i = 0; i < group; ++i)
+            kernels::accumulate_rows_f32(acc + i * hd, scores + i * n + c0, kv.v(c.layer, j0 + c0) + koff, kv.row(), len,
+                                         hd);
     }
 }
 
@@ -44,7 +49,6 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
 void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool& pool) {
     const int group = c.n_head / c.n_kv_head;
     const int hd = c.head_dim;
-    const kernels::DotF32Fn dot = kernels::dot_f32_fn();
     const kernels::AxpyF32Fn axpy = kernels::axpy_f32_fn();
     const int64_t n_keys_max = c.pos0 + c.n_tokens;
     const auto threads = static_cast<size_t>(pool.size());
@@ -70,7 +74,7 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
                     continue;
                 }
                 attend_range(c, kv, g, c.q + static_cast<int64_t>(g) * group * hd, group, j0, j1, s.data(), m.data() + o,
-                             l.data() + o, acc.data() + o * hd, dot, axpy);
+                             l.data() + o, acc.data() + o * hd);
             }
         });
         for (int g = 0; g < c.n_kv_head; ++g) {
@@ -108,7 +112,7 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
             float* out = c.out + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* m = s.data() + static_cast<size_t>(group) * static_cast<size_t>(n_keys_max);
             float* l = m + group;
-            attend_range(c, kv, g, q, group, 0, n_keys, s.data(), m, l, out, dot, axpy);
+            attend_range(c, kv, g, q, group, 0, n_keys, s.data(), m, l, out);
             for (int i = 0; i < group; ++i) {
                 const float inv = 1.0f / l[i];
                 for (int d = 0; d < hd; ++d) out[i * hd + d] *= inv;

@@ -59,6 +59,14 @@ void add(float* y, const float* x, int64_t n) {
 
 namespace ref {
 
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d, float scale) {
+    for (int64_t j = 0; j < n; ++j) out[j] = ref::dot_f32(q, k + j * k_stride, d) * scale;
+}
+
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
+    for (int64_t j = 0; j < n; ++j) ref::axpy_f32(out, p[j], v + j * v_stride, d);
+}
+
 float exp_shifted_sum(float* x, int64_t n, float shift) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) sum += x[i] = std::exp(x[i] - shift);
@@ -76,6 +84,18 @@ void axpy_f32(float* y, float a, const float* x, int64_t n) {
 }
 
 }  // namespace ref
+
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d, float scale) {
+    if (active_isa() == Isa::Avx512) return avx512::dot_rows_f32(out, q, k, k_stride, n, d, scale);
+    const DotF32Fn dot = dot_f32_fn();
+    for (int64_t j = 0; j < n; ++j) out[j] = dot(q, k + j * k_stride, d) * scale;
+}
+
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
+    if (active_isa() == Isa::Avx512) return avx512::accumulate_rows_f32(out, p, v, v_stride, n, d);
+    const AxpyF32Fn axpy = axpy_f32_fn();
+    for (int64_t j = 0; j < n; ++j) axpy(out, p[j], v + j * v_stride, d);
+}
 
 float exp_shifted_sum(float* x, int64_t n, float shift) {
     switch (active_isa()) {

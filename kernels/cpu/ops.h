@@ -41,6 +41,15 @@ float dot_f32(const float* a, const float* b, int64_t n);
 // y (n) += a * x (n); dispatched likewise.
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 
+// Attention rows: out (n) = scale * (q (d) · k_j) for keys k_j = k + j * k_stride, j < n.
+// AVX-512 scores 16 keys at a time with one shared horizontal reduction (d a multiple of 16).
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d,
+                  float scale);
+
+// out (d) += sum_j p (n)[j] * v_j for rows v_j = v + j * v_stride: the P·V product of attention,
+// accumulated in registers.
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d);
+
 // The dispatched implementations as function pointers, for loops that call them many times
 // (attention calls dot_f32 once per key): resolve once per call instead of once per key.
 using DotF32Fn = float (*)(const float*, const float*, int64_t);
@@ -49,6 +58,9 @@ DotF32Fn dot_f32_fn();
 AxpyF32Fn axpy_f32_fn();
 
 namespace ref {
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d,
+                  float scale);
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d);
 float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);
@@ -61,6 +73,9 @@ void axpy_f32(float* y, float a, const float* x, int64_t n);
 }  // namespace avx2
 
 namespace avx512 {
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d,
+                  float scale);
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d);
 float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);

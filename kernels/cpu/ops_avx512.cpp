@@ -29,7 +29,69 @@ inline __m512 exp_ps(__m512 x) {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));
 }
 
+// r[j] = sum of the 16 lanes of v[j], j < 16: pairwise unpack/shuffle tree, 45 operations for
+// 16 sums instead of 16 separate reductions.
+inline __m512 reduce16(const __m512* v) {
+    __m512 quad[4];
+    for (int g = 0; g < 4; ++g) {
+        const __m512 a = v[4 * g], b = v[4 * g + 1], c = v[4 * g + 2], d = v[4 * g + 3];
+        // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3] and likewise for c, d.
+        const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+        const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+        // Per lane L: [a_L, b_L, c_L, d_L], the sums of each vector's 4 elements in lane L.
+        quad[g] = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    }
+    // Sum the four 128-bit lanes of each quad; quad g lands in lane g.
+    const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(quad[0], quad[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(quad[0], quad[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 w = _mm512_add_ps(_mm512_shuffle_f32x4(quad[2], quad[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_f32x4(quad[2], quad[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(u, w, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(u, w, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 }  // namespace
+
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d, float scale) {
+    int64_t j = 0;
+    if (d % 16 == 0) {
+        const __m512 vs = _mm512_set1_ps(scale);
+        for (; j + 16 <= n; j += 16) {
+            __m512 acc[16];
+            for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+            for (int64_t c = 0; c < d; c += 16) {
+                const __m512 qc = _mm512_loadu_ps(q + c);
+                for (int t = 0; t < 16; ++t)
+                    acc[t] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(k + (j + t) * k_stride + c), acc[t]);
+            }
+            _mm512_storeu_ps(out + j, _mm512_mul_ps(reduce16(acc), vs));
+        }
+    }
+    for (; j < n; ++j) out[j] = dot_f32(q, k + j * k_stride, d) * scale;
+}
+
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
+    int64_t c = 0;
+    for (; c + 64 <= d; c += 64) {  // 4 registers of output stay put while every row passes
+        __m512 a0 = _mm512_loadu_ps(out + c), a1 = _mm512_loadu_ps(out + c + 16);
+        __m512 a2 = _mm512_loadu_ps(out + c + 32), a3 = _mm512_loadu_ps(out + c + 48);
+        for (int64_t j = 0; j < n; ++j) {
+            const float* r = v + j * v_stride + c;
+            const __m512 pj = _mm512_set1_ps(p[j]);
+            a0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r), a0);
+            a1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 16), a1);
+            a2 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 32), a2);
+            a3 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(r + 48), a3);
+        }
+        _mm512_storeu_ps(out + c, a0);
+        _mm512_storeu_ps(out + c + 16, a1);
+        _mm512_storeu_ps(out + c + 32, a2);
+        _mm512_storeu_ps(out + c + 48, a3);
+    }
+    if (c < d)
+        for (int64_t j = 0; j < n; ++j) axpy_f32(out + c, p[j], v + j * v_stride + c, d - c);
+}
 
 float exp_shifted_sum(float* x, int64_t n, float shift) {
     const __m512 vs = _mm512_set1_ps(shift);

@@ -21,6 +21,8 @@ private Q_SLOTS:
     void siluMul();
     void expShiftedSumTiers_data() { dotAxpyTiers_data(); }
     void expShiftedSumTiers();
+    void attentionRowsTiers_data() { dotAxpyTiers_data(); }
+    void attentionRowsTiers();
     void dotAxpyTiers_data();
     void dotAxpyTiers();
     void cleanup() { set_active_isa(max_supported_isa()); }
@@ -116,6 +118,30 @@ void TstOps::expShiftedSumTiers() {
                      qPrintable(QStringLiteral("n=%1 i=%2 got %3 want %4").arg(n).arg(i).arg(g).arg(w)));
         }
         QVERIFY(std::abs(got_sum - want_sum) <= 1e-6 * want_sum + 1e-30);
+    }
+}
+
+void TstOps::attentionRowsTiers() {
+    QFETCH(int, isa);
+    set_active_isa(static_cast<Isa>(isa));
+    for (int d : {16, 17, 64, 128}) {
+        for (int n : {1, 15, 16, 17, 33, 300}) {
+            const int64_t stride = 3 * d + 5;  // rows of a KV cache: other heads in between
+            auto q = sl::test::random_floats(static_cast<size_t>(d));
+            auto k = sl::test::random_floats(static_cast<size_t>(n * stride));
+            std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+            dot_rows_f32(got.data(), q.data(), k.data(), stride, n, d, 0.125f);
+            ref::dot_rows_f32(want.data(), q.data(), k.data(), stride, n, d, 0.125f);
+            QVERIFY2(sl::test::normalized_error(got.data(), want.data(), got.size()) < 1e-6,
+                     qPrintable(QStringLiteral("dot_rows d=%1 n=%2").arg(d).arg(n)));
+            auto p = sl::test::random_floats(static_cast<size_t>(n), 0.0f, 1.0f);
+            auto out = sl::test::random_floats(static_cast<size_t>(d));
+            auto out_ref = out;
+            accumulate_rows_f32(out.data(), p.data(), k.data(), stride, n, d);
+            ref::accumulate_rows_f32(out_ref.data(), p.data(), k.data(), stride, n, d);
+            QVERIFY2(sl::test::normalized_error(out.data(), out_ref.data(), out.size()) < 1e-6,
+                     qPrintable(QStringLiteral("accumulate_rows d=%1 n=%2").arg(d).arg(n)));
+        }
     }
 }
 
