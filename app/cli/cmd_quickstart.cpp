@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 const char* kDefaultQuestion = "How do I fit a linear regression model and look at its coefficients?";
 
-// The sample files the main job reads (relative to the cache), with the frame cap for video.
+// The sample files the main job reads (relative to the cache).
 const char* kSamples[] = {"samples/pdf/R-intro.pdf", "samples/pptx/pandoc-reference.pptx", "samples/video/vtest.avi"};
 
 std::string mib(uintmax_t bytes) {

@@ -58,8 +58,12 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
         const int64_t chunks = static_cast<int64_t>(threads);
         const int64_t per = (n_keys_max + chunks - 1) / chunks;
         const auto parts = static_cast<size_t>(chunks) * static_cast<size_t>(c.n_kv_head);
-        std::vector<float> m(parts * group), l(parts * group), acc(parts * group * hd);
-        std::vector<std::vector<float>> scratch(threads);
+        m_.resize(parts * group);
+        l_.resize(parts * group);
+        acc_.resize(parts * group * hd);
+        std::vector<float>&m = m_, &l = l_, &acc = acc_;
+        std::vector<std::vector<float>>& scratch = scratch_;
+        scratch.resize(threads);
         pool.parallel_for(static_cast<int64_t>(parts), [&](int64_t b, int64_t e, int t) {
             std::vector<float>& s = scratch[static_cast<size_t>(t)];
             s.resize(static_cast<size_t>(group * per));
@@ -100,7 +104,8 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
 
     // One item per (token, KV head): the group's query heads read each key and value once.
     const int64_t items = static_cast<int64_t>(c.n_tokens) * c.n_kv_head;
-    std::vector<std::vector<float>> scratch(threads);
+    std::vector<std::vector<float>>& scratch = scratch_;
+    scratch.resize(threads);
     pool.parallel_for(items, [&](int64_t b, int64_t e, int t) {
         std::vector<float>& s = scratch[static_cast<size_t>(t)];
         s.resize(static_cast<size_t>(group) * static_cast<size_t>(n_keys_max) + 2 * static_cast<size_t>(group));
