@@ -1,0 +1,289 @@
+#include "core/runtime/cuda_backend_model.h"
+
+#include "core/util/error.h"
+#include "kernels/cuda/cuda_device.h"
+
+#if SIGHTLINE_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model/llama_model.h"
+#include "core/runtime/linear.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/dequantize.h"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/msa.cuh"
+#include "kernels/cuda/ops.cuh"
+#include "kernels/cuda/paged_kv.cuh"
+#include "kernels/cuda/quant.cuh"
+#endif
+
+namespace sl {
+
+#if SIGHTLINE_HAVE_CUDA
+
+namespace {
+
+void ck(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw Error("CUDA model: " + cuda::cuda_error_text(what, e));
+}
+
+// A device weight matrix: d = ne1 rows of ne0 values in `type`.
+struct DevMatrix {
+    kernels::TensorType type = kernels::TensorType::F32;
+    const void* data = nullptr;
+    int64_t ne0 = 0, ne1 = 0;
+};
+
+}  // namespace
+
+struct CudaLlamaRunner::Impl {
+    const LlamaModel& model;
+    int n_ctx = 0;
+    int64_t n_past = 0;
+    int64_t bytes = 0;
+    cudaStream_t stream = nullptr;
+    std::vector<void*> allocations;
+    std::map<const void*, DevMatrix> uploaded;  // by host data pointer (tied output shares tok_embd)
+    struct Layer {
+        const float *attn_norm = nullptr, *ffn_norm = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr;
+        DevMatrix wq, wk, wv, wo, gate, up, down;
+    };
+    std::vector<Layer> layers;
+    const float* output_norm = nullptr;
+    DevMatrix output;
+    std::unique_ptr<cuda::PagedKvCache> cache;
+    // Scratch, grown to the largest batch.
+    int cap = 0;
+    float *x = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr, *o = nullptr,
+          *g = nullptr, *u = nullptr, *logits = nullptr, *ws = nullptr;
+    int32_t* sel = nullptr;
+    int64_t ws_floats = 0, sel_ints = 0;
+    std::vector<float> host_x;
+
+    explicit Impl(const LlamaModel& m) : model(m) {}
+    ~Impl() {
+        if (stream) cudaStreamSynchronize(stream);
+        cache.reset();
+        for (void* p : allocations) cudaFree(p);
+        if (stream) cudaStreamDestroy(stream);
+    }
+
+    void* alloc(size_t n_bytes) {
+        void* p = nullptr;
+        ck(cudaMalloc(&p, std::max<size_t>(n_bytes, 16)), "cudaMalloc");
+        allocations.push_back(p);
+        bytes += static_cast<int64_t>(n_bytes);
+        return p;
+    }
+    void release(void* p) {
+        if (!p) return;
+        allocations.erase(std::remove(allocations.begin(), allocations.end(), p), allocations.end());
+        cudaFree(p);
+    }
+    const float* upload_f32(const float* host, int64_t n) {
+        if (!host) return nullptr;
+        void* d = alloc(static_cast<size_t>(n) * 4);
+        ck(cudaMemcpy(d, host, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+        return static_cast<const float*>(d);
+    }
+    DevMatrix upload(const TensorView& w) {
+        if (auto it = uploaded.find(w.data); it != uploaded.end()) return it->second;
+        DevMatrix m;
+        m.ne0 = w.ne0;
+        m.ne1 = w.ne1;
+        if (w.ne0 % 32) throw Error("CUDA model: a weight row of " + std::to_string(w.ne0) + " values is not a whole number of 32-value blocks");
+        if (cuda::device_supports(w.type)) {
+            m.type = w.type;
+            const size_t n_bytes = static_cast<size_t>(w.row_bytes() * w.ne1);
+            void* d = alloc(n_bytes);
+            ck(cudaMemcpy(d, w.data, n_bytes, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+            m.data = d;
+        } else {  // dequantize on the host, store f16
+            m.type = kernels::TensorType::F16;
+            std::vector<float> row(static_cast<size_t>(w.ne0));
+            std::vector<uint16_t> h(static_cast<size_t>(w.ne0 * w.ne1));
+            for (int64_t r = 0; r < w.ne1; ++r) {
+                kernels::dequantize_row(w.type, w.row(r), row.data(), w.ne0);
+                kernels::f32_to_f16(h.data() + r * w.ne0, row.data(), static_cast<size_t>(w.ne0));
+            }
+            void* d = alloc(h.size() * 2);
+            ck(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
+            m.data = d;
+        }
+        uploaded[w.data] = m;
+        return m;
+    }
+
+    void grow(int n) {
+        if (n <= cap) return;
+        const LlamaConfig& c = model.config();
+        for (float* p : {x, xn, q, k, v, att, o, g, u}) release(p);
+        const size_t nn = static_cast<size_t>(n);
+        const size_t d = static_cast<size_t>(c.d_model), dq = static_cast<size_t>(c.n_head) * c.head_dim,
+                     dkv = static_cast<size_t>(c.n_kv_head) * c.head_dim, ff = static_cast<size_t>(c.n_ff);
+        x = static_cast<float*>(alloc(nn * d * 4));
+        xn = static_cast<float*>(alloc(nn * d * 4));
+        q = static_cast<float*>(alloc(nn * dq * 4));
+        k = static_cast<float*>(alloc(nn * dkv * 4));
+        v = static_cast<float*>(alloc(nn * dkv * 4));
+        att = static_cast<float*>(alloc(nn * dq * 4));
+        o = static_cast<float*>(alloc(nn * d * 4));
+        g = static_cast<float*>(alloc(nn * ff * 4));
+        u = static_cast<float*>(alloc(nn * ff * 4));
+        cap = n;
+    }
+
+    void linear(const DevMatrix& w, const float* in, int n, float* out) {
+        ck(cuda::matvec(w.type, w.data, w.ne1, w.ne0, in, n, out, stream), "matvec");
+    }
+};
+
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx) : impl_(std::make_unique<Impl>(model)) {
+    const cuda::DeviceStatus st = cuda::probe();
+    if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
+    const LlamaConfig& c = model.config();
+    if ((c.head_dim != 64 && c.head_dim != 128) || c.n_head % c.n_kv_head)
+        throw Error("CUDA model: head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
+                    std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)");
+    if (n_ctx <= 0) throw Error("CUDA model: n_ctx must be positive");
+    Impl& m = *impl_;
+    m.n_ctx = n_ctx;
+    ck(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    const LlamaWeights& w = model.weights();
+    for (const LlamaLayer& L : w.layers) {
+        Impl::Layer d;
+        d.attn_norm = m.upload_f32(L.attn_norm, c.d_model);
+        d.ffn_norm = m.upload_f32(L.ffn_norm, c.d_model);
+        d.bq = m.upload_f32(L.bq, static_cast<int64_t>(c.n_head) * c.head_dim);
+        d.bk = m.upload_f32(L.bk, static_cast<int64_t>(c.n_kv_head) * c.head_dim);
+        d.bv = m.upload_f32(L.bv, static_cast<int64_t>(c.n_kv_head) * c.head_dim);
+        d.wq = m.upload(L.wq);
+        d.wk = m.upload(L.wk);
+        d.wv = m.upload(L.wv);
+        d.wo = m.upload(L.wo);
+        d.gate = m.upload(L.gate);
+        d.up = m.upload(L.up);
+        d.down = m.upload(L.down);
+        m.layers.push_back(d);
+    }
+    m.output_norm = m.upload_f32(w.output_norm, c.d_model);
+    m.output = m.upload(w.output);
+    m.logits = static_cast<float*>(m.alloc(static_cast<size_t>(c.n_vocab) * 4));
+
+    cuda::PagedKvCache::Config kc;
+    kc.n_layer = c.n_layer;
+    kc.n_kv_head = c.n_kv_head;
+    kc.head_dim = c.head_dim;
+    kc.block_size = 128;
+    kc.max_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
+    kc.device_blocks = kc.max_blocks * c.n_layer;
+    std::string error;
+    m.cache = cuda::PagedKvCache::create(kc, &error);
+    if (!m.cache) throw Error("CUDA model: " + error);
+    m.bytes += kc.device_blocks * 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;
+}
+
+CudaLlamaRunner::~CudaLlamaRunner() = default;
+
+int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
+void CudaLlamaRunner::reset() { impl_->n_past = 0; }  // positions are rewritten before they are read
+int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
+
+void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
+    Impl& m = *impl_;
+    const LlamaConfig& c = m.model.config();
+    if (n <= 0) return;
+    if (m.n_past + n > m.n_ctx)
+        throw Error("CUDA model: context full (" + std::to_string(m.n_past + n) + " > " + std::to_string(m.n_ctx) + ")");
+    for (int i = 0; i < n; ++i)
+        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+            throw Error("CUDA model: token id " + std::to_string(tokens[i]) + " outside the vocabulary");
+    m.grow(n);
+    const int64_t d = c.d_model, dq = static_cast<int64_t>(c.n_head) * c.head_dim,
+                  dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
+    m.host_x.resize(static_cast<size_t>(n * d));
+    for (int i = 0; i < n; ++i) embed_row(m.model.weights().tok_embd, tokens[i], m.host_x.data() + i * d);
+    ck(cudaMemcpyAsync(m.x, m.host_x.data(), m.host_x.size() * 4, cudaMemcpyHostToDevice, m.stream), "cudaMemcpyAsync (embeddings)");
+
+    cuda::MsaShape s;
+    s.pos0 = m.n_past;
+    s.n_q = n;
+    s.n_head = c.n_head;
+    s.n_kv_head = c.n_kv_head;
+    s.head_dim = c.head_dim;
+    s.block_size = m.cache->config().block_size;
+    const int top_k = static_cast<int>(s.n_kv_blocks());
+    const int splits = n == 1 ? std::clamp(top_k / 4, 1, 16) : 1;
+    if (s.n_tasks() * top_k > m.sel_ints) {
+        m.release(m.sel);
+        m.sel_ints = s.n_tasks() * top_k * 2;
+        m.sel = static_cast<int32_t*>(m.alloc(static_cast<size_t>(m.sel_ints) * 4));
+    }
+    const int64_t need_ws = cuda::msa_workspace_floats(s, splits);
+    if (need_ws > m.ws_floats) {
+        m.release(m.ws);
+        m.ws_floats = need_ws * 2;
+        m.ws = static_cast<float*>(m.alloc(static_cast<size_t>(m.ws_floats) * 4));
+    }
+    ck(cuda::msa_select_all(s, top_k, m.sel, m.stream), "msa_select_all");
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const int style = c.rope_style == kernels::RopeStyle::Neox ? 1 : 0;
+    const int64_t nd = static_cast<int64_t>(n) * d;
+    std::string error;
+    for (int l = 0; l < c.n_layer; ++l) {
+        const Impl::Layer& L = m.layers[static_cast<size_t>(l)];
+        ck(cuda::rms_norm(m.xn, m.x, L.attn_norm, n, d, c.rms_eps, m.stream), "rms_norm");
+        m.linear(L.wq, m.xn, n, m.q);
+        m.linear(L.wk, m.xn, n, m.k);
+        m.linear(L.wv, m.xn, n, m.v);
+        for (int i = 0; i < n; ++i) {  // biases (qwen2): one add per row
+            if (L.bq) ck(cuda::add(m.q + i * dq, L.bq, dq, m.stream), "add (bq)");
+            if (L.bk) ck(cuda::add(m.k + i * dkv, L.bk, dkv, m.stream), "add (bk)");
+            if (L.bv) ck(cuda::add(m.v + i * dkv, L.bv, dkv, m.stream), "add (bv)");
+        }
+        ck(cuda::rope(m.q, n, c.n_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale, style,
+                      m.stream), "rope (q)");
+        ck(cuda::rope(m.k, n, c.n_kv_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale,
+                      style, m.stream), "rope (k)");
+        if (!m.cache->append(l, m.n_past, n, m.k, m.v, m.stream, &error)) throw Error("CUDA model: " + error);
+        ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, m.sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
+                                      m.ws, m.ws_floats, m.stream), "attention");
+        m.linear(L.wo, m.att, n, m.o);
+        ck(cuda::add(m.x, m.o, nd, m.stream), "add (residual)");
+        ck(cuda::rms_norm(m.xn, m.x, L.ffn_norm, n, d, c.rms_eps, m.stream), "rms_norm");
+        m.linear(L.gate, m.xn, n, m.g);
+        m.linear(L.up, m.xn, n, m.u);
+        ck(cuda::silu_mul(m.g, m.g, m.u, static_cast<int64_t>(n) * c.n_ff, m.stream), "silu_mul");
+        m.linear(L.down, m.g, n, m.o);
+        ck(cuda::add(m.x, m.o, nd, m.stream), "add (residual)");
+    }
+    const float* last = m.x + (n - 1) * d;
+    ck(cuda::rms_norm(m.xn, last, m.output_norm, 1, d, c.rms_eps, m.stream), "rms_norm (output)");
+    m.linear(m.output, m.xn, 1, m.logits);
+    ck(cudaMemcpyAsync(logits, m.logits, static_cast<size_t>(c.n_vocab) * 4, cudaMemcpyDeviceToHost, m.stream),
+       "cudaMemcpyAsync (logits)");
+    ck(cudaStreamSynchronize(m.stream), "forward");
+    m.n_past += n;
+}
+
+#else  // built without CUDA
+
+struct CudaLlamaRunner::Impl {};
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int) {
+    throw Error("CUDA model: built without CUDA");
+}
+CudaLlamaRunner::~CudaLlamaRunner() = default;
+void CudaLlamaRunner::forward(const int32_t*, int, float*) { throw Error("CUDA model: built without CUDA"); }
+int64_t CudaLlamaRunner::n_past() const { return 0; }
+void CudaLlamaRunner::reset() {}
+int64_t CudaLlamaRunner::device_bytes() const { return 0; }
+
+#endif
+
+}  // namespace sl

@@ -1,0 +1,104 @@
+// MSA (MiniMax Sparse Attention) on the device: the index branch (a fused block-scoring kernel and
+// a per-row top-k) and the sparse branch (exact softmax attention over the selected blocks), on a
+// paged bf16 KV cache. Semantics follow core/attention/msa_attention.h and ../shared/MSA.md:
+//
+//   Queries of a call are positions [pos0, pos0 + n_q); keys are positions [0, pos0 + n_q), in
+//   blocks of B tokens. Queries are grouped into query blocks aligned with the KV blocks
+//   (qb covers positions [qb*B, (qb+1)*B) ∩ the call); one selection per (query block, KV group g),
+//   shared by the group's n_head / n_kv_head query heads (head h belongs to group h / G).
+//   Block score of KV block b for (qb, g) = max over the query block's index-query rows r and keys
+//   j of block b of iq_r · ik_j (f32 accumulation of bf16 products). Blocks b < qb are entirely
+//   visible to every query of qb, so the causal clamp is a block-level one: the local block b == qb
+//   is forced (+inf), block 0 is forced when `sink` (FLT_MAX: the local block still ranks first),
+//   blocks b > qb are invisible (-inf, never selected). top_k then keeps the k best ids ascending.
+//   The sparse branch attends, for each query and head, to the tokens of its group's selected
+//   blocks at or before its position (scale * q·k, softmax in f32, P·V with bf16 P).
+//   Index queries: M3's index heads (one per group), or for dense-trained models the group mean of
+//   the query heads (msa_group_mean, the CPU's IndexQuery::GroupMean): one row per query and group,
+//   so the indexer costs n_kv_head rows per query, not n_head (the CPU's HeadMax default).
+//
+// Memory: every pointer is device memory; launches are asynchronous on `stream` and return
+// cudaErrorInvalidValue (before launching) for shapes the kernels do not take.
+// Supported: head_dim (attention and index) 64 or 128; block_size 64 or 128; G = n_head /
+// n_kv_head integral. Paged-view strides must be multiples of 8 elements and the base 16-byte
+// aligned (cudaMalloc memory is).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SL_HOST_DEVICE __host__ __device__
+#else
+#define SL_HOST_DEVICE
+#endif
+
+namespace sl::cuda {
+
+// A paged bf16 tensor: element (logical block b, head h, token t of the block, dim i) lives at
+// base[table[b] * block_stride + h * head_stride + t * head_dim + i]. table[b] < 0: not resident.
+// head_stride 0 shares one head among all groups (M3's index keys).
+struct PagedView {
+    const uint16_t* base = nullptr;  // bf16 bits
+    const int32_t* table = nullptr;  // (n_blocks) physical block of each logical block
+    int64_t block_stride = 0;        // elements per physical block
+    int64_t head_stride = 0;         // elements between heads
+    int block_size = 0;
+    int head_dim = 0;
+};
+
+struct MsaShape {
+    int64_t pos0 = 0;   // first query position
+    int n_q = 0;        // queries in the call
+    int n_head = 0;     // query heads
+    int n_kv_head = 0;  // KV heads = KV groups = index heads
+    int head_dim = 0;   // attention head dim
+    int block_size = 0; // B
+
+    SL_HOST_DEVICE int64_t n_kv() const { return pos0 + n_q; }
+    SL_HOST_DEVICE int64_t n_kv_blocks() const { return (n_kv() + block_size - 1) / block_size; }
+    SL_HOST_DEVICE int64_t first_qblock() const { return pos0 / block_size; }
+    SL_HOST_DEVICE int64_t n_qblocks() const { return n_q > 0 ? (pos0 + n_q - 1) / block_size - first_qblock() + 1 : 0; }
+    SL_HOST_DEVICE int64_t n_tasks() const { return n_qblocks() * n_kv_head; }  // (query block, group) pairs
+};
+
+// Training-free index queries: iq (n_q, n_kv_head, head_dim) = mean over each group's heads of
+// q (n_q, n_head, head_dim). (IndexQuery::GroupMean of the CPU path.)
+cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStream_t stream);
+
+// scores (n_tasks, n_kv_blocks) f32, task = qb_rel * n_kv_head + g: the block scores above.
+// iq row of call query t and group g at iq + t * iq_stride + g * keys.head_dim (f32). Keys of group
+// g are head g of `keys` (head_stride 0: shared). Every key block b < qb must be resident
+// (a non-resident one scores -inf and is never selected).
+cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
+                             float* scores, cudaStream_t stream);
+
+// sel (n_tasks, top_k) int32: the selected block ids of each task, ascending, -1-padded at the end
+// (1 <= top_k <= 64).
+cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream);
+
+// Dense attention through the sparse kernel: sel (n_tasks, top_k) <- every visible block of each
+// task (0..qb), -1-padded; needs top_k >= n_kv_blocks (else cudaErrorInvalidValue). For the dense
+// layers and for contexts too short for sparsity to pay.
+cudaError_t msa_select_all(const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream);
+
+// Floats of split-K workspace msa_sparse_attention needs for n_splits > 1 (0 for one split).
+int64_t msa_workspace_floats(const MsaShape& s, int n_splits);
+
+// out (n_q, n_head, head_dim) f32 = sparse attention of q (n_q, n_head, head_dim) f32 over the
+// blocks in sel (as msa_select writes it) of k / v (head h reads KV head h / G).
+// n_splits == 1: each CTA walks all selected blocks with an online softmax (prefill).
+// n_splits > 1: split-K, the selected blocks are divided among n_splits CTAs per row tile whose
+// partial (max, sum, P·V) go to `workspace` (msa_workspace_floats) and are merged by a combine
+// kernel (decode: few rows, so the keys are what can be spread over the GPU).
+cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, float scale, const int32_t* sel,
+                                 int top_k, const PagedView& k, const PagedView& v, int n_splits, float* workspace,
+                                 int64_t workspace_floats, cudaStream_t stream);
+
+// Writes rows (n, n_heads, head_dim) f32 for positions [pos0, pos0 + n) into a paged bf16 tensor
+// (dst.base is written through; the blocks must be resident).
+cudaError_t write_paged(const PagedView& dst, int n_heads, const float* rows, int64_t pos0, int64_t n,
+                        cudaStream_t stream);
+
+}  // namespace sl::cuda

@@ -1,0 +1,226 @@
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/paged_kv.cuh"
+
+namespace sl::cuda {
+
+namespace {
+
+bool ok(cudaError_t e, const char* what, std::string* error) {
+    if (e == cudaSuccess) return true;
+    if (error) *error = cuda_error_text(what, e);
+    return false;
+}
+
+}  // namespace
+
+std::unique_ptr<PagedKvCache> PagedKvCache::create(const Config& c, std::string* error) {
+    if (c.n_layer <= 0 || c.n_kv_head <= 0 || (c.head_dim != 64 && c.head_dim != 128) ||
+        (c.block_size != 64 && c.block_size != 128) || c.max_blocks <= 0 || c.max_blocks > INT32_MAX ||
+        c.device_blocks <= 0 || c.device_blocks > INT32_MAX || c.host_blocks < 0) {
+        if (error) *error = "PagedKvCache: bad configuration";
+        return nullptr;
+    }
+    std::unique_ptr<PagedKvCache> p(new PagedKvCache(c));
+    const size_t bytes = static_cast<size_t>(c.device_blocks) * static_cast<size_t>(p->block_elems()) * 2;
+    if (!ok(cudaMalloc(&p->k_pool_, bytes), "cudaMalloc (K pool)", error) ||
+        !ok(cudaMalloc(&p->v_pool_, bytes), "cudaMalloc (V pool)", error) ||
+        !ok(cudaMalloc(&p->tables_, static_cast<size_t>(c.n_layer) * c.max_blocks * sizeof(int32_t)),
+            "cudaMalloc (block tables)", error) ||
+        !ok(cudaMemset(p->tables_, 0xff, static_cast<size_t>(c.n_layer) * c.max_blocks * sizeof(int32_t)),
+            "cudaMemset (block tables)", error))
+        return nullptr;
+    if (c.host_blocks > 0 &&
+        !ok(cudaHostAlloc(&p->host_pool_, static_cast<size_t>(c.host_blocks) * p->block_elems() * 2 * 2,
+                          cudaHostAllocDefault),
+            "cudaHostAlloc (host tier)", error))
+        return nullptr;
+    p->dev_of_.assign(static_cast<size_t>(c.n_layer * c.max_blocks), -1);
+    p->host_of_.assign(static_cast<size_t>(c.n_layer * c.max_blocks), -1);
+    for (int64_t i = c.device_blocks - 1; i >= 0; --i) p->free_dev_.push_back(i);
+    for (int64_t i = c.host_blocks - 1; i >= 0; --i) p->free_host_.push_back(i);
+    return p;
+}
+
+PagedKvCache::~PagedKvCache() {
+    for (auto* list : {&pending_dev_, &pending_host_})
+        for (Pending& e : *list) {
+            cudaEventSynchronize(e.done);
+            cudaEventDestroy(e.done);
+        }
+    cudaFree(k_pool_);
+    cudaFree(v_pool_);
+    cudaFree(tables_);
+    if (host_pool_) cudaFreeHost(host_pool_);
+}
+
+int64_t PagedKvCache::block_elems() const {
+    return static_cast<int64_t>(cfg_.n_kv_head) * cfg_.block_size * cfg_.head_dim;
+}
+
+bool PagedKvCache::check(int layer, int64_t block, std::string* error) const {
+    if (layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks) return true;
+    if (error) *error = "PagedKvCache: layer " + std::to_string(layer) + " block " + std::to_string(block) +
+                        " out of range";
+    return false;
+}
+
+bool PagedKvCache::push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error) {
+    Pending p{nullptr, slot};
+    if (!ok(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate", error)) return false;
+    if (!ok(cudaEventRecord(p.done, stream), "cudaEventRecord", error)) {
+        cudaEventDestroy(p.done);
+        return false;
+    }
+    list.push_back(p);
+    return true;
+}
+
+// Free list first; else the oldest block whose copy-out is pending, once that copy has finished.
+bool PagedKvCache::take_device_block(int64_t* phys, std::string* error) {
+    if (free_dev_.empty() && !pending_dev_.empty()) {
+        Pending p = pending_dev_.front();
+        pending_dev_.pop_front();
+        const cudaError_t e = cudaEventSynchronize(p.done);
+        cudaEventDestroy(p.done);
+        if (!ok(e, "cudaEventSynchronize", error)) return false;
+        free_dev_.push_back(p.slot);
+    }
+    if (free_dev_.empty()) {
+        if (error) *error = "PagedKvCache: no free device block (offload some first)";
+        return false;
+    }
+    *phys = free_dev_.back();
+    free_dev_.pop_back();
+    return true;
+}
+
+bool PagedKvCache::take_host_slot(int64_t* slot, std::string* error) {
+    if (free_host_.empty() && !pending_host_.empty()) {
+        Pending p = pending_host_.front();
+        pending_host_.pop_front();
+        const cudaError_t e = cudaEventSynchronize(p.done);
+        cudaEventDestroy(p.done);
+        if (!ok(e, "cudaEventSynchronize", error)) return false;
+        free_host_.push_back(p.slot);
+    }
+    if (free_host_.empty()) {
+        if (error) *error = "PagedKvCache: host tier full";
+        return false;
+    }
+    *slot = free_host_.back();
+    free_host_.pop_back();
+    return true;
+}
+
+bool PagedKvCache::set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error) {
+    dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = phys;
+    return upload_table(layer, block, block + 1, stream, error);
+}
+
+bool PagedKvCache::upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error) {
+    const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + b0);
+    // From pageable memory: the call returns once the values are staged, so dev_of_ may change after.
+    return ok(cudaMemcpyAsync(tables_ + i, &dev_of_[i], static_cast<size_t>(b1 - b0) * sizeof(int32_t),
+                              cudaMemcpyHostToDevice, stream),
+              "cudaMemcpyAsync (block table)", error);
+}
+
+bool PagedKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
+                          std::string* error) {
+    if (n <= 0) return true;
+    const int64_t b0 = pos0 / cfg_.block_size, b1 = (pos0 + n - 1) / cfg_.block_size;
+    if (!check(layer, b0, error) || !check(layer, b1, error)) return false;
+    bool fresh = false;  // new blocks' table entries go up in one copy
+    for (int64_t b = b0; b <= b1; ++b) {
+        if (resident(layer, b)) continue;
+        if (on_host(layer, b)) {
+            if (!fetch(layer, b, stream, error)) return false;
+            continue;
+        }
+        int64_t phys;
+        if (!take_device_block(&phys, error)) return false;
+        dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + b)] = static_cast<int32_t>(phys);
+        fresh = true;
+    }
+    if (fresh && !upload_table(layer, b0, b1 + 1, stream, error)) return false;
+    if (!ok(write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
+    return ok(write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
+}
+
+bool PagedKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+    if (!check(layer, block, error)) return false;
+    if (!resident(layer, block)) return true;
+    if (!host_pool_) {
+        if (error) *error = "PagedKvCache: no host tier configured";
+        return false;
+    }
+    int64_t slot;
+    if (!take_host_slot(&slot, error)) return false;
+    const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + block);
+    const int64_t phys = dev_of_[i];
+    const size_t bytes = static_cast<size_t>(block_elems()) * 2;
+    uint16_t* host = host_pool_ + slot * block_elems() * 2;
+    if (!ok(cudaMemcpyAsync(host, k_pool_ + phys * block_elems(), bytes, cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync (offload K)", error) ||
+        !ok(cudaMemcpyAsync(host + block_elems(), v_pool_ + phys * block_elems(), bytes, cudaMemcpyDeviceToHost,
+                            stream),
+            "cudaMemcpyAsync (offload V)", error))
+        return false;
+    host_of_[i] = slot;
+    if (!set_table(layer, block, -1, stream, error)) return false;
+    return push_pending(pending_dev_, phys, stream, error);
+}
+
+bool PagedKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+    if (!check(layer, block, error)) return false;
+    if (resident(layer, block)) return true;
+    const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + block);
+    const int64_t slot = host_of_[i];
+    if (slot < 0) {
+        if (error) *error = "PagedKvCache: block " + std::to_string(block) + " of layer " + std::to_string(layer) +
+                            " was never written";
+        return false;
+    }
+    int64_t phys;
+    if (!take_device_block(&phys, error)) return false;
+    const size_t bytes = static_cast<size_t>(block_elems()) * 2;
+    const uint16_t* host = host_pool_ + slot * block_elems() * 2;
+    if (!ok(cudaMemcpyAsync(k_pool_ + phys * block_elems(), host, bytes, cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (fetch K)", error) ||
+        !ok(cudaMemcpyAsync(v_pool_ + phys * block_elems(), host + block_elems(), bytes, cudaMemcpyHostToDevice,
+                            stream),
+            "cudaMemcpyAsync (fetch V)", error))
+        return false;
+    host_of_[i] = -1;
+    if (!set_table(layer, block, static_cast<int32_t>(phys), stream, error)) return false;
+    return push_pending(pending_host_, slot, stream, error);
+}
+
+bool PagedKvCache::resident(int layer, int64_t block) const {
+    return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
+           dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] >= 0;
+}
+
+bool PagedKvCache::on_host(int layer, int64_t block) const {
+    return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
+           host_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] >= 0;
+}
+
+PagedView PagedKvCache::k_view(int layer) const {
+    PagedView v;
+    v.base = k_pool_;
+    v.table = tables_ + static_cast<int64_t>(layer) * cfg_.max_blocks;
+    v.block_stride = block_elems();
+    v.head_stride = static_cast<int64_t>(cfg_.block_size) * cfg_.head_dim;
+    v.block_size = cfg_.block_size;
+    v.head_dim = cfg_.head_dim;
+    return v;
+}
+
+PagedView PagedKvCache::v_view(int layer) const {
+    PagedView v = k_view(layer);
+    v.base = v_pool_;
+    return v;
+}
+
+}  // namespace sl::cuda

@@ -1,0 +1,89 @@
+// A paged KV cache on the device with a pinned host tier, for MSA's sparse branch: per layer, a
+// block table maps logical blocks (B positions of every KV head) to physical blocks of a shared
+// device pool; a block can be offloaded to pinned host memory (async device-to-host copy) and
+// fetched back (async host-to-device) before the kernels that read it. K and V are bf16.
+//
+// Layout of a physical block (K and V pools alike): (n_kv_head, B, head_dim) bf16, so
+// k_view(layer) is a PagedView with block_stride = n_kv_head * B * head_dim, head_stride = B * head_dim.
+//
+// Threading and streams: one thread at a time. Every operation is enqueued on the caller's
+// `stream`; kernels that read the cache must run on that stream (or after it). A physical block or
+// host slot freed by offload / fetch is reused only after its copy has completed (events).
+// Errors never throw or abort: the bool calls return false with *error set.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/msa.cuh"
+
+namespace sl::cuda {
+
+class PagedKvCache {
+public:
+    struct Config {
+        int n_layer = 1;
+        int n_kv_head = 0;
+        int head_dim = 0;             // 64 or 128
+        int block_size = 128;         // 64 or 128
+        int64_t max_blocks = 0;       // logical blocks per layer (context / block_size, rounded up)
+        int64_t device_blocks = 0;    // physical blocks on the device, all layers together
+        int64_t host_blocks = 0;      // pinned host slots (0: no host tier)
+    };
+
+    // Allocates the pools and tables; null with *error set when CUDA or memory fails.
+    static std::unique_ptr<PagedKvCache> create(const Config& config, std::string* error);
+    ~PagedKvCache();
+    PagedKvCache(const PagedKvCache&) = delete;
+    PagedKvCache& operator=(const PagedKvCache&) = delete;
+
+    const Config& config() const { return cfg_; }
+
+    // Writes K and V rows (n, n_kv_head, head_dim) f32 (device) for positions [pos0, pos0 + n) of
+    // `layer`, first giving physical blocks to the logical blocks they touch (fetching offloaded ones).
+    bool append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
+                std::string* error);
+
+    // Moves logical block `block` of `layer` to the host tier (no-op when already there).
+    bool offload(int layer, int64_t block, cudaStream_t stream, std::string* error);
+    // Brings it back to the device (no-op when resident).
+    bool fetch(int layer, int64_t block, cudaStream_t stream, std::string* error);
+
+    bool resident(int layer, int64_t block) const;
+    bool on_host(int layer, int64_t block) const;
+    int64_t free_device_blocks() const { return static_cast<int64_t>(free_dev_.size() + pending_dev_.size()); }
+
+    PagedView k_view(int layer) const;
+    PagedView v_view(int layer) const;
+
+private:
+    struct Pending {
+        cudaEvent_t done;
+        int64_t slot;
+    };
+    explicit PagedKvCache(const Config& c) : cfg_(c) {}
+    int64_t block_elems() const;
+    bool take_device_block(int64_t* phys, std::string* error);
+    bool take_host_slot(int64_t* slot, std::string* error);
+    bool push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error);
+    bool set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error);
+    bool upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error);
+    bool check(int layer, int64_t block, std::string* error) const;
+
+    Config cfg_;
+    uint16_t* k_pool_ = nullptr;  // device
+    uint16_t* v_pool_ = nullptr;
+    uint16_t* host_pool_ = nullptr;  // pinned: per slot, K block then V block
+    int32_t* tables_ = nullptr;      // device (n_layer, max_blocks)
+    std::vector<int32_t> dev_of_;    // host mirror of tables_: physical block or -1
+    std::vector<int64_t> host_of_;   // (n_layer, max_blocks): host slot or -1
+    std::vector<int64_t> free_dev_, free_host_;
+    std::deque<Pending> pending_dev_, pending_host_;
+};
+
+}  // namespace sl::cuda

@@ -1,0 +1,333 @@
+// MSA on the device at long contexts, next to dense PyTorch SDPA numbers measured by sdpa_bench.py
+// (passed in with --sdpa FILE), with the ceilings this device reaches: a device-to-device copy
+// (GB/s) and a large bf16 cuBLAS GEMM (TFLOP/s). Shapes: 64 query / 4 KV heads, head dim 128,
+// blocks of 128, top-16 blocks; K/V bf16 in the paged cache.
+//   prefill: the last 4,096 queries of an N-token context (one prefill chunk at the far end,
+//            where a chunk costs the most), pos0 = N - 4096;
+//   decode:  one query at position N - 1 (split-K over the 16 selected blocks).
+// Then SmolLM2 tokens/s end to end (device runner vs CPU session). Prints the table last. Exits 0 with a message when no device is usable.
+//
+// usage: bench_cuda_msa [--sdpa FILE] [--sizes 32768,131072,1048576] [--budget-s 240]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/model/model_loader.h"
+#include "core/runtime/cuda_backend_model.h"
+#include "core/runtime/session.h"
+#include "core/util/paths.h"
+#include "kernels/cuda/blas.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/msa.cuh"
+#include "kernels/cuda/ops.cuh"
+#include "kernels/cuda/paged_kv.cuh"
+
+namespace {
+
+constexpr int kHeads = 64, kKvHeads = 4, kDim = 128, kBlock = 128, kTopK = 16, kChunk = 4096, kSplits = 16;
+
+[[noreturn]] void die(const std::string& what) {
+    std::fprintf(stderr, "bench_cuda_msa: %s\n", what.c_str());
+    std::exit(1);
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) die(sl::cuda::cuda_error_text(what, e));
+}
+#define CK(expr) check((expr), #expr)
+
+template <typename T>
+T* dev_alloc(size_t n) {
+    void* p = nullptr;
+    CK(cudaMalloc(&p, n * sizeof(T)));
+    return static_cast<T*>(p);
+}
+
+// Mean milliseconds of `fn` over `reps` runs after one warm-up, timed with events on `stream`.
+template <typename Fn>
+double time_ms(cudaStream_t stream, int reps, Fn fn) {
+    fn();
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, stream));
+    for (int i = 0; i < reps; ++i) fn();
+    CK(cudaEventRecord(b, stream));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms / reps;
+}
+
+struct Ceilings {
+    double copy_gbs = 0, gemm_tflops = 0;
+};
+
+Ceilings measure_ceilings(cudaStream_t st) {
+    Ceilings c;
+    const size_t bytes = size_t{1} << 30;
+    char* a = dev_alloc<char>(bytes);
+    char* b = dev_alloc<char>(bytes);
+    CK(cudaMemsetAsync(a, 1, bytes, st));
+    const double copy_ms = time_ms(st, 5, [&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st)); });
+    c.copy_gbs = 2.0 * static_cast<double>(bytes) / (copy_ms * 1e6);  // read + write
+    cudaFree(a);
+    cudaFree(b);
+
+    const int64_t M = 8192;
+    float* f = dev_alloc<float>(static_cast<size_t>(M * M));
+    uint16_t* x = dev_alloc<uint16_t>(static_cast<size_t>(M * M));
+    uint16_t* w = dev_alloc<uint16_t>(static_cast<size_t>(M * M));
+    CK(sl::cuda::fill_uniform(f, M * M, 1, -1, 1, st));
+    CK(sl::cuda::f32_to_bf16(x, f, M * M, st));
+    CK(sl::cuda::fill_uniform(f, M * M, 2, -1, 1, st));
+    CK(sl::cuda::f32_to_bf16(w, f, M * M, st));
+    std::string err;
+    const double gemm_ms = time_ms(st, 5, [&] {
+        if (!sl::cuda::gemm_xwt(sl::cuda::GemmType::BF16, x, w, f, M, M, M, st, &err)) die(err);
+    });
+    c.gemm_tflops = 2.0 * M * M * M / (gemm_ms * 1e9);
+    cudaFree(f);
+    cudaFree(x);
+    cudaFree(w);
+    return c;
+}
+
+struct Row {
+    int64_t n = 0;
+    std::string phase;
+    double index_ms = 0, topk_ms = 0, attn_ms = 0;
+    double index_rate = 0;  // TFLOP/s (prefill) or GB/s (decode)
+    double attn_rate = 0;   // TFLOP/s (prefill) or GB/s (decode)
+};
+
+void run_size(int64_t N, cudaStream_t st, std::vector<Row>& rows) {
+    sl::cuda::PagedKvCache::Config cfg;
+    cfg.n_kv_head = kKvHeads;
+    cfg.head_dim = kDim;
+    cfg.block_size = kBlock;
+    cfg.max_blocks = (N + kBlock - 1) / kBlock;
+    cfg.device_blocks = cfg.max_blocks;
+    std::string err;
+    auto cache = sl::cuda::PagedKvCache::create(cfg, &err);
+    if (!cache) die(err);
+    const int64_t fill = 65536, row = static_cast<int64_t>(kKvHeads) * kDim;
+    float* kf = dev_alloc<float>(static_cast<size_t>(fill * row));
+    float* vf = dev_alloc<float>(static_cast<size_t>(fill * row));
+    for (int64_t p = 0; p < N; p += fill) {
+        const int64_t n = std::min(fill, N - p);
+        CK(sl::cuda::fill_uniform(kf, n * row, 100 + static_cast<uint64_t>(p), -1, 1, st));
+        CK(sl::cuda::fill_uniform(vf, n * row, 200 + static_cast<uint64_t>(p), -1, 1, st));
+        if (!cache->append(0, p, n, kf, vf, st, &err)) die(err);
+    }
+    CK(cudaStreamSynchronize(st));
+    cudaFree(kf);
+    cudaFree(vf);
+    const auto kv = cache->k_view(0), vv = cache->v_view(0);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+
+    for (const bool decode : {false, true}) {
+        sl::cuda::MsaShape s;
+        s.n_q = decode ? 1 : static_cast<int>(std::min<int64_t>(kChunk, N));
+        s.pos0 = N - s.n_q;
+        s.n_head = kHeads;
+        s.n_kv_head = kKvHeads;
+        s.head_dim = kDim;
+        s.block_size = kBlock;
+        const int splits = decode ? kSplits : 1;
+        float* q = dev_alloc<float>(static_cast<size_t>(s.n_q) * kHeads * kDim);
+        float* out = dev_alloc<float>(static_cast<size_t>(s.n_q) * kHeads * kDim);
+        float* iq = dev_alloc<float>(static_cast<size_t>(s.n_q) * kKvHeads * kDim);
+        float* scores = dev_alloc<float>(static_cast<size_t>(s.n_tasks() * s.n_kv_blocks()));
+        int32_t* sel = dev_alloc<int32_t>(static_cast<size_t>(s.n_tasks() * kTopK));
+        const int64_t ws_n = std::max<int64_t>(1, sl::cuda::msa_workspace_floats(s, splits));
+        float* ws = dev_alloc<float>(static_cast<size_t>(ws_n));
+        CK(sl::cuda::fill_uniform(q, static_cast<int64_t>(s.n_q) * kHeads * kDim, 7, -1, 1, st));
+        Row r;
+        r.n = N;
+        r.phase = decode ? "decode" : "prefill 4K";
+        const int reps = N >= (int64_t{1} << 20) && !decode ? 2 : 5;
+        r.index_ms = time_ms(st, reps, [&] {
+            CK(sl::cuda::msa_group_mean(q, s, iq, st));
+            CK(sl::cuda::msa_index_scores(s, iq, static_cast<int64_t>(kKvHeads) * kDim, kv, false, scores, st));
+        });
+        r.topk_ms = time_ms(st, reps, [&] { CK(sl::cuda::msa_select(scores, s, kTopK, sel, st)); });
+        r.attn_ms = time_ms(st, reps, [&] {
+            CK(sl::cuda::msa_sparse_attention(s, q, out, scale, sel, kTopK, kv, vv, splits, ws, ws_n, st));
+        });
+        // Work: the indexer scores B rows per query block against every visible key block (b < qb);
+        // the sparse branch multiplies every row with top_k blocks of keys (QK and PV: 4 D flops).
+        double idx_flops = 0;
+        for (int64_t qb = s.first_qblock(); qb < s.first_qblock() + s.n_qblocks(); ++qb)
+            idx_flops += 2.0 * kDim * kBlock * static_cast<double>(qb * kBlock) * kKvHeads;
+        const double k_eff = static_cast<double>(std::min<int64_t>(kTopK, s.n_kv_blocks())) * kBlock;
+        const double attn_flops = 4.0 * kDim * s.n_q * kHeads * k_eff;
+        if (decode) {
+            r.index_rate = static_cast<double>(N) * kKvHeads * kDim * 2 / (r.index_ms * 1e6);
+            r.attn_rate = 2.0 * kKvHeads * k_eff * kDim * 2 / (r.attn_ms * 1e6);
+        } else {
+            r.index_rate = idx_flops / (r.index_ms * 1e9);
+            r.attn_rate = attn_flops / (r.attn_ms * 1e9);
+        }
+        rows.push_back(r);
+        for (void* p : {static_cast<void*>(q), static_cast<void*>(out), static_cast<void*>(iq),
+                        static_cast<void*>(scores), static_cast<void*>(sel), static_cast<void*>(ws)})
+            cudaFree(p);
+    }
+}
+
+// "prefill <N> <ms>" / "decode <N> <ms>" lines, or one "unavailable <reason>" line.
+std::map<std::string, double> read_sdpa(const std::string& path, std::string* note) {
+    std::map<std::string, double> m;
+    std::ifstream in(path);
+    if (!in) {
+        *note = "PyTorch not available (no SDPA results)";
+        return m;
+    }
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::string kind;
+        ls >> kind;
+        if (kind == "unavailable") {
+            std::getline(ls, *note);
+            *note = "PyTorch not available:" + *note;
+        } else if (kind == "prefill" || kind == "decode") {
+            std::string n;
+            double ms = 0;
+            if (ls >> n >> ms) m[kind + " " + n] = ms;
+        }
+    }
+    return m;
+}
+
+// SmolLM2 end to end on the device (CudaLlamaRunner) and on the CPU (Session): prefill of 512
+// tokens, then 128 greedy decode steps. Returns the table line.
+std::string smollm_line() {
+    const std::filesystem::path path = sl::paths::default_model();
+    if (!std::filesystem::exists(path)) return "SmolLM2 end-to-end: model not cached (" + path.string() + "; run scripts/setup.sh)";
+    try {
+        auto m = sl::load_model(path);
+        const int n_vocab = m->model->config().n_vocab, n_prompt = 512, n_gen = 128;
+        std::vector<int32_t> prompt(static_cast<size_t>(n_prompt));
+        for (int i = 0; i < n_prompt; ++i) prompt[static_cast<size_t>(i)] = (i * 7919 + 13) % n_vocab;
+        auto now = [] { return std::chrono::steady_clock::now(); };
+        auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+        std::vector<float> logits(static_cast<size_t>(n_vocab));
+        sl::CudaLlamaRunner gpu(*m->model, n_prompt + n_gen + 8);
+        gpu.forward(prompt.data(), 8, logits.data());  // warm-up (module load, first launches)
+        gpu.reset();
+        auto t0 = now();
+        for (int p = 0; p < n_prompt; p += 256) gpu.forward(prompt.data() + p, std::min(256, n_prompt - p), logits.data());
+        auto t1 = now();
+        for (int i = 0; i < n_gen; ++i) {
+            const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            gpu.forward(&next, 1, logits.data());
+        }
+        auto t2 = now();
+        const double gp = n_prompt / secs(t0, t1), gd = n_gen / secs(t1, t2);
+        sl::SessionOptions so;
+        so.n_ctx = n_prompt + n_gen + 8;
+        sl::Session cpu(*m, so);
+        auto c0 = now();
+        cpu.prefill(prompt);
+        auto c1 = now();
+        for (int i = 0; i < 32; ++i) {
+            const auto lg = cpu.last_logits();
+            const int32_t next = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+            cpu.prefill(std::span<const int32_t>(&next, 1));
+        }
+        auto c2 = now();
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "SmolLM2-135M Q4_1 end-to-end: CUDA prefill %.0f tok/s, decode %.0f tok/s | CPU (%u threads) "
+                      "prefill %.0f tok/s, decode %.1f tok/s",
+                      gp, gd, std::thread::hardware_concurrency(), n_prompt / secs(c0, c1), 32 / secs(c1, c2));
+        return buf;
+    } catch (const std::exception& e) {
+        return std::string("SmolLM2 end-to-end: failed: ") + e.what();
+    }
+}
+
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string sdpa_path;
+    std::vector<int64_t> sizes = {32768, 131072, 1048576};
+    double budget_s = 240;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i], v = argv[i + 1];
+        if (a == "--sdpa") sdpa_path = v;
+        else if (a == "--budget-s") budget_s = std::atof(v.c_str());
+        else if (a == "--sizes") {
+            sizes.clear();
+            std::stringstream ss(v);
+            for (std::string t; std::getline(ss, t, ',');) sizes.push_back(std::atoll(t.c_str()));
+        } else die("unknown option " + a);
+    }
+    const sl::cuda::DeviceStatus dev = sl::cuda::probe();
+    if (!dev.usable) {
+        std::printf("no CUDA device: %s (benchmark skipped)\n", dev.message.c_str());
+        return 0;
+    }
+    std::string why;
+    if (!sl::cuda::blas_available(&why)) die(why);
+    const auto t0 = std::chrono::steady_clock::now();
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    const Ceilings c = measure_ceilings(st);
+    std::vector<Row> rows;
+    for (int64_t n : sizes) {
+        const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (spent > budget_s) {
+            std::printf("(time budget %.0f s spent: skipping N = %lld)\n", budget_s, static_cast<long long>(n));
+            continue;
+        }
+        run_size(n, st, rows);
+    }
+    const std::string smol = smollm_line();
+    std::string note;
+    const auto sdpa = sdpa_path.empty() ? std::map<std::string, double>{} : read_sdpa(sdpa_path, &note);
+    if (sdpa_path.empty()) note = "PyTorch not available (not measured)";
+
+    std::printf("\nMSA on %s — 64 q / 4 kv heads, dim 128, bf16 K/V, B 128, top-16\n", dev.message.c_str());
+    std::printf("ceilings: device copy %.0f GB/s, bf16 GEMM 8192^3 %.1f TFLOP/s\n", c.copy_gbs, c.gemm_tflops);
+    if (!note.empty()) std::printf("%s\n", note.c_str());
+    std::printf("| N | phase | MSA ms | index ms | top-k ms | sparse ms | indexer | sparse attention | SDPA flash ms | MSA speed-up |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+        const bool dec = r.phase == "decode";
+        const double total = r.index_ms + r.topk_ms + r.attn_ms;
+        const std::string key = (dec ? "decode " : "prefill ") + std::to_string(r.n);
+        const auto it = sdpa.find(key);
+        const std::string idx = dec ? fmt("%.0f GB/s", r.index_rate) + fmt(" (%.0f%% copy)", 100 * r.index_rate / c.copy_gbs)
+                                    : fmt("%.1f TFLOP/s", r.index_rate) + fmt(" (%.0f%% GEMM)", 100 * r.index_rate / c.gemm_tflops);
+        const std::string att = dec ? fmt("%.0f GB/s", r.attn_rate) + fmt(" (%.0f%% copy)", 100 * r.attn_rate / c.copy_gbs)
+                                    : fmt("%.1f TFLOP/s", r.attn_rate) + fmt(" (%.0f%% GEMM)", 100 * r.attn_rate / c.gemm_tflops);
+        std::printf("| %lldK | %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s |\n", static_cast<long long>(r.n / 1024),
+                    r.phase.c_str(), total, r.index_ms, r.topk_ms, r.attn_ms, idx.c_str(), att.c_str(),
+                    it == sdpa.end() ? "n/a" : fmt("%.3f", it->second).c_str(),
+                    it == sdpa.end() ? "n/a" : fmt("%.1fx", it->second / total).c_str());
+    }
+    std::printf("%s\n", smol.c_str());
+    cudaStreamDestroy(st);
+    return 0;
+}

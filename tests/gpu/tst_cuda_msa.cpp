@@ -1,0 +1,415 @@
+// MSA on the device (kernels/cuda/msa.cuh, paged_kv.cuh) against a CPU reference built from the
+// kernels/cpu primitives (ref::max_dot for block scores, ref::dot_rows_f32 + softmax +
+// ref::accumulate_rows_f32 for attention), on fresh random caches of odd lengths, unaligned
+// call starts, GQA groups, both head dims and block sizes, prefill and split-K decode, with blocks
+// moved through the pinned host tier. Skips without a device.
+#include <QTest>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <random>
+
+#include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/ops.h"
+#include "tests/common/test_support.h"
+#include "tests/gpu/gpu_test_util.h"
+
+#if SIGHTLINE_HAVE_CUDA
+#include "kernels/cuda/msa.cuh"
+#include "kernels/cuda/paged_kv.cuh"
+#endif
+
+class TstCudaMsa : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void shapeArithmeticAndRefusals();  // no device needed
+    void pagedCacheRoundTrip();
+    void prefillMatchesReference();
+    void decodeSplitKMatchesReference();
+    void denseSelectionIsEveryVisibleBlock();
+};
+
+#if SIGHTLINE_HAVE_CUDA
+using sl::test::DevBuf;
+namespace kc = sl::kernels;
+
+namespace {
+
+int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(sl::test::rng()); }
+
+std::vector<float> bf16_round(std::vector<float> v) {
+    for (float& x : v) x = kc::bf16_to_f32(kc::f32_to_bf16(x));
+    return v;
+}
+
+// A random cache: K, V (n_kv, n_kv_head, D) rounded to bf16, in a PagedKvCache filled in random
+// chunks, with a few blocks offloaded to the host tier and fetched back (so physical placement is
+// shuffled and the host round trip is on the path of every comparison).
+struct Fixture {
+    sl::cuda::MsaShape s;
+    std::vector<float> k, v, q;  // k, v rounded; q (n_q, n_head, D) f32
+    std::unique_ptr<sl::cuda::PagedKvCache> cache;
+};
+
+bool make_fixture(Fixture& f, int64_t pos0, int n_q, int n_kv_head, int G, int D, int B, std::string* error) {
+    f.s.pos0 = pos0;
+    f.s.n_q = n_q;
+    f.s.n_kv_head = n_kv_head;
+    f.s.n_head = n_kv_head * G;
+    f.s.head_dim = D;
+    f.s.block_size = B;
+    const int64_t n_kv = f.s.n_kv(), row = static_cast<int64_t>(n_kv_head) * D;
+    f.k = bf16_round(sl::test::random_floats(static_cast<size_t>(n_kv * row)));
+    f.v = bf16_round(sl::test::random_floats(static_cast<size_t>(n_kv * row)));
+    f.q = sl::test::random_floats(static_cast<size_t>(n_q) * f.s.n_head * D);
+    sl::cuda::PagedKvCache::Config c;
+    c.n_kv_head = n_kv_head;
+    c.head_dim = D;
+    c.block_size = B;
+    c.max_blocks = f.s.n_kv_blocks() + 1;
+    c.device_blocks = f.s.n_kv_blocks() + 2;
+    c.host_blocks = 3;
+    f.cache = sl::cuda::PagedKvCache::create(c, error);
+    if (!f.cache) return false;
+    DevBuf<float> dk(f.k), dv(f.v);
+    if (!dk.ok() || !dv.ok()) {
+        *error = "cudaMalloc failed";
+        return false;
+    }
+    for (int64_t p = 0; p < n_kv;) {
+        const int64_t n = std::min<int64_t>(n_kv - p, uniform(1, 3 * B));
+        if (!f.cache->append(0, p, n, dk.get() + p * row, dv.get() + p * row, nullptr, error)) return false;
+        p += n;
+    }
+    const int64_t nb = f.s.n_kv_blocks();
+    for (int i = 0; i < 3 && nb > 1; ++i) {
+        const int64_t b = uniform(0, static_cast<int>(nb - 1));
+        if (!f.cache->offload(0, b, nullptr, error)) return false;
+        if (f.cache->resident(0, b) || !f.cache->on_host(0, b)) {
+            *error = "offload left the block resident";
+            return false;
+        }
+    }
+    for (int64_t b = 0; b < nb; ++b)
+        if (!f.cache->fetch(0, b, nullptr, error)) return false;
+    return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+// Index queries: group means of q, rounded to bf16 as the kernel stages them.
+std::vector<float> group_mean(const Fixture& f) {
+    const auto& s = f.s;
+    const int G = s.n_head / s.n_kv_head, D = s.head_dim;
+    std::vector<float> iq(static_cast<size_t>(s.n_q) * s.n_kv_head * D);
+    for (int t = 0; t < s.n_q; ++t)
+        for (int g = 0; g < s.n_kv_head; ++g)
+            for (int i = 0; i < D; ++i) {
+                float acc = 0;
+                for (int h = 0; h < G; ++h) acc += f.q[(static_cast<size_t>(t) * s.n_head + g * G + h) * D + i];
+                iq[(static_cast<size_t>(t) * s.n_kv_head + g) * D + i] = acc / static_cast<float>(G);
+            }
+    return iq;
+}
+
+// K rows of head g for positions [p, p + n), gathered (n, D).
+std::vector<float> head_rows(const std::vector<float>& kv, const sl::cuda::MsaShape& s, int g, int64_t p, int64_t n) {
+    std::vector<float> out(static_cast<size_t>(n * s.head_dim));
+    for (int64_t j = 0; j < n; ++j)
+        std::copy_n(kv.data() + ((p + j) * s.n_kv_head + g) * s.head_dim, s.head_dim, out.data() + j * s.head_dim);
+    return out;
+}
+
+// Reference block scores (n_tasks, n_kv_blocks), as msa.cuh defines them.
+std::vector<float> reference_scores(const Fixture& f, const std::vector<float>& iq_rounded, bool sink) {
+    const auto& s = f.s;
+    const int64_t nb = s.n_kv_blocks(), B = s.block_size;
+    std::vector<float> out(static_cast<size_t>(s.n_tasks() * nb));
+    for (int64_t task = 0; task < s.n_tasks(); ++task) {
+        const int g = static_cast<int>(task % s.n_kv_head);
+        const int64_t qb = s.first_qblock() + task / s.n_kv_head;
+        const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+        for (int64_t b = 0; b < nb; ++b) {
+            float& o = out[static_cast<size_t>(task * nb + b)];
+            if (b == qb) o = INFINITY;
+            else if (sink && b == 0 && qb != 0) o = FLT_MAX;
+            else if (b > qb) o = -INFINITY;
+            else {
+                const auto keys = head_rows(f.k, s, g, b * B, B);
+                float best = -INFINITY;
+                for (int64_t t = t0; t < t1; ++t)
+                    best = std::max(best, kc::ref::max_dot(iq_rounded.data() + (t * s.n_kv_head + g) * s.head_dim,
+                                                           keys.data(), s.head_dim, B, s.head_dim));
+                o = best;
+            }
+        }
+    }
+    return out;
+}
+
+// Reference sparse attention over the selected blocks: out (n_q, n_head, D).
+std::vector<float> reference_attention(const Fixture& f, const std::vector<int32_t>& sel, int top_k, float scale) {
+    const auto& s = f.s;
+    const int G = s.n_head / s.n_kv_head, D = s.head_dim;
+    const int64_t B = s.block_size;
+    std::vector<float> out(f.q.size());
+    for (int64_t task = 0; task < s.n_tasks(); ++task) {
+        const int g = static_cast<int>(task % s.n_kv_head);
+        const int64_t qb = s.first_qblock() + task / s.n_kv_head;
+        const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t qpos = s.pos0 + t;
+            for (int h = g * G; h < (g + 1) * G; ++h) {
+                const float* qr = f.q.data() + (t * s.n_head + h) * D;
+                std::vector<float> scores, keys_v;
+                for (int j = 0; j < top_k; ++j) {
+                    const int32_t b = sel[static_cast<size_t>(task * top_k + j)];
+                    if (b < 0) break;
+                    const int64_t n = std::min<int64_t>(B, qpos - b * B + 1);  // causal
+                    if (n <= 0) continue;
+                    const auto kr = head_rows(f.k, s, g, b * B, n), vr = head_rows(f.v, s, g, b * B, n);
+                    std::vector<float> sc(static_cast<size_t>(n));
+                    kc::ref::dot_rows_f32(sc.data(), qr, kr.data(), D, n, D, scale);
+                    scores.insert(scores.end(), sc.begin(), sc.end());
+                    keys_v.insert(keys_v.end(), vr.begin(), vr.end());
+                }
+                kc::softmax(scores.data(), static_cast<int64_t>(scores.size()));
+                float* o = out.data() + (t * s.n_head + h) * D;
+                std::fill_n(o, D, 0.0f);
+                kc::ref::accumulate_rows_f32(o, scores.data(), keys_v.data(), D, static_cast<int64_t>(scores.size()), D);
+            }
+        }
+    }
+    return out;
+}
+
+// Runs the whole device pipeline for `f` and compares every stage with the reference.
+void check_pipeline(Fixture& f, int top_k, bool sink, int n_splits) {
+    const auto& s = f.s;
+    const int64_t nb = s.n_kv_blocks();
+    DevBuf<float> dq(f.q), diq(static_cast<size_t>(s.n_q) * s.n_kv_head * s.head_dim);
+    DevBuf<float> dscores(static_cast<size_t>(s.n_tasks() * nb));
+    DevBuf<int32_t> dsel(static_cast<size_t>(s.n_tasks() * top_k));
+    DevBuf<float> dout(f.q.size());
+    DevBuf<float> dws(static_cast<size_t>(std::max<int64_t>(1, sl::cuda::msa_workspace_floats(s, n_splits))));
+    QVERIFY(dq.ok() && diq.ok() && dscores.ok() && dsel.ok() && dout.ok() && dws.ok());
+
+    // Index queries.
+    CUDA_OK(sl::cuda::msa_group_mean(dq.get(), s, diq.get(), nullptr));
+    const auto iq = group_mean(f);
+    const auto iq_dev = diq.download();
+    QVERIFY2(sl::test::normalized_error(iq_dev.data(), iq.data(), iq.size()) < 1e-6, "group mean");
+
+    // Block scores: forced / invisible entries exactly, scored ones by normalized error.
+    CUDA_OK(sl::cuda::msa_index_scores(s, diq.get(), static_cast<int64_t>(s.n_kv_head) * s.head_dim,
+                                       f.cache->k_view(0), sink, dscores.get(), nullptr));
+    const auto got = dscores.download();
+    const auto want = reference_scores(f, bf16_round(iq_dev), sink);
+    std::vector<float> got_f, want_f;
+    for (size_t i = 0; i < want.size(); ++i) {
+        if (std::isfinite(want[i]) && want[i] != FLT_MAX) {
+            got_f.push_back(got[i]);
+            want_f.push_back(want[i]);
+        } else {
+            QCOMPARE(got[i], want[i]);
+        }
+    }
+    if (!want_f.empty())
+        QVERIFY2(sl::test::normalized_error(got_f.data(), want_f.data(), want_f.size()) < 1e-5, "block scores");
+
+    // Selection: exactly the top-k of the device's scores (ranked on the host), ascending ids.
+    CUDA_OK(sl::cuda::msa_select(dscores.get(), s, top_k, dsel.get(), nullptr));
+    const auto sel = dsel.download();
+    for (int64_t task = 0; task < s.n_tasks(); ++task) {
+        std::vector<int32_t> ids;
+        for (int32_t b = 0; b < nb; ++b)
+            if (got[static_cast<size_t>(task * nb + b)] != -INFINITY) ids.push_back(b);
+        std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+            return got[static_cast<size_t>(task * nb + a)] > got[static_cast<size_t>(task * nb + b)];
+        });
+        if (static_cast<int>(ids.size()) > top_k) ids.resize(static_cast<size_t>(top_k));
+        std::sort(ids.begin(), ids.end());
+        ids.resize(static_cast<size_t>(top_k), -1);
+        const std::vector<int32_t> row(sel.begin() + task * top_k, sel.begin() + (task + 1) * top_k);
+        QCOMPARE(row, ids);
+        const int64_t qb = s.first_qblock() + task / s.n_kv_head;
+        QVERIFY(std::find(row.begin(), row.end(), static_cast<int32_t>(qb)) != row.end());  // local forced
+        if (sink && top_k >= 2) QCOMPARE(row[0], 0);
+    }
+
+    // Sparse attention over that selection.
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    CUDA_OK(sl::cuda::msa_sparse_attention(s, dq.get(), dout.get(), scale, dsel.get(), top_k, f.cache->k_view(0),
+                                           f.cache->v_view(0), n_splits, dws.get(),
+                                           static_cast<int64_t>(dws.size()), nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto out = dout.download();
+    const auto ref = reference_attention(f, sel, top_k, scale);
+    const double err = sl::test::normalized_error(out.data(), ref.data(), ref.size());
+    qInfo("MSA n_q %d pos0 %lld heads %d/%d D %d B %d top_k %d splits %d: attention error %.2e", s.n_q,
+          static_cast<long long>(s.pos0), s.n_head, s.n_kv_head, s.head_dim, s.block_size, top_k, n_splits, err);
+    // bf16 q and P (K, V are bf16 on both sides): ~3e-3 expected; layout bugs give O(1).
+    QVERIFY2(err < 1e-2, "sparse attention");
+}
+
+}  // namespace
+
+// Query-block bookkeeping, and shapes the kernels refuse before touching the device (so this runs
+// everywhere, with fake pointers that are never dereferenced).
+void TstCudaMsa::shapeArithmeticAndRefusals() {
+    sl::cuda::MsaShape s;
+    s.pos0 = 300;
+    s.n_q = 200;  // positions 300..499: blocks 2, 3 of 128 (4 KV blocks: 0..3)
+    s.n_head = 12;
+    s.n_kv_head = 4;
+    s.head_dim = 128;
+    s.block_size = 128;
+    QCOMPARE(s.n_kv(), int64_t{500});
+    QCOMPARE(s.n_kv_blocks(), int64_t{4});
+    QCOMPARE(s.first_qblock(), int64_t{2});
+    QCOMPARE(s.n_qblocks(), int64_t{2});
+    QCOMPARE(s.n_tasks(), int64_t{8});
+    // Split-K partials: splits x tasks x (min(n_q, B) * G rows) x (D + 2).
+    QCOMPARE(sl::cuda::msa_workspace_floats(s, 1), int64_t{0});
+    QCOMPARE(sl::cuda::msa_workspace_floats(s, 4), int64_t{4} * 8 * (128 * 3) * 130);
+    s.pos0 = 256;
+    s.n_q = 1;
+    QCOMPARE(s.n_qblocks(), int64_t{1});
+    QCOMPARE(s.n_kv_blocks(), int64_t{3});
+
+    alignas(16) static uint16_t fake_kv[64];
+    alignas(16) static int32_t fake_table[4];
+    alignas(16) static float fake_f[64];
+    static int32_t fake_sel[64];
+    sl::cuda::PagedView v;
+    v.base = fake_kv;
+    v.table = fake_table;
+    v.block_size = 128;
+    v.head_dim = 128;
+    v.block_stride = 4 * 128 * 128;
+    v.head_stride = 128 * 128;
+    s.pos0 = 300;
+    s.n_q = 200;
+    auto refused = [](cudaError_t e) { return e == cudaErrorInvalidValue; };
+    sl::cuda::MsaShape bad = s;
+    bad.head_dim = 96;
+    QVERIFY(refused(sl::cuda::msa_sparse_attention(bad, fake_f, fake_f, 1, fake_sel, 4, v, v, 1, nullptr, 0, nullptr)));
+    bad = s;
+    bad.block_size = 100;
+    QVERIFY(refused(sl::cuda::msa_index_scores(bad, fake_f, 512, v, false, fake_f, nullptr)));
+    bad = s;
+    bad.n_head = 10;  // not a multiple of n_kv_head
+    QVERIFY(refused(sl::cuda::msa_group_mean(fake_f, bad, fake_f, nullptr)));
+    QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 0, v, v, 1, nullptr, 0, nullptr)));
+    QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 4, v, v, 3, nullptr, 0, nullptr)));
+    QVERIFY(refused(sl::cuda::msa_select(fake_f, s, 65, fake_sel, nullptr)));          // top_k > 64
+    QVERIFY(refused(sl::cuda::msa_select_all(s, 3, fake_sel, nullptr)));               // < n_kv_blocks
+    QVERIFY(refused(sl::cuda::msa_index_scores(s, fake_f, 100, v, false, fake_f, nullptr)));  // iq_stride
+    sl::cuda::PagedView odd = v;
+    odd.base = fake_kv + 1;  // not 16-byte aligned
+    QVERIFY(refused(sl::cuda::msa_index_scores(s, fake_f, 512, odd, false, fake_f, nullptr)));
+    odd = v;
+    odd.head_stride = 100;  // heads overlap within a block
+    QVERIFY(refused(sl::cuda::write_paged(odd, 4, fake_f, 0, 1, nullptr)));
+    sl::cuda::PagedKvCache::Config c;  // no heads: refused without allocating
+    std::string error;
+    QVERIFY(!sl::cuda::PagedKvCache::create(c, &error));
+    QVERIFY(error.find("bad configuration") != std::string::npos);
+}
+
+void TstCudaMsa::pagedCacheRoundTrip() {
+    REQUIRE_CUDA_DEVICE();
+    Fixture f;
+    std::string error;
+    QVERIFY2(make_fixture(f, uniform(300, 1500), uniform(1, 200), 3, 2, 64, 64, &error), error.c_str());
+    const auto& s = f.s;
+    const auto& cfg = f.cache->config();
+    const int64_t nb = s.n_kv_blocks(), elems = static_cast<int64_t>(cfg.n_kv_head) * cfg.block_size * cfg.head_dim;
+    std::vector<int32_t> table(static_cast<size_t>(nb));
+    CUDA_OK(cudaMemcpy(table.data(), f.cache->k_view(0).table, table.size() * 4, cudaMemcpyDeviceToHost));
+    std::vector<uint16_t> kpool(static_cast<size_t>(cfg.device_blocks * elems)), vpool(kpool.size());
+    CUDA_OK(cudaMemcpy(kpool.data(), f.cache->k_view(0).base, kpool.size() * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(vpool.data(), f.cache->v_view(0).base, vpool.size() * 2, cudaMemcpyDeviceToHost));
+    for (int64_t p = 0; p < s.n_kv(); ++p) {
+        const int32_t phys = table[static_cast<size_t>(p / s.block_size)];
+        QVERIFY(phys >= 0 && phys < cfg.device_blocks);
+        for (int h = 0; h < s.n_kv_head; ++h)
+            for (int i = 0; i < s.head_dim; ++i) {
+                const size_t at = static_cast<size_t>(phys * elems + (h * s.block_size + p % s.block_size) * s.head_dim + i);
+                const size_t want = static_cast<size_t>((p * s.n_kv_head + h) * s.head_dim + i);
+                QCOMPARE(kc::bf16_to_f32(kpool[at]), f.k[want]);
+                QCOMPARE(kc::bf16_to_f32(vpool[at]), f.v[want]);
+            }
+    }
+    // Errors are reported, not thrown: a block past the table, a full host tier.
+    QVERIFY(!f.cache->offload(0, cfg.max_blocks, nullptr, &error));
+    QVERIFY(error.find("out of range") != std::string::npos);
+}
+
+void TstCudaMsa::prefillMatchesReference() {
+    REQUIRE_CUDA_DEVICE();
+    for (int D : {64, 128}) {
+        for (int B : {64, 128}) {
+            Fixture f;
+            std::string error;
+            // An unaligned start, several query blocks, odd lengths; G = 3 query heads per KV head.
+            const int64_t pos0 = uniform(3, 9) * B + uniform(1, B - 1);
+            QVERIFY2(make_fixture(f, pos0, uniform(2 * B, 4 * B) | 1, 2, 3, D, B, &error), error.c_str());
+            check_pipeline(f, /*top_k=*/4, /*sink=*/B == 64, /*n_splits=*/1);
+            check_pipeline(f, /*top_k=*/3, /*sink=*/false, /*n_splits=*/3);  // split-K on prefill rows
+            check_pipeline(f, /*top_k=*/64, /*sink=*/false, /*n_splits=*/1); // everything visible: dense
+        }
+    }
+}
+
+void TstCudaMsa::decodeSplitKMatchesReference() {
+    REQUIRE_CUDA_DEVICE();
+    for (int D : {64, 128}) {
+        Fixture f;
+        std::string error;
+        const int B = 128;
+        QVERIFY2(make_fixture(f, uniform(20, 40) * B + uniform(0, B - 1), 1, 4, 4, D, B, &error), error.c_str());
+        check_pipeline(f, 16, /*sink=*/true, /*n_splits=*/1);
+        check_pipeline(f, 16, /*sink=*/true, /*n_splits=*/5);  // uneven split of 16 blocks
+        check_pipeline(f, 16, /*sink=*/false, /*n_splits=*/16);
+    }
+}
+
+void TstCudaMsa::denseSelectionIsEveryVisibleBlock() {
+    REQUIRE_CUDA_DEVICE();
+    Fixture f;
+    std::string error;
+    const int B = 64;
+    QVERIFY2(make_fixture(f, uniform(1, 5) * B + uniform(0, B - 1), uniform(B, 3 * B) | 1, 3, 3, 64, B, &error),
+             error.c_str());
+    const auto& s = f.s;
+    const int top_k = static_cast<int>(s.n_kv_blocks()) + 2;
+    DevBuf<int32_t> dsel(static_cast<size_t>(s.n_tasks() * top_k));
+    DevBuf<float> dq(f.q), dout(f.q.size());
+    QVERIFY(dsel.ok() && dq.ok() && dout.ok());
+    QCOMPARE(sl::cuda::msa_select_all(s, top_k - 3, dsel.get(), nullptr), cudaErrorInvalidValue);
+    CUDA_OK(sl::cuda::msa_select_all(s, top_k, dsel.get(), nullptr));
+    const auto sel = dsel.download();
+    for (int64_t task = 0; task < s.n_tasks(); ++task) {
+        const int64_t qb = s.first_qblock() + task / s.n_kv_head;
+        for (int j = 0; j < top_k; ++j) QCOMPARE(sel[static_cast<size_t>(task * top_k + j)], j <= qb ? j : -1);
+    }
+    const float scale = 0.125f;
+    CUDA_OK(sl::cuda::msa_sparse_attention(s, dq.get(), dout.get(), scale, dsel.get(), top_k, f.cache->k_view(0),
+                                           f.cache->v_view(0), 1, nullptr, 0, nullptr));
+    const auto out = dout.download();
+    const auto ref = reference_attention(f, sel, top_k, scale);
+    QVERIFY(sl::test::normalized_error(out.data(), ref.data(), ref.size()) < 1e-2);
+}
+
+#else
+void TstCudaMsa::shapeArithmeticAndRefusals() { QSKIP("built without CUDA"); }
+void TstCudaMsa::denseSelectionIsEveryVisibleBlock() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::pagedCacheRoundTrip() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::prefillMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::decodeSplitKMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
+#endif
+
+QTEST_APPLESS_MAIN(TstCudaMsa)
+#include "tst_cuda_msa.moc"
