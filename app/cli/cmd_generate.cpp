@@ -1,17 +1,34 @@
 // `sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]
 // [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N]
-// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key]
-// [--dense-layers L]`: streams a continuation (or, with --chat, the assistant's answer) to stdout.
+// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid]
+// [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
+// continuation (or, with --chat, the assistant's answer) to stdout.
+// --mmproj VISION.gguf --image FILE puts FILE (PNG/JPEG/...) before the prompt as image-patch tokens
+// encoded by the vision tower (core/vision); without --mmproj the model is text-only and says so.
+// --device picks where the model runs (core/runtime/backend.h): auto (CUDA when usable, else the CPU,
+// saying why), cpu, or cuda (an error without a usable device).
 // --attention msa runs MSA sparse attention (training-free) with top-k blocks of B tokens.
+// --positions remap (MSA) attends far selected blocks at a fixed distance (--remap-window, default
+// 4096) for models trained on shorter contexts. --kv-type sets the KV cache storage (default f16); --kv-budget (e.g. 512M, 2G) caps the RAM of
+// the KV pages, the rest spilling to a memory-mapped temp file (in --kv-spill-dir).
+#include <QImage>
+#include <QImageReader>
 #include <QStringList>
 
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "app/cli/cli_command.h"
 #include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/vision/patch_tokens.h"
+#include "core/vision/vision_encoder.h"
+#include "core/vision/vision_model.h"
 
 namespace {
 
@@ -19,11 +36,34 @@ const char* kUsage =
     "usage: sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--threads N] [--ctx N] [--stats]\n"
-    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key] [--dense-layers L]\n";
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid] [--dense-layers L]\n"
+    "       [--positions original|remap] [--remap-window N]\n"
+    "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"
+    "       [--device auto|cpu|cuda]\n"
+    "       [--mmproj VISION.gguf --image FILE]\n";
+
+// Decodes an image file into 8-bit RGB; throws FormatError naming the file when it cannot.
+sl::RgbImage load_rgb(const std::string& path) {
+    QImageReader reader(QString::fromStdString(path));
+    const QSize size = reader.size();
+    if (size.isValid() && (size.width() > 16384 || size.height() > 16384))
+        throw sl::FormatError(path + ": image of " + std::to_string(size.width()) + " x " +
+                              std::to_string(size.height()) + " pixels is too large (limit 16384 per edge)");
+    const QImage img = reader.read().convertToFormat(QImage::Format_RGB888);
+    if (img.isNull()) throw sl::FormatError(path + ": cannot decode image: " + reader.errorString().toStdString());
+    sl::RgbImage out;
+    out.width = img.width();
+    out.height = img.height();
+    out.rgb.resize(static_cast<size_t>(out.width) * static_cast<size_t>(out.height) * 3);
+    for (int y = 0; y < out.height; ++y)
+        std::memcpy(out.rgb.data() + static_cast<size_t>(y) * static_cast<size_t>(out.width) * 3, img.constScanLine(y),
+                    static_cast<size_t>(out.width) * 3);
+    return out;
+}
 
 int run(const QStringList& args) {
     std::string model_path = sl::paths::default_model().string();
-    std::string prompt, system;
+    std::string prompt, system, image_path, mmproj_path;
     bool chat = false, stats = false, have_prompt = false;
     sl::GenerateOptions gen;
     sl::SessionOptions so;
@@ -42,6 +82,8 @@ int run(const QStringList& args) {
         } else if (a == QLatin1String("--model")) model_path = value().toStdString();
         else if (a == QLatin1String("--prompt")) { prompt = value().toStdString(); have_prompt = true; }
         else if (a == QLatin1String("--system")) system = value().toStdString();
+        else if (a == QLatin1String("--image")) image_path = value().toStdString();
+        else if (a == QLatin1String("--mmproj")) mmproj_path = value().toStdString();
         else if (a == QLatin1String("-n")) gen.max_tokens = value().toInt();
         else if (a == QLatin1String("--seed")) gen.sampling.seed = value().toULongLong();
         else if (a == QLatin1String("--temp")) gen.sampling.temperature = value().toFloat();
@@ -54,11 +96,47 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--topk")) msa_cfg.top_k = value().toInt();
         else if (a == QLatin1String("--block")) msa_cfg.block_size = value().toInt();
         else if (a == QLatin1String("--dense-layers")) msa_cfg.dense_layers = value().toInt();
+        else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = value().toStdString();
+        else if (a == QLatin1String("--device")) {
+            so.device = value().toStdString();
+            if (so.device != "auto" && so.device != "cpu" && so.device != "cuda") {
+                sl::cli::err("sightline-cli generate: bad value '" + so.device + "' for --device (auto, cpu or cuda)\n" + kUsage);
+                return 2;
+            }
+        }
+        else if (a == QLatin1String("--remap-window")) msa_cfg.remap_window = value().toInt();
+        else if (a == QLatin1String("--positions")) {
+            const QString v = value();
+            if (v == QLatin1String("original")) msa_cfg.positions = sl::PositionMode::Original;
+            else if (v == QLatin1String("remap")) msa_cfg.positions = sl::PositionMode::Remap;
+            else {
+                sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for --positions (original or remap)\n" + kUsage);
+                return 2;
+            }
+        }
+        else if (a == QLatin1String("--kv-type")) {
+            const QString v = value();
+            const auto t = sl::parse_kv_type(v.toStdString());
+            if (!t) {
+                sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for --kv-type (f32, f16 or int8)\n" + kUsage);
+                return 2;
+            }
+            so.kv_type = *t;
+        } else if (a == QLatin1String("--kv-budget")) {
+            const QString v = value();
+            try {
+                so.kv_budget_bytes = sl::parse_byte_size(v.toStdString());
+            } catch (const sl::Error& e) {
+                sl::cli::err(std::string("sightline-cli generate: --kv-budget: ") + e.what() + "\n" + kUsage);
+                return 2;
+            }
+        }
         else if (a == QLatin1String("--attention") || a == QLatin1String("--msa-mode")) {
             const QString v = value();
             if (a == QLatin1String("--attention") && (v == QLatin1String("dense") || v == QLatin1String("msa"))) msa = v == QLatin1String("msa");
             else if (a == QLatin1String("--msa-mode") && v == QLatin1String("block-max")) msa_cfg.scoring = sl::BlockScoring::BlockMax;
             else if (a == QLatin1String("--msa-mode") && v == QLatin1String("mean-key")) msa_cfg.scoring = sl::BlockScoring::MeanKey;
+            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("hybrid")) msa_cfg.scoring = sl::BlockScoring::Hybrid;
             else {
                 sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for " + a.toStdString() + "\n" + kUsage);
                 return 2;
@@ -74,8 +152,52 @@ int run(const QStringList& args) {
         return 2;
     }
     auto m = sl::load_model(model_path);
+    std::unique_ptr<sl::LoadedVisionModel> vision;
+    if (!mmproj_path.empty()) {
+        vision = sl::load_mmproj(mmproj_path);
+        sl::check_vision_fits_lm(vision->model.config, m->model->config().d_model, mmproj_path);
+    }
+    if (!image_path.empty() && !vision) {
+        sl::cli::err("sightline-cli generate: --image needs --mmproj VISION.gguf (" + sl::vision_mode(nullptr).description +
+                     "; `sightline-cli ingest` reads an image's text)\n");
+        return 2;
+    }
     std::vector<int32_t> tokens;
-    if (chat) {
+    std::vector<float> embeddings;
+    std::string image_stats;
+    if (!image_path.empty()) {
+        // The image goes where the marker stands: before the prompt, inside the user turn.
+        const std::string marker = "<__image__>";
+        std::string text = marker + "\n" + prompt;
+        if (chat) {
+            std::vector<sl::ChatMessage> msgs;
+            if (!system.empty()) msgs.push_back({"system", system});
+            msgs.push_back({"user", text});
+            text = m->chat->render(msgs, true);
+            for (auto& s : m->chat->stop_strings()) gen.stop.push_back(s);
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const sl::RgbImage img = load_rgb(image_path);
+        sl::ThreadPool pool(so.n_threads);
+        sl::VisionEncoder encoder(vision->model, pool);
+        const sl::ImageTokenLayout layout = sl::image_token_layout(vision->model.config, img.width, img.height);
+        const sl::EncodedImage encoded = sl::encode_image(encoder, img);
+        const double encode_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        sl::MultimodalStreamBuilder builder(*m->tokenizer, m->model->config().d_model);
+        const size_t at = text.find(marker);
+        builder.add_text(text.substr(0, at), chat);
+        builder.add_image(layout, encoded, 0);
+        builder.add_text(text.substr(at + marker.size()), chat);
+        const sl::MultimodalStream stream = builder.take();
+        tokens = stream.tokens;
+        embeddings.resize(tokens.size() * static_cast<size_t>(stream.width));
+        stream.fill_embeddings(0, static_cast<int>(tokens.size()), embeddings.data());
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "[image %d x %d: %d tile(s), %d embedding positions of %d, encoded in %.2f s]\n",
+                      img.width, img.height, layout.plan.n_tiles(), layout.n_embeddings, static_cast<int>(tokens.size()),
+                      encode_s);
+        image_stats = buf;
+    } else if (chat) {
         std::vector<sl::ChatMessage> msgs;
         if (!system.empty()) msgs.push_back({"system", system});
         msgs.push_back({"user", prompt});
@@ -85,8 +207,10 @@ int run(const QStringList& args) {
         tokens = m->tokenizer->encode(prompt, true, false);
     }
     so.n_ctx = std::max<int>(so.n_ctx, static_cast<int>(tokens.size()) + gen.max_tokens + 1);
+    so.kv_block = msa ? msa_cfg.block_size : so.kv_block;
     sl::Session session(*m, so, msa ? std::make_unique<sl::MsaAttention>(msa_cfg) : nullptr);
-    session.prefill(tokens);
+    if (stats || so.device != "auto") sl::cli::err("[device: " + session.device_reason() + "]\n");
+    session.prefill(tokens, embeddings.empty() ? nullptr : embeddings.data());
     if (!chat) sl::cli::out(prompt);
     const sl::GenerateStats st = session.generate(gen, [](std::string_view text) {
         sl::cli::out(std::string(text));
@@ -97,12 +221,14 @@ int run(const QStringList& args) {
         char buf[512];
         std::snprintf(buf, sizeof buf,
                       "[model load %.2f s | prompt %d tokens in %.2f s (%.1f tok/s) | generated %d tokens in %.2f s "
-                      "(%.1f tok/s) | stop: %s | %d threads]\n",
+                      "(%.1f tok/s) | stop: %s | %d threads | KV %s, %.1f MiB in RAM, %lld pages spilled]\n",
                       m->load_seconds, st.prompt_tokens, st.prefill_seconds,
                       st.prefill_seconds > 0 ? st.prompt_tokens / st.prefill_seconds : 0.0, st.generated_tokens,
                       st.decode_seconds, st.decode_seconds > 0 ? st.generated_tokens / st.decode_seconds : 0.0,
-                      st.stop_reason.c_str(), session.pool().size());
-        sl::cli::err(buf);
+                      st.stop_reason.c_str(), session.pool().size(), sl::kv_type_name(session.kv_cache().type()),
+                      static_cast<double>(session.kv_cache().ram_bytes()) / (1024.0 * 1024.0),
+                      static_cast<long long>(session.kv_cache().pages_spilled()));
+        sl::cli::err(image_stats + buf);
     }
     return 0;
 }

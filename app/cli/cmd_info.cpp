@@ -1,11 +1,14 @@
-// `sightline-cli info [--json] [MODEL]`: what a GGUF model file holds (architecture,
-// hyperparameters, tokenizer, tensor types, chat template family), read with core/gguf.
+// `sightline-cli info [--json] [--mmproj FILE] [MODEL]`: what a GGUF model file holds
+// (architecture, hyperparameters, tokenizer, tensor types, chat template family), read with
+// core/gguf, and how visuals enter its context: with --mmproj, the vision tower's config (loaded
+// and validated by core/vision) and whether it fits the model; without, the text-only mode.
 // MODEL defaults to the model scripts/setup.sh fetched.
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QStringList>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -17,6 +20,8 @@
 #include "app/cli/cli_command.h"
 #include "core/gguf/gguf_reader.h"
 #include "core/util/paths.h"
+#include "core/vision/patch_tokens.h"
+#include "core/vision/vision_model.h"
 #include "kernels/cpu/tensor_types.h"
 
 namespace {
@@ -99,6 +104,33 @@ ModelInfo read_info(const fs::path& path) {
     return m;
 }
 
+// The vision side: the mmproj's config when one is given.
+struct VisionInfo {
+    std::string path;
+    std::optional<sl::VisionConfig> config;
+    std::string mode;  // sl::vision_mode's line
+};
+
+VisionInfo read_vision(const std::optional<fs::path>& mmproj) {
+    VisionInfo v;
+    if (!mmproj) {
+        v.mode = sl::vision_mode(nullptr).description;
+        return v;
+    }
+    const auto vm = sl::load_mmproj(*mmproj);
+    v.path = mmproj->string();
+    v.config = vm->model.config;
+    v.mode = sl::vision_mode(&vm->model).description;
+    return v;
+}
+
+std::string rgb_text(const std::array<float, 3>& a) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%g, %g, %g", static_cast<double>(a[0]), static_cast<double>(a[1]),
+                  static_cast<double>(a[2]));
+    return buf;
+}
+
 template <typename T>
 std::string text(const std::optional<T>& v) {
     if (!v) return "-";
@@ -115,7 +147,7 @@ std::string or_dash(const std::string& s) {
     return s.empty() ? "-" : s;
 }
 
-std::string format_text(const ModelInfo& m) {
+std::string format_text(const ModelInfo& m, const VisionInfo& v) {
     char size[64];
     std::snprintf(size, sizeof size, "%.1f MiB (%llu bytes)",
                   static_cast<double>(m.file_size) / (1024.0 * 1024.0),
@@ -148,9 +180,38 @@ std::string format_text(const ModelInfo& m) {
         {"tokenizer", tokenizer},
         {"chat template", m.chat_template},
         {"tensors", std::to_string(m.tensor_count) + (types.empty() ? "" : " (" + types + ")")},
+        {"visuals", v.mode},
     };
     std::string out;
     for (const auto& [label, value] : rows) {
+        std::string l = label;
+        out += l + std::string(l.size() < 15 ? 15 - l.size() : 1, ' ') + value + "\n";
+    }
+    if (!v.config) return out;
+    const sl::VisionConfig& c = *v.config;
+    const std::string fits = m.embedding && static_cast<int>(*m.embedding) == c.n_embd_out
+                                 ? "yes"
+                                 : "NO (model width " + text(m.embedding) + ")";
+    const std::vector<std::pair<const char*, std::string>> vrows = {
+        {"vision file", v.path},
+        {"projector", c.projector},
+        {"image size", std::to_string(c.image_size) + " px tiles"},
+        {"patch size", std::to_string(c.patch_size) + " px (" + std::to_string(c.grid()) + " x " +
+                           std::to_string(c.grid()) + " = " + std::to_string(c.n_patches()) + " patches)"},
+        {"ViT", std::to_string(c.n_layer) + " layers x " + std::to_string(c.n_embd) + ", " +
+                    std::to_string(c.n_head) + " heads, FFN " + std::to_string(c.n_ff)},
+        {"LN eps", text(std::optional<float>(c.eps))},
+        {"image mean", rgb_text(c.mean)},
+        {"image std", rgb_text(c.std)},
+        {"pixel shuffle", std::to_string(c.scale_factor) + " -> " + std::to_string(c.tokens_per_tile()) +
+                              " tokens per tile"},
+        {"projection", std::to_string(c.merged_width()) + " -> " + std::to_string(c.n_embd_out) + " (fits model: " +
+                           fits + ")"},
+        {"tiling", c.longest_edge ? "longest edge " + std::to_string(c.longest_edge) + " px, then " +
+                                        std::to_string(c.image_size) + " px tiles + a global tile"
+                                  : "none: one resized tile per image"},
+    };
+    for (const auto& [label, value] : vrows) {
         std::string l = label;
         out += l + std::string(l.size() < 15 ? 15 - l.size() : 1, ' ') + value + "\n";
     }
@@ -167,7 +228,7 @@ QJsonValue json(const std::string& s) {
     return s.empty() ? QJsonValue(QJsonValue::Null) : QJsonValue(QString::fromStdString(s));
 }
 
-std::string format_json(const ModelInfo& m) {
+std::string format_json(const ModelInfo& m, const VisionInfo& v) {
     QJsonObject types;
     for (const auto& [name, n] : m.tensor_types) types.insert(QString::fromStdString(name), n);
     QJsonObject o;
@@ -194,27 +255,53 @@ std::string format_json(const ModelInfo& m) {
     o.insert(QStringLiteral("chat_template"), QString::fromStdString(m.chat_template));
     o.insert(QStringLiteral("tensor_count"), static_cast<double>(m.tensor_count));
     o.insert(QStringLiteral("tensor_types"), types);
+    o.insert(QStringLiteral("visual_mode"), QString::fromStdString(v.mode));
+    if (v.config) {
+        const sl::VisionConfig& c = *v.config;
+        QJsonObject vo;
+        vo.insert(QStringLiteral("file"), QString::fromStdString(v.path));
+        vo.insert(QStringLiteral("projector_type"), QString::fromStdString(c.projector));
+        vo.insert(QStringLiteral("image_size"), c.image_size);
+        vo.insert(QStringLiteral("patch_size"), c.patch_size);
+        vo.insert(QStringLiteral("embedding_length"), c.n_embd);
+        vo.insert(QStringLiteral("feed_forward_length"), c.n_ff);
+        vo.insert(QStringLiteral("block_count"), c.n_layer);
+        vo.insert(QStringLiteral("head_count"), c.n_head);
+        vo.insert(QStringLiteral("layer_norm_eps"), static_cast<double>(c.eps));
+        vo.insert(QStringLiteral("scale_factor"), c.scale_factor);
+        vo.insert(QStringLiteral("tokens_per_tile"), c.tokens_per_tile());
+        vo.insert(QStringLiteral("projection_width"), c.n_embd_out);
+        vo.insert(QStringLiteral("longest_edge"), c.longest_edge);
+        vo.insert(QStringLiteral("fits_model"), m.embedding && static_cast<int>(*m.embedding) == c.n_embd_out);
+        o.insert(QStringLiteral("vision"), vo);
+    } else {
+        o.insert(QStringLiteral("vision"), QJsonValue(QJsonValue::Null));
+    }
     return QJsonDocument(o).toJson(QJsonDocument::Indented).toStdString();
 }
 
 int run(const QStringList& args) {
     bool as_json = false;
-    std::optional<fs::path> model;
-    for (const QString& a : args) {
+    std::optional<fs::path> model, mmproj;
+    for (qsizetype i = 0; i < args.size(); ++i) {
+        const QString& a = args[i];
         if (a == QLatin1String("--json")) {
             as_json = true;
+        } else if (a == QLatin1String("--mmproj") && i + 1 < args.size()) {
+            mmproj = fs::path(args[++i].toStdString());
         } else if (a.startsWith(QLatin1Char('-')) || model) {
-            sl::cli::err("usage: sightline-cli info [--json] [MODEL.gguf]\n");
+            sl::cli::err("usage: sightline-cli info [--json] [--mmproj VISION.gguf] [MODEL.gguf]\n");
             return 2;
         } else {
             model = fs::path(a.toStdString());
         }
     }
     const ModelInfo m = read_info(model.value_or(sl::paths::default_model()));
-    sl::cli::out(as_json ? format_json(m) : format_text(m));
+    const VisionInfo v = read_vision(mmproj);
+    sl::cli::out(as_json ? format_json(m, v) : format_text(m, v));
     return 0;
 }
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(info, "info", "what a GGUF model file holds ([--json] [MODEL])", run);
+SIGHTLINE_CLI_COMMAND(info, "info", "what a GGUF model file holds ([--json] [--mmproj FILE] [MODEL])", run);

@@ -1,9 +1,11 @@
 // sightline-cli: the headless front end. `sightline-cli help` lists the commands.
 #include <QCoreApplication>
+#include <QGuiApplication>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <memory>
 
 #include "app/cli/cli_command.h"
 #include "app/common/version_report.h"
@@ -28,7 +30,15 @@ int usage(int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    QCoreApplication app(argc, argv);
+    // Reports in PDF lay text out with fonts, which needs a QGuiApplication: `report` and
+    // `quickstart` get one, headless (offscreen platform) unless QT_QPA_PLATFORM says otherwise.
+    std::unique_ptr<QCoreApplication> app;
+    if (argc > 1 && (std::strcmp(argv[1], "report") == 0 || std::strcmp(argv[1], "quickstart") == 0)) {
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+        app = std::make_unique<QGuiApplication>(argc, argv);
+    } else {
+        app = std::make_unique<QCoreApplication>(argc, argv);
+    }
     QCoreApplication::setApplicationName(QStringLiteral("sightline-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SIGHTLINE_VERSION));
     QStringList args = QCoreApplication::arguments().mid(1);

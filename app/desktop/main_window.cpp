@@ -1,45 +1,437 @@
 #include "app/desktop/main_window.h"
 
 #include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDirIterator>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
+#include <QListView>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
+#include <QSplitter>
 #include <QStatusBar>
+#include <QtConcurrent>
+
+#include <algorithm>
 
 #include "app/common/version_report.h"
+#include "app/desktop/budget_dialog.h"
+#include "app/desktop/chat_pane.h"
+#include "app/desktop/event_loop_probe.h"
+#include "app/desktop/ingest_queue.h"
+#include "app/desktop/library_answer_service.h"
+#include "app/desktop/library_model.h"
+#include "app/desktop/library_pane.h"
+#include "app/desktop/model_manager.h"
+#include "app/desktop/report_export.h"
+#include "app/desktop/viewer_pane.h"
 
 namespace sl::desktop {
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+namespace {
+
+// Tokens a ready document takes in the long context (~4 bytes of text a token, plus the unit
+// markers), until the context builder reports exact counts.
+qint64 estimate_tokens(const doc::Document& d) {
+    return static_cast<qint64>(d.text_chars() / 4 + d.units.size() * 8);
+}
+
+QStringList local_files(const QMimeData* mime) {
+    QStringList out;
+    if (!mime || !mime->hasUrls()) return out;
+    for (const QUrl& u : mime->urls())
+        if (u.isLocalFile()) out << u.toLocalFile();
+    return out;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : MainWindow(MainWindowOptions{}, parent) {}
+
+MainWindow::MainWindow(MainWindowOptions options, QWidget* parent) : QMainWindow(parent), options_(std::move(options)) {
+    settings_ = std::make_unique<AppSettings>(options_.settings_file);
+    build();
+}
+
+MainWindow::~MainWindow() {
+    // The panes' destructors stop their workers; the queue waits for a running reader.
+    queue_->cancelAll();
+}
+
+void MainWindow::build() {
     setWindowTitle(QStringLiteral("Sightline"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/sightline.svg")));
-    auto* placeholder = new QLabel(tr("Drop PDFs, slide decks, images and videos here."), this);
-    placeholder->setAlignment(Qt::AlignCenter);
-    placeholder->setAccessibleName(tr("Library drop area"));
-    setCentralWidget(placeholder);
+    library_ = new LibraryModel(this);
+    queue_ = new IngestQueue(library_, this);
+    ingest::IngestOptions io = queue_->options();
+    io.ocr = settings_->ocr();
+    queue_->setOptions(io);
+    if (!options_.library_dir.isEmpty()) queue_->setLibraryDir(options_.library_dir.toStdString());
+    probe_ = new EventLoopProbe(10, this);
+
+    library_pane_ = new LibraryPane(library_, queue_, this);
+    viewer_ = new ViewerPane(this);
+    chat_ = new ChatPane(library_, this);
+    splitter_ = new QSplitter(Qt::Horizontal, this);
+    splitter_->setObjectName(QStringLiteral("mainSplitter"));
+    splitter_->setAccessibleName(tr("Library, viewer and chat; drop files anywhere to add them"));
+    splitter_->addWidget(library_pane_);
+    splitter_->addWidget(viewer_);
+    splitter_->addWidget(chat_);
+    splitter_->setStretchFactor(0, 0);
+    splitter_->setStretchFactor(1, 3);
+    splitter_->setStretchFactor(2, 2);
+    splitter_->setSizes({280, 560, 400});
+    setCentralWidget(splitter_);
     createMenus();
-    statusBar()->showMessage(tr("Ready"));
-    resize(1200, 800);
+    createStatusBar();
+
+    // Drops anywhere: children that would take them (text fields) leave them to the window.
+    for (QWidget* w : findChildren<QWidget*>()) w->setAcceptDrops(false);
+    setAcceptDrops(true);
+
+    connect(library_pane_, &LibraryPane::addRequested, this, &MainWindow::addFilesDialog);
+    connect(library_pane_, &LibraryPane::openRequested, this, &MainWindow::openLibraryItem);
+    connect(chat_, &ChatPane::citationActivated, this, [this](const Citation& c, int) { openCitation(c); });
+    connect(library_, &LibraryModel::stateChanged, this, [this](quint64, ItemState) { updateStatus(); });
+    connect(library_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateStatus);
+    connect(queue_, &IngestQueue::idle, this, [this] { probe_->stop(); });
+
+    applyModel();
+    queue_->loadStored();
+    const QByteArray geometry = settings_->windowGeometry();
+    if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1280, 800);
+    restoreState(settings_->windowState());
+    statusBar()->showMessage(tr("Drop files or folders on the window, or use File → Add (Ctrl+O)."), 8000);
 }
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* add = file->addAction(QIcon(QStringLiteral(":/icons/action-add.svg")), tr("&Add Files…"));
+    add->setShortcut(QKeySequence::Open);
+    connect(add, &QAction::triggered, this, &MainWindow::addFilesDialog);
+    QAction* folder = file->addAction(tr("Add &Folder…"));
+    folder->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    connect(folder, &QAction::triggered, this, &MainWindow::addFolderDialog);
+    file->addSeparator();
+    QAction* exp = file->addAction(QIcon(QStringLiteral(":/icons/action-export.svg")), tr("&Export Report…"));
+    exp->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(exp, &QAction::triggered, this, &MainWindow::exportDialog);
+    file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
-    quit->setShortcut(QKeySequence::Quit);
-    connect(quit, &QAction::triggered, qApp, &QApplication::quit);
+    quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));  // QKeySequence::Quit is empty on some platforms
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    auto focus = [this, view](const QString& text, const QKeySequence& key, QWidget* target) {
+        QAction* a = view->addAction(text);
+        a->setShortcut(key);
+        connect(a, &QAction::triggered, this, [target] { target->setFocus(Qt::ShortcutFocusReason); });
+    };
+    focus(tr("&Library"), QKeySequence(Qt::ALT | Qt::Key_1), library_pane_->view());
+    focus(tr("&Viewer"), QKeySequence(Qt::ALT | Qt::Key_2), viewer_);
+    focus(tr("&Question"), QKeySequence(Qt::CTRL | Qt::Key_L), chat_->questionEdit());
+
+    QMenu* model = menuBar()->addMenu(tr("&Model"));
+    QAction* manage = model->addAction(QIcon(QStringLiteral(":/icons/action-model.svg")), tr("&Manage Models…"));
+    manage->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
+    connect(manage, &QAction::triggered, this, &MainWindow::manageModels);
+    QAction* ocr = model->addAction(tr("&OCR Pages Without Text"));
+    ocr->setCheckable(true);
+    ocr->setChecked(settings_->ocr());
+    connect(ocr, &QAction::toggled, this, [this](bool on) {
+        settings_->setOcr(on);
+        ingest::IngestOptions io = queue_->options();
+        io.ocr = on;
+        queue_->setOptions(io);
+    });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* diag = help->addAction(tr("&Diagnostics"));
+    connect(diag, &QAction::triggered, this, &MainWindow::showDiagnostics);
     QAction* about = help->addAction(tr("&About Sightline"));
     connect(about, &QAction::triggered, this, &MainWindow::showAbout);
+}
+
+void MainWindow::createStatusBar() {
+    model_label_ = new QLabel(this);
+    model_label_->setAccessibleName(tr("Model"));
+    device_label_ = new QLabel(this);
+    device_label_->setAccessibleName(tr("Device"));
+    context_label_ = new QLabel(this);
+    context_label_->setAccessibleName(tr("Context used and budget"));
+    effort_ = new QComboBox(this);
+    effort_->setAccessibleName(tr("Effort"));
+    effort_->setToolTip(tr("Effort: how many sources are read and how long answers are"));
+    effort_->addItem(tr("Effort: low"), QStringLiteral("low"));
+    effort_->addItem(tr("Effort: medium"), QStringLiteral("medium"));
+    effort_->addItem(tr("Effort: high"), QStringLiteral("high"));
+    effort_->setCurrentIndex(std::max(0, effort_->findData(settings_->effort())));
+    connect(effort_, &QComboBox::currentIndexChanged, this, [this] {
+        settings_->setEffort(effort_->currentData().toString());
+        AnswerOptions o;
+        o.effort = effort_from_string(settings_->effort().toStdString());
+        chat_->setOptions(o);
+    });
+    AnswerOptions o;
+    o.effort = effort_from_string(settings_->effort().toStdString());
+    chat_->setOptions(o);
+    statusBar()->addPermanentWidget(model_label_);
+    statusBar()->addPermanentWidget(device_label_);
+    statusBar()->addPermanentWidget(context_label_);
+    statusBar()->addPermanentWidget(effort_);
+}
+
+void MainWindow::applyModel() {
+    const QString path = settings_->modelPath();
+    if (options_.service) {
+        chat_->setService(options_.service);
+    } else if (QFileInfo::exists(path) && !options_.library_dir.isEmpty() &&
+               settings_->raw().value(QStringLiteral("answer/pipeline"), QStringLiteral("library")).toString() ==
+                   QLatin1String("library")) {
+        // The library's long context with MSA citations (app::ask).
+        chat_->setService(std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), path.toStdString()));
+    } else if (QFileInfo::exists(path)) {
+        // BM25-chosen pages given to the model as numbered sources.
+        chat_->setService(std::make_shared<LexicalAnswerService>(path.toStdString()));
+    } else {
+        chat_->setService(nullptr);
+    }
+    model_context_ = 0;
+    model_label_->setText(QFileInfo::exists(path) ? tr("Model: %1").arg(QFileInfo(path).completeBaseName())
+                                                  : tr("Model: none (Ctrl+M)"));
+    model_label_->setToolTip(path);
+    // The context length the model was trained on, read off the GUI thread.
+    auto* w = new QFutureWatcher<ModelInfo>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w] {
+        w->deleteLater();
+        model_context_ = w->result().context_train;
+        updateStatus();
+    });
+    w->setFuture(QtConcurrent::run(read_model_info, path));
+    updateStatus();
+}
+
+QString MainWindow::statusModelText() const { return model_label_->text() + QStringLiteral(" · ") + device_label_->text(); }
+QString MainWindow::statusContextText() const { return context_label_->text(); }
+
+void MainWindow::updateStatus() {
+    const bool gpu = settings_->device() == Device::Gpu;
+    // The answer engine (core/runtime Session) runs on the CPU today; a GPU choice is kept for
+    // when it offloads.
+    device_label_->setText(gpu ? tr("Device: CPU (GPU selected)") : tr("Device: CPU"));
+    device_label_->setToolTip(gpu ? tr("The GPU is selected; this engine build answers on the CPU") : QString());
+    qint64 used = 0;
+    for (const auto& d : library_->readyDocuments()) used += estimate_tokens(*d);
+    const qint64 budget = settings_->contextBudget();
+    QString text = tr("Context: %1 / %2 tokens").arg(QLocale().toString(used), QLocale().toString(budget));
+    context_label_->setText(text);
+    context_label_->setToolTip(model_context_ > 0 ? tr("The model was trained on %1-token contexts; the library's "
+                                                       "long context is attended sparsely (MSA).")
+                                                        .arg(QLocale().toString(model_context_))
+                                                  : QString());
+}
+
+void MainWindow::addPaths(const QStringList& paths) {
+    QStringList files;
+    for (const QString& p : paths) {
+        const QFileInfo fi(p);
+        if (fi.isDir()) {
+            QStringList inside;
+            QDirIterator it(fi.absoluteFilePath(), QDir::Files | QDir::Readable, QDirIterator::Subdirectories);
+            while (it.hasNext()) {
+                const QString f = it.next();
+                if (guess_kind(f) != FileKind::Unknown) inside << f;
+            }
+            inside.sort();
+            files << inside;
+        } else {
+            files << fi.absoluteFilePath();  // unknown kinds too: the reader says why it fails
+        }
+    }
+    if (files.isEmpty()) {
+        statusBar()->showMessage(tr("Nothing to add: no PDFs, decks, images or videos there."), 5000);
+        return;
+    }
+    QList<quint64> ids;
+    for (const QString& f : files) ids << library_->add(f);
+    const double fpm = queue_->options().max_frames_per_minute;
+    if (!settings_->confirmHeavyIngest()) {
+        enqueueAll(ids, fpm);
+        return;
+    }
+    // Probe the files (page counts, durations) off the GUI thread, then ask when it is heavy.
+    qint64 used = 0;
+    for (const auto& d : library_->readyDocuments()) used += estimate_tokens(*d);
+    auto* w = new QFutureWatcher<BudgetPlan>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w, ids, fpm] {
+        w->deleteLater();
+        const BudgetPlan plan = w->result();
+        if (!plan.heavy && plan.total_tokens <= plan.budget) {
+            enqueueAll(ids, fpm);
+            return;
+        }
+        auto* dlg = new BudgetDialog(plan, this);
+        dlg->setAttribute(Qt::WA_DeleteOnClose);
+        connect(dlg, &QDialog::finished, this, [this, dlg, ids, plan](int result) {
+            if (dlg->dontAskAgain()) settings_->setConfirmHeavyIngest(false);
+            if (result == QDialog::Accepted) {
+                enqueueAll(ids, plan.frames_per_minute);
+            } else {
+                for (quint64 id : ids) library_->remove(id);
+            }
+        });
+        dlg->open();
+    });
+    w->setFuture(QtConcurrent::run(plan_budget, files, settings_->contextBudget(), fpm, used));
+}
+
+void MainWindow::enqueueAll(const QList<quint64>& ids, double frames_per_minute) {
+    ingest::IngestOptions io = queue_->options();
+    io.max_frames_per_minute = frames_per_minute;
+    queue_->setOptions(io);
+    probe_->start();
+    for (quint64 id : ids) queue_->enqueue(id);
+}
+
+void MainWindow::addFilesDialog() {
+    const QStringList files = QFileDialog::getOpenFileNames(
+        this, tr("Add files"), settings_->lastDirectory(),
+        tr("Documents and media (*.pdf *.pptx *.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.mp4 *.mkv *.webm *.avi "
+           "*.mov *.wav *.mp3 *.flac *.ogg);;All files (*)"));
+    if (files.isEmpty()) return;
+    settings_->setLastDirectory(QFileInfo(files.front()).absolutePath());
+    addPaths(files);
+}
+
+void MainWindow::addFolderDialog() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a folder"), settings_->lastDirectory());
+    if (dir.isEmpty()) return;
+    settings_->setLastDirectory(dir);
+    addPaths({dir});
+}
+
+void MainWindow::exportDialog() {
+    if (chat_->answers().empty()) {
+        statusBar()->showMessage(tr("Nothing to export yet: ask a question first."), 5000);
+        return;
+    }
+    QString filter;
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export report"), QDir(settings_->lastDirectory()).filePath(QStringLiteral("sightline-report.md")),
+        tr("Markdown (*.md);;HTML (*.html);;PDF (*.pdf)"), &filter);
+    if (path.isEmpty()) return;
+    exportReport(path);
+}
+
+void MainWindow::exportReport(const QString& path) {
+    ReportInput in;
+    in.answers = chat_->answers();
+    in.documents = library_->readyDocuments();
+    const ReportFormat format = report_format_for(path);
+    auto* w = new QFutureWatcher<QString>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w, path] {
+        w->deleteLater();
+        const QString error = w->result();
+        if (error.isEmpty()) statusBar()->showMessage(tr("Report written to %1").arg(path), 8000);
+        else showError(tr("Export report"), error);
+        Q_EMIT reportWritten(path, error);
+    });
+    // Runs on a worker thread: renders cited pages and writes the file.
+    w->setFuture(QtConcurrent::run([path, format, in]() -> QString {
+        try {
+            write_report(path, format, in);
+            return {};
+        } catch (const std::exception& e) {
+            return QString::fromUtf8(e.what());
+        }
+    }));
+}
+
+void MainWindow::openCitation(const Citation& c) {
+    auto d = library_->documentById(c.ref.document);
+    if (!d) {
+        showError(tr("Citation"), tr("%1 is no longer in the library.").arg(QString::fromStdString(c.locator)));
+        return;
+    }
+    std::vector<TimelineMarker> markers;
+    for (const auto& a : chat_->answers())
+        for (const auto& other : a.citations)
+            if (other.ref.document == c.ref.document && other.ref.time)
+                markers.push_back({other.ref.time->t0, QStringLiteral("[%1] %2").arg(other.number).arg(QString::fromStdString(other.locator))});
+    viewer_->open(d, c.ref, std::move(markers));
+}
+
+void MainWindow::openLibraryItem(quint64 id) {
+    const LibraryItem* it = library_->item(id);
+    if (!it) return;
+    if (it->state == ItemState::Failed) {
+        showError(tr("Cannot read %1").arg(it->name), it->error);
+        return;
+    }
+    if (it->document) viewer_->open(it->document, doc::SourceRef{it->document->id, 0, std::nullopt, std::nullopt});
+}
+
+void MainWindow::manageModels() {
+    auto* dlg = new ModelManagerDialog(settings_.get(), this);
+    dlg->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dlg, &QDialog::accepted, this, &MainWindow::applyModel);
+    dlg->open();
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+    auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
 }
 
 void MainWindow::showAbout() {
     const std::string text = app::format_version_report(app::version_report());
     QMessageBox box(this);
     box.setWindowTitle(tr("About Sightline"));
+    box.setIconPixmap(QIcon(QStringLiteral(":/icons/sightline.svg")).pixmap(64, 64));
     box.setText(tr("Sightline reads your documents and videos locally and answers with citations."));
     box.setDetailedText(QString::fromStdString(text));
     box.exec();
+}
+
+void MainWindow::showDiagnostics() {
+    QMessageBox::information(this, tr("Diagnostics"),
+                             tr("Event loop during the last ingest: %1 ticks, worst delay %2 ms, 99th percentile %3 ms.")
+                                 .arg(probe_->ticks())
+                                 .arg(probe_->maxDelayMs(), 0, 'f', 1)
+                                 .arg(probe_->percentileDelayMs(99), 0, 'f', 1));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!local_files(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dragMoveEvent(QDragMoveEvent* event) {
+    if (!local_files(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QStringList files = local_files(event->mimeData());
+    if (files.isEmpty()) return;
+    event->acceptProposedAction();
+    addPaths(files);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    settings_->setWindowGeometry(saveGeometry());
+    settings_->setWindowState(saveState());
+    settings_->sync();
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+    QMainWindow::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) updateStatus();
 }
 
 }  // namespace sl::desktop

@@ -1,19 +1,105 @@
-// The Sightline main window. Lives on the GUI thread; every method runs there.
+// The Sightline main window: the library (left), the viewer (centre) and the chat (right), a
+// status bar (model, device, context used / budget, effort), menus with shortcuts, drops of files
+// and folders anywhere on the window, the model manager, the budget dialog and report export.
+// Lives on the GUI thread; every method runs there. Ingest, answers, page renders, budget probes
+// and report writing run on worker threads (QtConcurrent) and come back through watchers.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QMainWindow>
+#include <QStringList>
+
+#include <memory>
+
+#include "app/desktop/answer_service.h"
+#include "app/desktop/app_settings.h"
+
+class QComboBox;
+class QLabel;
+class QSplitter;
 
 namespace sl::desktop {
+
+class ChatPane;
+class EventLoopProbe;
+class IngestQueue;
+class LibraryModel;
+class LibraryPane;
+class ViewerPane;
+struct Citation;
+
+struct MainWindowOptions {
+    QString settings_file;                   // empty: the platform's default QSettings
+    std::shared_ptr<AnswerService> service;  // null: chosen by the settings (see applyModel)
+    QString library_dir;                     // the library store (sl::Library); empty: none
+};
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    explicit MainWindow(MainWindowOptions options, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Adds files, and the readable files inside folders (recursively); shows the budget dialog
+    // first when the addition is heavy and the settings ask for it.
+    void addPaths(const QStringList& paths);
+    // Writes the chat as a report (format by extension); reportWritten() says how it went.
+    void exportReport(const QString& path);
+    // Opens a citation in the viewer (what clicking it in the chat does).
+    void openCitation(const Citation& citation);
+
+    LibraryModel* library() const { return library_; }
+    IngestQueue* ingestQueue() const { return queue_; }
+    LibraryPane* libraryPane() const { return library_pane_; }
+    ViewerPane* viewer() const { return viewer_; }
+    ChatPane* chat() const { return chat_; }
+    AppSettings* settings() const { return settings_.get(); }
+    EventLoopProbe* probe() const { return probe_; }
+    QString statusModelText() const;
+    QString statusContextText() const;
+
+Q_SIGNALS:
+    void reportWritten(const QString& path, const QString& error);  // error empty on success
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dragMoveEvent(QDragMoveEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
+    void build();
     void createMenus();
+    void createStatusBar();
+    void addFilesDialog();
+    void addFolderDialog();
+    void exportDialog();
+    void manageModels();
     void showAbout();
+    void showDiagnostics();
+    void showError(const QString& title, const QString& text);
+    void enqueueAll(const QList<quint64>& ids, double frames_per_minute);
+    void applyModel();
+    void updateStatus();
+    void openLibraryItem(quint64 id);
+
+    MainWindowOptions options_;
+    std::unique_ptr<AppSettings> settings_;
+    LibraryModel* library_ = nullptr;
+    IngestQueue* queue_ = nullptr;
+    LibraryPane* library_pane_ = nullptr;
+    ViewerPane* viewer_ = nullptr;
+    ChatPane* chat_ = nullptr;
+    QSplitter* splitter_ = nullptr;
+    EventLoopProbe* probe_ = nullptr;
+    QLabel* model_label_ = nullptr;
+    QLabel* device_label_ = nullptr;
+    QLabel* context_label_ = nullptr;
+    QComboBox* effort_ = nullptr;
+    int model_context_ = 0;  // the model's trained context (tokens), 0 when unknown
 };
 
 }  // namespace sl::desktop

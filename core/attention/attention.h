@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace sl {
 
@@ -22,6 +23,12 @@ struct AttentionCall {
     int head_dim = 0;
     float scale = 1.0f;       // usually 1 / sqrt(head_dim)
     const float* q = nullptr; // (n_tokens, n_head, head_dim), RoPE applied
+    // The RoPE that q and k carry (for position remapping in MSA): dims rotated per head (0: none
+    // or unknown), base, frequency scale, and pairing (0: adjacent pairs (2i, 2i+1), 1: NeoX halves).
+    int rope_dim = 0;
+    float rope_base = 10000.0f;
+    float rope_freq_scale = 1.0f;
+    int rope_neox = 0;
     float* out = nullptr;     // (n_tokens, n_head, head_dim)
 };
 
@@ -31,6 +38,12 @@ public:
     // Runs on the calling thread and uses `pool` for the work; reads `kv` only.
     virtual void forward(const AttentionCall& call, const KvCache& kv, ThreadPool& pool) = 0;
     virtual const char* name() const = 0;
+    // What decides the K/V this attention leaves in the cache beyond the model (saved contexts
+    // record it; a save appends only to a file made with the same signature). <= 64 chars.
+    virtual std::string signature() const { return name(); }
+    // Forgets state derived from the cache (block summaries): called when the cache was cleared or
+    // replaced other than by forward calls (Session::reset, Session::restore).
+    virtual void reset_state() {}
 };
 
 }  // namespace sl

@@ -34,6 +34,7 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to) 
         sums_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * 3 * d);
         absmax_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb));
     }
+    kbuf_.resize(static_cast<size_t>(block_) * d);
     for (int64_t b = from / block_; b < nb; ++b) {
         const int64_t p0 = b * block_;
         const int n = block_tokens(b);
@@ -41,12 +42,12 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to) 
             float* mn = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * 3 * d;
             float* mx = mn + d;
             float* mean = mx + d;
-            const float* k0 = kv.k(layer, p0) + static_cast<int64_t>(h) * head_dim_;
-            std::copy(k0, k0 + d, mn);
-            std::copy(k0, k0 + d, mx);
+            const float* keys = kv.k_span(layer, h, p0, n, kbuf_.data());
+            std::copy(keys, keys + d, mn);
+            std::copy(keys, keys + d, mx);
             std::fill(mean, mean + d, 0.0f);
             for (int j = 0; j < n; ++j) {
-                const float* k = kv.k(layer, p0 + j) + static_cast<int64_t>(h) * head_dim_;
+                const float* k = keys + static_cast<size_t>(j) * d;
                 for (size_t i = 0; i < d; ++i) {
                     mn[i] = std::min(mn[i], k[i]);
                     mx[i] = std::max(mx[i], k[i]);

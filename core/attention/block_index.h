@@ -56,6 +56,7 @@ private:
     int64_t n_tokens_ = 0;
     std::vector<std::vector<float>> sums_;    // per KV head: (n_blocks, 3, head_dim): min, max, mean
     std::vector<std::vector<float>> absmax_;  // per KV head: (n_blocks)
+    std::vector<float> kbuf_;                 // update(): one block's keys as f32
 };
 
 }  // namespace sl

@@ -16,27 +16,24 @@ inline bool better(const std::pair<float, int32_t>& a, const std::pair<float, in
     return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
-// Keys of block b, KV head h: `n` rows `kv.row()` floats apart.
-inline const float* block_keys(const KvCache& kv, int layer, int kv_head, int64_t b, int block) {
-    return kv.k(layer, b * block) + static_cast<int64_t>(kv_head) * kv.head_dim();
-}
 
 // Exact max over rows and the block's keys of q · k, skipping rows whose bound (plus `slack`)
 // cannot beat the running max. row_bound holds each row's Quest bound for this block, or is null
 // (no skipping). The result does not depend on the skipping: skipped rows score below it.
+// `kbuf` holds at least block * head_dim floats (the block's keys as f32).
 float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, int n_rows, int64_t row_stride,
-                  int64_t b, int block, int n_keys, const float* row_bound, float slack, SelectStats& st) {
+                  int64_t b, int block, int n_keys, const float* row_bound, float slack, float* kbuf, SelectStats& st) {
     const int d = kv.head_dim();
-    const float* k = block_keys(kv, layer, kv_head, b, block);
+    const float* k = kv.k_span(layer, kv_head, b * block, n_keys, kbuf);
     int first = 0;
     if (row_bound)
         first = static_cast<int>(std::max_element(row_bound, row_bound + n_rows) - row_bound);
-    float best = kernels::max_dot(rows + first * row_stride, k, kv.row(), n_keys, d);
+    float best = kernels::max_dot(rows + first * row_stride, k, d, n_keys, d);
     int64_t done = 1;
     for (int r = 0; r < n_rows; ++r) {
         if (r == first) continue;
         if (row_bound && row_bound[r] + slack < best) continue;
-        best = std::max(best, kernels::max_dot(rows + r * row_stride, k, kv.row(), n_keys, d));
+        best = std::max(best, kernels::max_dot(rows + r * row_stride, k, d, n_keys, d));
         ++done;
     }
     ++st.exact_blocks;
@@ -50,8 +47,9 @@ float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, 
 float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                         int n_rows, int64_t row_stride, int64_t b) {
     SelectStats st;
+    std::vector<float> kbuf(static_cast<size_t>(index.block_size()) * static_cast<size_t>(kv.head_dim()));
     return exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, index.block_size(), index.block_tokens(b),
-                       nullptr, 0.0f, st);
+                       nullptr, 0.0f, kbuf.data(), st);
 }
 
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
@@ -78,6 +76,27 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     }
     s.cand.clear();
     s.top.clear();
+    s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(d));
+
+    // Hybrid: shortlist by mean key, then exact block-max over the shortlist only.
+    const bool hybrid = p.scoring == BlockScoring::Hybrid && m * std::max(1, p.hybrid_factor) < n_cand;
+    s.shortlist.clear();
+    if (hybrid) {
+        st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
+        for (int64_t b = first; b < local; ++b)
+            s.cand.emplace_back(kernels::max_dot(index.kmean(b, kv_head), rows, row_stride, n_rows, d),
+                                static_cast<int32_t>(b));
+        const int64_t keep = m * std::max(1, p.hybrid_factor);
+        std::nth_element(s.cand.begin(), s.cand.begin() + (keep - 1), s.cand.end(), better);
+        for (int64_t i = 0; i < keep; ++i) s.shortlist.push_back(s.cand[static_cast<size_t>(i)].second);
+        s.cand.clear();
+    }
+    auto for_each_candidate = [&](auto&& fn) {
+        if (hybrid)
+            for (const int32_t b : s.shortlist) fn(static_cast<int64_t>(b));
+        else
+            for (int64_t b = first; b < local; ++b) fn(b);
+    };
 
     if (p.scoring == BlockScoring::MeanKey) {
         st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
@@ -92,9 +111,10 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
 
     st.brute_rows += n_cand * n_rows;
     if (!p.prune) {  // brute force: exact block-max of every candidate
-        for (int64_t b = first; b < local; ++b)
-            s.cand.emplace_back(exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, nullptr, 0.0f, st),
+        for_each_candidate([&](int64_t b) {
+            s.cand.emplace_back(exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, nullptr, 0.0f, s.kbuf.data(), st),
                                 static_cast<int32_t>(b));
+        });
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
         std::sort(out.begin(), out.end());
@@ -104,7 +124,7 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     // Quest bounds. Rounding: the bound and the exact dot each round a sum of d products; their
     // errors are below (d + 2) u Σ|q_i||k_i| <= (d + 2) u |q|_1 max|k|, u = 2^-24. `slack` covers
     // both (twice over), so bound + slack >= every exact score the block can produce.
-    st.summary_bytes += n_cand * 2 * d * static_cast<int64_t>(sizeof(float));
+    st.summary_bytes += (hybrid ? static_cast<int64_t>(s.shortlist.size()) : n_cand) * 2 * d * static_cast<int64_t>(sizeof(float));
     s.row_bound.resize(static_cast<size_t>(n_rows));
     float l1 = 0.0f;
     for (int r = 0; r < n_rows; ++r) {
@@ -113,12 +133,12 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
         l1 = std::max(l1, a);
     }
     const float eps = 4.0f * static_cast<float>(d + 2) * 0x1p-24f * l1;
-    for (int64_t b = first; b < local; ++b) {
+    for_each_candidate([&](int64_t b) {
         kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, index.kmin(b, kv_head),
                               index.kmax(b, kv_head), d);
         const float u = *std::max_element(s.row_bound.begin(), s.row_bound.end());
         s.cand.emplace_back(u + eps * index.kabs_max(b, kv_head), static_cast<int32_t>(b));
-    }
+    });
     // Visit candidates by descending bound; `top` is a heap whose front is the worst of the best m.
     auto by_bound = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
         return a.first < b.first || (a.first == b.first && a.second > b.second);
@@ -134,7 +154,7 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
                               index.kmax(b, kv_head), d);
         const float slack = eps * index.kabs_max(b, kv_head);
         const float score =
-            exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, s.row_bound.data(), slack, st);
+            exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, s.row_bound.data(), slack, s.kbuf.data(), st);
         const std::pair<float, int32_t> e{score, b};
         if (static_cast<int64_t>(s.top.size()) < m) {
             s.top.push_back(e);

@@ -9,6 +9,10 @@
 //              the current k-th best exact score. With `prune` off every candidate is scored exactly
 //              (brute force); both give the same selection (ties broken by lower block id).
 //   MeanKey  — score(b) = max_r q_r · mean_key(b): one dot per row and block, approximate (MoBA).
+//   Hybrid   — MeanKey picks the `hybrid_factor` x (top_k - forced) most promising candidates, then
+//              BlockMax (exact, Quest-pruned) ranks those: reads the mean keys plus the keys of a few
+//              blocks, so its cost stays near MeanKey's at long contexts while the final choice is
+//              BlockMax's among the shortlist.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +24,14 @@ namespace sl {
 class BlockIndex;
 class KvCache;
 
-enum class BlockScoring { BlockMax, MeanKey };
+enum class BlockScoring { BlockMax, MeanKey, Hybrid };
 
 struct SelectParams {
     int top_k = 16;      // blocks selected in total, forced blocks (local, sink) included
     bool sink = false;   // force block 0 (when top_k >= 2: the local block has priority)
     BlockScoring scoring = BlockScoring::BlockMax;
     bool prune = true;   // BlockMax only: Quest pruning (false: brute-force exact block-max)
+    int hybrid_factor = 4;  // Hybrid: shortlist size as a multiple of the blocks to choose
 };
 
 // Work counters of the index branch, summed over calls.
@@ -52,6 +57,8 @@ struct SelectScratch {
     std::vector<float> row_bound;                 // (n_rows)
     std::vector<std::pair<float, int32_t>> cand;  // (bound or score, block)
     std::vector<std::pair<float, int32_t>> top;   // (exact score, block)
+    std::vector<float> kbuf;                      // (B, head_dim): a block's keys as f32
+    std::vector<int32_t> shortlist;               // Hybrid: candidate blocks passed to BlockMax
 };
 
 // Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of

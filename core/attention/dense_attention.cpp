@@ -14,19 +14,20 @@ namespace {
 
 // Partial attention of the `group` query heads q (group, hd) of one KV head over keys [j0, j1):
 // per head the running max m, the sum of exp(s - m) l, and the unnormalized output acc (hd).
-// `scores` is scratch of at least group * (j1 - j0) floats.
+// `scores` is scratch of at least group * (j1 - j0) floats, `kbuf` of block_size * hd floats (the
+// pages' rows, dequantized when the cache is not f32). Keys are read page by page, so each page's
+// rows stay in L1/L2 while every head of the group passes over them.
 void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float* q, int group, int64_t j0,
-                  int64_t j1, float* scores, float* m, float* l, float* acc) {
+                  int64_t j1, float* scores, float* m, float* l, float* acc, float* kbuf) {
     const int hd = c.head_dim;
     const int64_t n = j1 - j0;
-    const int64_t koff = static_cast<int64_t>(g) * hd;
-    // Keys in chunks that stay in L1/L2 while every head of the group passes over them.
-    constexpr int64_t kChunk = 256;
-    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-        const int64_t len = std::min(kChunk, n - c0);
+    const int64_t B = kv.block_size();
+    for (int64_t p = j0; p < j1;) {
+        const int64_t len = std::min(j1, (p / B + 1) * B) - p;
+        const float* K = kv.k_rows(c.layer, g, p, static_cast<int>(len), kbuf);
         for (int i = 0; i < group; ++i)
-            kernels::dot_rows_f32(scores + i * n + c0, q + i * hd, kv.k(c.layer, j0 + c0) + koff, kv.row(), len, hd,
-                                  c.scale);
+            kernels::dot_rows_f32(scores + i * n + (p - j0), q + i * hd, K, hd, len, hd, c.scale);
+        p += len;
     }
     for (int i = 0; i < group; ++i) {
         float* s = scores + i * n;
@@ -36,11 +37,12 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
         l[i] = kernels::exp_shifted_sum(s, n, mx);
         std::fill(acc + i * hd, acc + (i + 1) * hd, 0.0f);
     }
-    for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-        const int64_t len = std::min(kChunk, n - c0);
+    for (int64_t p = j0; p < j1;) {
+        const int64_t len = std::min(j1, (p / B + 1) * B) - p;
+        const float* V = kv.v_rows(c.layer, g, p, static_cast<int>(len), kbuf);
         for (int i = 0; i < group; ++i)
-            kernels::accumulate_rows_f32(acc + i * hd, scores + i * n + c0, kv.v(c.layer, j0 + c0) + koff, kv.row(), len,
-                                         hd);
+            kernels::accumulate_rows_f32(acc + i * hd, scores + i * n + (p - j0), V, hd, len, hd);
+        p += len;
     }
 }
 
@@ -52,6 +54,8 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
     const kernels::AxpyF32Fn axpy = kernels::axpy_f32_fn();
     const int64_t n_keys_max = c.pos0 + c.n_tokens;
     const auto threads = static_cast<size_t>(pool.size());
+    // Per-thread scratch starts with one page of rows (64-byte multiple: what follows stays aligned).
+    const size_t kbuf_floats = (static_cast<size_t>(kv.block_size()) * static_cast<size_t>(hd) + 15) / 16 * 16;
 
     // Decode over a long context: split the keys across threads and combine (flash-decoding).
     if (c.n_tokens == 1 && n_keys_max >= 512 && threads > 1) {
@@ -66,7 +70,7 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
         scratch.resize(threads);
         pool.parallel_for(static_cast<int64_t>(parts), [&](int64_t b, int64_t e, int t) {
             std::vector<float>& s = scratch[static_cast<size_t>(t)];
-            s.resize(static_cast<size_t>(group * per));
+            s.resize(static_cast<size_t>(group * per) + kbuf_floats);
             for (int64_t it = b; it < e; ++it) {
                 const int64_t chunk = it / c.n_kv_head;
                 const int g = static_cast<int>(it % c.n_kv_head);
@@ -77,8 +81,8 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
                     std::fill(l.begin() + static_cast<ptrdiff_t>(o), l.begin() + static_cast<ptrdiff_t>(o + group), 0.0f);
                     continue;
                 }
-                attend_range(c, kv, g, c.q + static_cast<int64_t>(g) * group * hd, group, j0, j1, s.data(), m.data() + o,
-                             l.data() + o, acc.data() + o * hd);
+                attend_range(c, kv, g, c.q + static_cast<int64_t>(g) * group * hd, group, j0, j1, s.data() + kbuf_floats,
+                             m.data() + o, l.data() + o, acc.data() + o * hd, s.data());
             }
         });
         for (int g = 0; g < c.n_kv_head; ++g) {
@@ -108,16 +112,17 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
     scratch.resize(threads);
     pool.parallel_for(items, [&](int64_t b, int64_t e, int t) {
         std::vector<float>& s = scratch[static_cast<size_t>(t)];
-        s.resize(static_cast<size_t>(group) * static_cast<size_t>(n_keys_max) + 2 * static_cast<size_t>(group));
+        s.resize(kbuf_floats + static_cast<size_t>(group) * static_cast<size_t>(n_keys_max) + 2 * static_cast<size_t>(group));
         for (int64_t it = b; it < e; ++it) {
             const int64_t ti = it / c.n_kv_head;
             const int g = static_cast<int>(it % c.n_kv_head);
             const int64_t n_keys = c.pos0 + ti + 1;
             const float* q = c.q + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* out = c.out + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
-            float* m = s.data() + static_cast<size_t>(group) * static_cast<size_t>(n_keys_max);
+            float* scores = s.data() + kbuf_floats;
+            float* m = scores + static_cast<size_t>(group) * static_cast<size_t>(n_keys_max);
             float* l = m + group;
-            attend_range(c, kv, g, q, group, 0, n_keys, s.data(), m, l, out);
+            attend_range(c, kv, g, q, group, 0, n_keys, scores, m, l, out, s.data());
             for (int i = 0; i < group; ++i) {
                 const float inv = 1.0f / l[i];
                 for (int d = 0; d < hd; ++d) out[i * hd + d] *= inv;

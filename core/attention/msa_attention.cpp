@@ -22,7 +22,32 @@ struct MsaAttention::Scratch {
     std::vector<float> bref;    // (rows, k): the running max a block's sum was taken against
     std::vector<float> bsum;    // (rows, k): Σ exp(s - bref) over the block's tokens
     std::vector<float> scores;  // (B)
+    std::vector<float> kbuf, vbuf;  // (B, head_dim): a block's keys / values as f32
+    std::vector<double> qrot;       // Remap: (queries, rope_dim / 2, 2) cos, sin of p * theta_i
+    std::vector<float> qr;          // Remap: one rotated query row (head_dim)
 };
+
+namespace {
+
+// q' = R(target - p) q for one head: the RoPE rotation that moves a query from position p to
+// `target`, from cos/sin of p * theta (cs_p, pairs) and theta (inv_freq). Dims past rot_dim as is.
+void shift_query(float* out, const float* q, int hd, int rot_dim, bool neox, const double* cs_p, const double* inv_freq,
+                 int64_t target) {
+    std::copy(q, q + hd, out);
+    const int half = rot_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const double a = static_cast<double>(target) * inv_freq[i];
+        const double ca = std::cos(a), sa = std::sin(a);
+        const double c = ca * cs_p[2 * i] + sa * cs_p[2 * i + 1];   // cos(a - p theta)
+        const double sn = sa * cs_p[2 * i] - ca * cs_p[2 * i + 1];  // sin(a - p theta)
+        const int x = neox ? i : 2 * i, y = neox ? i + half : 2 * i + 1;
+        const double x0 = q[x], x1 = q[y];
+        out[x] = static_cast<float>(x0 * c - x1 * sn);
+        out[y] = static_cast<float>(x0 * sn + x1 * c);
+    }
+}
+
+}  // namespace
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
@@ -31,6 +56,14 @@ MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
 }
 
 MsaAttention::~MsaAttention() = default;
+
+std::string MsaAttention::signature() const {
+    const MsaConfig& c = config_;
+    return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") + " d" +
+           std::to_string(c.dense_layers) + (c.scoring == BlockScoring::BlockMax ? " block-max" : c.scoring == BlockScoring::MeanKey ? " mean-key" : " hybrid" + std::to_string(c.hybrid_factor)) +
+           (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
+           (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "");
+}
 
 const std::vector<Selection>& MsaAttention::last_selections(int layer) const {
     static const std::vector<Selection> none;
@@ -91,6 +124,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     sp.sink = config_.sink;
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;
+    sp.hybrid_factor = config_.hybrid_factor;
     // Query tokens [t0, t1) of the call in query block qbi.
     auto q_range = [&](int64_t qbi, int64_t& t0, int64_t& t1) {
         const int64_t qb = qb0 + qbi;
@@ -142,10 +176,19 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     for (const auto& sel : L.selections) kmax = std::max(kmax, sel.blocks.size());
     const int64_t n_att = n_items * n_split;
     mass_parts_.assign(static_cast<size_t>(n_att) * kmax, 0.0f);
-    const int64_t row = kv.row();
+    const int64_t row = hd;  // rows of a block's keys and values as read from the cache
+    const bool remap = config_.positions == PositionMode::Remap;
+    if (remap && (c.rope_dim <= 0 || c.rope_dim > hd))
+        throw Error("MSA: position remapping needs the call's RoPE parameters (rope_dim " + std::to_string(c.rope_dim) + ")");
+    const int64_t W = config_.remap_window;
+    std::vector<double> inv_freq(remap ? static_cast<size_t>(c.rope_dim / 2) : 0);
+    for (size_t i = 0; i < inv_freq.size(); ++i)
+        inv_freq[i] = std::pow(static_cast<double>(c.rope_base), -2.0 * static_cast<double>(i) / c.rope_dim) * c.rope_freq_scale;
     pool.parallel_for(n_att, [&](int64_t begin, int64_t stop, int ti) {
         Scratch& s = *scratch_[static_cast<size_t>(ti)];
         s.scores.resize(static_cast<size_t>(B));
+        s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
+        s.vbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
         for (int64_t it = begin; it < stop; ++it) {
             const int64_t si = it / n_split;
             const int part = static_cast<int>(it % n_split);
@@ -161,17 +204,36 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             s.acc.assign(n_rows * hd, 0.0f);
             s.bref.resize(n_rows * nk);
             s.bsum.resize(n_rows * nk);
+            // Remap: cos/sin of p * theta for the item's queries, when some selected block is far.
+            const bool any_far = remap && c.pos0 + t0 - (static_cast<int64_t>(sel.blocks.front()) * B + index.block_tokens(sel.blocks.front()) - 1) >= W;
+            if (any_far) {
+                const size_t half = inv_freq.size();
+                s.qrot.resize(static_cast<size_t>(t1 - t0) * half * 2);
+                s.qr.resize(static_cast<size_t>(hd));
+                for (int64_t t = t0; t < t1; ++t)
+                    for (size_t i = 0; i < half; ++i) {
+                        const double a = static_cast<double>(c.pos0 + t) * inv_freq[i];
+                        s.qrot[(static_cast<size_t>(t - t0) * half + i) * 2] = std::cos(a);
+                        s.qrot[(static_cast<size_t>(t - t0) * half + i) * 2 + 1] = std::sin(a);
+                    }
+            }
             // KV-block outer: each selected block is streamed once for all rows of the item.
             for (size_t bi = 0; bi < nk; ++bi) {
                 const int64_t p0 = static_cast<int64_t>(sel.blocks[bi]) * B;
                 const int n_in = index.block_tokens(sel.blocks[bi]);
-                const float* K = kv.k(c.layer, p0) + static_cast<int64_t>(g) * hd;
-                const float* V = kv.v(c.layer, p0) + static_cast<int64_t>(g) * hd;
+                const float* K = kv.k_span(c.layer, g, p0, n_in, s.kbuf.data());
+                const float* V = kv.v_span(c.layer, g, p0, n_in, s.vbuf.data());
                 for (int64_t t = t0; t < t1; ++t) {
                     const int n_vis = static_cast<int>(std::min<int64_t>(n_in, c.pos0 + t - p0 + 1));
+                    const bool far = any_far && c.pos0 + t - (p0 + n_in - 1) >= W;
                     for (int h = h0; h < h1; ++h) {
                         const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
                         const float* q = c.q + (t * c.n_head + h) * hd;
+                        if (far) {
+                            shift_query(s.qr.data(), q, hd, c.rope_dim, c.rope_neox != 0,
+                                        s.qrot.data() + static_cast<size_t>(t - t0) * inv_freq.size() * 2, inv_freq.data(), p0 + W);
+                            q = s.qr.data();
+                        }
                         float* acc = s.acc.data() + r * hd;
                         float bm = -std::numeric_limits<float>::infinity();
                         for (int j = 0; j < n_vis; ++j) {
@@ -214,7 +276,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     });
 
     // Selections' masses and the counters.
-    const int64_t f = static_cast<int64_t>(sizeof(float));
+    const auto f = static_cast<int64_t>(kv_type_size(kv.type()));  // bytes per stored K/V element
     ++stats_.calls;
     stats_.dense_kv_bytes += static_cast<int64_t>(c.n_kv_head) * end * 2 * hd * f;
     for (int64_t si = 0; si < n_items; ++si) {

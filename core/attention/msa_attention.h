@@ -35,6 +35,14 @@ namespace sl {
 
 enum class IndexQuery { HeadMax, GroupMean };
 
+// Positions the sparse branch attends at. Original: every key at its true distance. Remap (for
+// models trained on shorter contexts than they are given, InfLLM-style): blocks whose last token is
+// within `remap_window` positions of the query keep their true distances; a farther selected block
+// is attended as if it began `remap_window` positions before the query (its tokens at distances
+// remap_window - i, i the offset in the block). RoPE composes, so this rotates q once per (query,
+// far block) by the position shift. Selection itself uses the true positions.
+enum class PositionMode { Original, Remap };
+
 struct MsaConfig {
     int block_size = 128;   // B: tokens per KV block (and per query block)
     int top_k = 16;         // blocks attended per (query block, KV group), local and sink included
@@ -43,6 +51,9 @@ struct MsaConfig {
     BlockScoring scoring = BlockScoring::BlockMax;
     IndexQuery index_query = IndexQuery::HeadMax;
     bool prune = true;      // BlockMax: Quest pruning (same selection as brute force, far cheaper)
+    int hybrid_factor = 4;  // Hybrid scoring: shortlist of hybrid_factor x (top_k - forced) blocks by mean key
+    PositionMode positions = PositionMode::Original;
+    int remap_window = 4096;  // Remap: tokens attended at their true distance
 };
 
 // The blocks one (query block, KV group) attended in the last call of a layer.
@@ -75,6 +86,7 @@ public:
 
     void forward(const AttentionCall& call, const KvCache& kv, ThreadPool& pool) override;
     const char* name() const override { return "msa"; }
+    std::string signature() const override;
 
     const MsaConfig& config() const { return config_; }
 
@@ -96,6 +108,7 @@ public:
     // Forgets every summary: call when the cache was rewritten other than through forward calls in
     // position order (forward already handles restarting at a lower pos0 and a different cache).
     void invalidate();
+    void reset_state() override { invalidate(); }
 
 private:
     struct Layer {

@@ -1,45 +1,145 @@
-// The dense KV cache: per layer, keys and values of every position, f32.
-// Layout per layer: K (n_ctx, n_kv_head, head_dim), V likewise, contiguous.
-// The paged, tiered cache for MSA (blocks with index summaries) replaces this behind the same
-// accessors in the MSA issue.
+// The paged KV cache: per layer, the keys and values of every position, in pages of B positions
+// (default 128). A page holds, for each KV head h in turn, K (B, head_dim) then V (B, head_dim) in
+// the storage type, then (int8 only) the per-position scales of K (B floats) and V (B floats):
+//   F32  — exact; readers get pointers straight into the page.
+//   F16  — IEEE half, rounded once when written; readers dequantize into their scratch.
+//   Int8 — symmetric int8 with one scale per (position, head) for K and for V (amax / 127), so a
+//          row is quantized when written, with no re-quantization as a page fills.
+// Pages are allocated when first written (n_ctx only caps positions).
 //
-// Threading: writers (the forward pass) and readers (attention) are the same session; different
-// threads may read concurrently while nobody writes.
+// Tiers: pages live in RAM, or are backed by a read-only memory map — a spill file (anonymous,
+// unlinked temp file) or a saved cache file attached by restore (kv_file.h). With a byte budget,
+// maintain() (called by set_n_past and when a page is allocated) keeps the RAM pages under it:
+// full pages with the fewest recent reads leave RAM first (written to the spill file unless a
+// mapped copy exists); readers read spilled pages from the map. The partial last page of a layer
+// always stays in RAM. Writing into a mapped page copies it back to RAM first.
+//
+// Threading: writers (write, set_n_past, maintain, attach, clear) run on one thread with no reader
+// in flight (the forward pass writes a layer's K/V before its attention call). Readers (k_rows,
+// v_rows, k_span, v_span, read) may run on many threads at once; they only bump use counters
+// (relaxed atomics).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace sl {
 
+class MappedFile;
+
+enum class KvType : uint32_t { F32 = 0, F16 = 1, Int8 = 2 };
+
+const char* kv_type_name(KvType t);  // "f32", "f16", "int8"
+std::optional<KvType> parse_kv_type(std::string_view name);
+// Bytes per element of the storage type.
+size_t kv_type_size(KvType t);
+
+struct KvCacheOptions {
+    KvType type = KvType::F32;
+    int block_size = 128;        // B: positions per page
+    int64_t budget_bytes = 0;    // RAM for pages; 0: unlimited (nothing spills)
+    std::string spill_dir;       // where the spill file is made; empty: the system temp dir
+};
+
+// Parses "512M", "2G", "1.5G", "300K", "1000000" (bytes; K/M/G/T are powers of 1024). Throws
+// sl::Error naming the text when it is not a size.
+int64_t parse_byte_size(std::string_view text);
+
 class KvCache {
 public:
-    KvCache(int n_layer, int n_ctx, int n_kv_head, int head_dim);
+    KvCache(int n_layer, int n_ctx, int n_kv_head, int head_dim, KvCacheOptions options = {});
+    ~KvCache();
+    KvCache(const KvCache&) = delete;
+    KvCache& operator=(const KvCache&) = delete;
 
     int n_layer() const { return n_layer_; }
     int n_ctx() const { return n_ctx_; }
     int n_kv_head() const { return n_kv_head_; }
     int head_dim() const { return head_dim_; }
-    // Floats per position (n_kv_head * head_dim).
+    int block_size() const { return block_; }
+    KvType type() const { return opt_.type; }
+    const KvCacheOptions& options() const { return opt_; }
+    // Floats per position and layer over all KV heads (n_kv_head * head_dim).
     int64_t row() const { return row_; }
 
-    float* k(int layer, int64_t pos) { return k_[static_cast<size_t>(layer)].data() + pos * row_; }
-    float* v(int layer, int64_t pos) { return v_[static_cast<size_t>(layer)].data() + pos * row_; }
-    const float* k(int layer, int64_t pos) const { return k_[static_cast<size_t>(layer)].data() + pos * row_; }
-    const float* v(int layer, int64_t pos) const { return v_[static_cast<size_t>(layer)].data() + pos * row_; }
+    // Stores the K and V rows of position `pos` of `layer` (row() floats each, heads contiguous).
+    // 0 <= pos < n_ctx.
+    void write(int layer, int64_t pos, const float* k, const float* v);
 
-    // Positions [0, n_past) hold valid entries.
+    // Rows [pos, pos + n) of KV head `head` as f32, row after row (head_dim floats apart). The
+    // range must lie in one page (pos / B == (pos + n - 1) / B) and have been written. Returns a
+    // pointer into the page (F32) or into `scratch` (>= n * head_dim floats) after dequantizing.
+    const float* k_rows(int layer, int head, int64_t pos, int n, float* scratch) const;
+    const float* v_rows(int layer, int head, int64_t pos, int n, float* scratch) const;
+    // As k_rows / v_rows for any range: pieces from several pages are gathered into `scratch`
+    // (>= n * head_dim floats).
+    const float* k_span(int layer, int head, int64_t pos, int64_t n, float* scratch) const;
+    const float* v_span(int layer, int head, int64_t pos, int64_t n, float* scratch) const;
+    // The K and V rows of one position, all heads (row() floats each), as f32. For tests and tools.
+    void read(int layer, int64_t pos, float* k, float* v) const;
+
+    // Positions [0, n_past) hold valid entries. Setting it also enforces the budget.
     int64_t n_past() const { return n_past_; }
-    void set_n_past(int64_t n) { n_past_ = n; }
+    void set_n_past(int64_t n);
+    // Drops every page (RAM, spill and attached maps) and sets n_past to 0.
+    void clear();
 
-    size_t bytes() const;
+    // --- Pages (persistence) ---
+    size_t page_bytes() const { return page_bytes_; }
+    static size_t page_bytes_for(KvType type, int block_size, int n_kv_head, int head_dim);
+    int64_t max_pages() const { return max_pages_; }  // per layer: ceil(n_ctx / B)
+    // Page (layer, b)'s bytes wherever they are (RAM or map), or null when never written.
+    const uint8_t* page(int layer, int64_t b) const;
+    // Makes page (layer, b) read from `bytes` (page_bytes() inside `mapping`, which the cache keeps
+    // alive while it refers to it), dropping any RAM copy. For restore.
+    void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping);
+
+    // Enforces the budget now (see the header comment).
+    void maintain();
+    // Drops the resident pages of every map (spill file, attached files): they count as RSS until
+    // then. Thread-safe, also while others read (pages fault back in from the file).
+    void release_maps() const;
+
+    // --- Accounting ---
+    size_t bytes() const;       // bytes of all pages written (RAM + mapped)
+    size_t ram_bytes() const { return ram_pages_ * page_bytes_; }
+    int64_t pages_spilled() const { return spilled_; }   // pages written to the spill file so far
+    int64_t mapped_reads() const;                       // page reads served from a map so far
 
 private:
-    int n_layer_, n_ctx_, n_kv_head_, head_dim_;
+    struct Page {
+        uint8_t* ram = nullptr;             // owned (aligned), or null
+        const uint8_t* mapped = nullptr;    // read-only copy in a map, or null
+        uint32_t uses = 0;                  // reads since the last budget pass (atomic_ref)
+    };
+    class Spill;
+
+    Page& slot(int layer, int64_t b) { return pages_[static_cast<size_t>(layer) * static_cast<size_t>(max_pages_) + static_cast<size_t>(b)]; }
+    const Page& slot(int layer, int64_t b) const { return pages_[static_cast<size_t>(layer) * static_cast<size_t>(max_pages_) + static_cast<size_t>(b)]; }
+    const uint8_t* read_page(int layer, int64_t b) const;
+    uint8_t* writable(int layer, int64_t b);
+    const float* rows(bool value, int layer, int head, int64_t pos, int n, float* scratch) const;
+    void free_ram(Page& p);
+
+    int n_layer_, n_ctx_, n_kv_head_, head_dim_, block_;
+    KvCacheOptions opt_;
     int64_t row_;
     int64_t n_past_ = 0;
-    std::vector<std::vector<float>> k_, v_;
+    int64_t max_pages_;
+    size_t esize_;          // bytes per element
+    size_t head_bytes_;     // bytes per head in a page
+    size_t page_bytes_;
+    std::vector<Page> pages_;          // (n_layer, max_pages)
+    size_t ram_pages_ = 0;
+    int64_t spilled_ = 0;
+    mutable std::vector<int64_t> mapped_reads_;  // [0]: page reads from maps, [8]: bytes since the last release (atomic_ref)
+    std::unique_ptr<Spill> spill_;
+    std::vector<std::shared_ptr<const MappedFile>> mappings_;
 };
 
 }  // namespace sl

@@ -21,7 +21,8 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights)
 }
 
 void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
-                         ThreadPool& pool, ForwardScratch& s, float* logits, bool all_logits) const {
+                         ThreadPool& pool, ForwardScratch& s, float* logits, bool all_logits,
+                         const float* embeddings) const {
     const LlamaConfig& c = config_;
     if (n <= 0) return;
     if (kv.n_past() != pos0) throw Error("forward: KV cache holds " + std::to_string(kv.n_past()) +
@@ -29,7 +30,7 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
     if (pos0 + n > kv.n_ctx())
         throw Error("forward: context full (" + std::to_string(pos0 + n) + " > " + std::to_string(kv.n_ctx()) + ")");
     for (int i = 0; i < n; ++i)
-        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+        if (!(embeddings && tokens[i] == kEmbeddingToken) && (tokens[i] < 0 || tokens[i] >= c.n_vocab))
             throw Error("forward: token id " + std::to_string(tokens[i]) + " outside the vocabulary");
 
     const int64_t d = c.d_model;
@@ -47,7 +48,12 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
     s.u.resize(nn * c.n_ff);
     s.h.resize(nn * c.n_ff);
 
-    for (int i = 0; i < n; ++i) embed_row(weights_.tok_embd, tokens[i], s.x.data() + i * d);
+    for (int i = 0; i < n; ++i) {
+        if (embeddings && tokens[i] == kEmbeddingToken)
+            std::copy(embeddings + i * d, embeddings + (i + 1) * d, s.x.data() + i * d);
+        else
+            embed_row(weights_.tok_embd, tokens[i], s.x.data() + i * d);
+    }
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     for (int l = 0; l < c.n_layer; ++l) {
@@ -66,8 +72,7 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
             const int64_t pos = pos0 + i;
             kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
             kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
-            std::copy(k, k + dkv, kv.k(l, pos));
-            std::copy(v, v + dkv, kv.v(l, pos));
+            kv.write(l, pos, k, v);
         }
         AttentionCall call;
         call.layer = l;
@@ -78,6 +83,10 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         call.head_dim = c.head_dim;
         call.scale = scale;
         call.q = s.q.data();
+        call.rope_dim = c.rope_dim;
+        call.rope_base = c.rope_base;
+        call.rope_freq_scale = c.rope_freq_scale;
+        call.rope_neox = c.rope_style == kernels::RopeStyle::Norm ? 0 : 1;
         call.out = s.att.data();
         attention.forward(call, kv, pool);
         linear(L.wo, s.att.data(), n, s.o.data(), pool, s.quant);

@@ -69,8 +69,16 @@ public:
     // Runs tokens[0..n) at positions pos0..pos0+n-1 through the model, appending their K/V to
     // `kv` (whose n_past must equal pos0), and writes logits: for every position into
     // `logits` (n, n_vocab) when all_logits, else for the last one only (n_vocab).
+    //
+    // `embeddings` (optional, (n, d_model)): rows to feed instead of token embeddings, for
+    // positions whose token is kEmbeddingToken (image-patch tokens from a vision encoder); rows of
+    // other positions are ignored. Null: every position is a token.
     void forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
-                 ThreadPool& pool, ForwardScratch& scratch, float* logits, bool all_logits) const;
+                 ThreadPool& pool, ForwardScratch& scratch, float* logits, bool all_logits,
+                 const float* embeddings = nullptr) const;
+
+    // Token id marking a position whose input row comes from `embeddings` in forward().
+    static constexpr int32_t kEmbeddingToken = -1;
 
 private:
     LlamaConfig config_;

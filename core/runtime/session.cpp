@@ -1,8 +1,17 @@
 #include "core/runtime/session.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <chrono>
 
+#include <filesystem>
+
 #include "core/attention/dense_attention.h"
+#include "core/kvcache/kv_file.h"
+#include "core/runtime/cuda_backend_model.h"
+#include "core/util/mapped_file.h"
+#include "core/util/sha256.h"
 #include "core/model/model_loader.h"
 #include "core/tokenizer/unicode.h"
 #include "core/util/error.h"
@@ -10,6 +19,14 @@
 namespace sl {
 
 namespace {
+
+// Identity of a file as it is now ("" when it cannot be stat'ed).
+std::string file_identity(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return {};
+    return path + "|" + std::to_string(st.st_dev) + "|" + std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -36,23 +53,45 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
     : model_(model),
       options_(options),
       pool_(options.n_threads),
-      kv_(model.model->config().n_layer, options.n_ctx, model.model->config().n_kv_head, model.model->config().head_dim),
-      attention_(attention ? std::move(attention) : std::make_unique<DenseAttention>()) {}
+      kv_(model.model->config().n_layer, options.n_ctx, model.model->config().n_kv_head, model.model->config().head_dim,
+          KvCacheOptions{options.kv_type, options.kv_block, options.kv_budget_bytes, options.kv_spill_dir}),
+      attention_(attention ? std::move(attention) : std::make_unique<DenseAttention>()),
+      backend_(backend_for_model(options.device)) {
+    if (backend_.backend->kind() != DeviceKind::Cuda) return;
+    if (std::string(attention_->name()) != "dense") {  // the caller's attention (MSA) runs on the host KV cache
+        backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now (" +
+                                       backend_.reason + ")"};
+        return;
+    }
+    gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx);
+}
 
-void Session::step(std::span<const int32_t> tokens) {
+Session::~Session() = default;
+
+void Session::step(std::span<const int32_t> tokens, const float* embeddings) {
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
+    if (gpu_) {
+        if (embeddings) throw Error("image embeddings do not run on the CUDA backend yet (use --device cpu)");
+        gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data());
+        tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+        return;
+    }
     model_.model->forward(tokens.data(), static_cast<int>(tokens.size()), static_cast<int64_t>(tokens_.size()), kv_,
-                          *attention_, pool_, scratch_, logits_.data(), false);
+                          *attention_, pool_, scratch_, logits_.data(), false, embeddings);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
 }
 
-void Session::prefill(std::span<const int32_t> tokens) {
+void Session::prefill(std::span<const int32_t> tokens) { prefill(tokens, nullptr); }
+
+void Session::prefill(std::span<const int32_t> tokens, const float* embeddings) {
     const auto start = std::chrono::steady_clock::now();
     if (tokens_.size() + tokens.size() > static_cast<size_t>(kv_.n_ctx()))
         throw Error("prompt of " + std::to_string(tokens.size()) + " tokens does not fit the context (" +
                     std::to_string(kv_.n_ctx() - static_cast<int>(tokens_.size())) + " positions left)");
     const size_t batch = static_cast<size_t>(std::max(1, options_.n_batch));
-    for (size_t i = 0; i < tokens.size(); i += batch) step(tokens.subspan(i, std::min(batch, tokens.size() - i)));
+    const size_t d = static_cast<size_t>(model_.model->config().d_model);
+    for (size_t i = 0; i < tokens.size(); i += batch)
+        step(tokens.subspan(i, std::min(batch, tokens.size() - i)), embeddings ? embeddings + i * d : nullptr);
     stats_.prompt_tokens = static_cast<int>(tokens.size());
     stats_.prefill_seconds = seconds_since(start);
 }
@@ -116,8 +155,100 @@ GenerateStats Session::generate(const GenerateOptions& o, const std::function<bo
 
 void Session::reset() {
     tokens_.clear();
+    if (gpu_) gpu_->reset();
     logits_.clear();
-    kv_.set_n_past(0);
+    kv_.clear();
+    attention_->reset_state();
+}
+
+std::string model_fingerprint(const LoadedModel& model) {
+    const GgufFile& f = model.file;
+    Sha256 h;
+    const uint64_t size = f.file_size();
+    h.update(&size, sizeof size);
+    const uint64_t head = std::min<uint64_t>(f.data_offset(), f.bytes().size());
+    h.update(f.bytes().data(), static_cast<size_t>(head));
+    // Models that differ only in their weights (fine-tunes, other seeds) share the header: add 33
+    // evenly spaced 4 KiB samples of the tensor data (cheap: ~132 KiB read).
+    const uint64_t data = f.bytes().size() - head;
+    constexpr uint64_t kSample = 4096, kSamples = 32;
+    for (uint64_t i = 0; i <= kSamples && data > 0; ++i) {
+        const uint64_t at = head + (data > kSample ? (data - kSample) / kSamples * i : 0);
+        h.update(f.bytes().data() + at, static_cast<size_t>(std::min(kSample, data)));
+    }
+    return to_hex(h.digest());
+}
+
+const std::string& Session::fingerprint() const {
+    if (fingerprint_.empty()) fingerprint_ = model_fingerprint(model_);
+    return fingerprint_;
+}
+
+void Session::save(const std::string& path) const {
+    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
+    if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
+    const LlamaConfig& c = model_.model->config();
+    KvFileInfo info;
+    info.fingerprint = fingerprint();
+    info.n_layer = static_cast<uint32_t>(c.n_layer);
+    info.n_kv_head = static_cast<uint32_t>(c.n_kv_head);
+    info.head_dim = static_cast<uint32_t>(c.head_dim);
+    info.block_size = static_cast<uint32_t>(kv_.block_size());
+    info.n_vocab = static_cast<uint32_t>(c.n_vocab);
+    info.type = kv_.type();
+    info.page_bytes = kv_.page_bytes();
+    info.attention = attention_->signature();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) {
+        try {
+            const MappedFile map(path);
+            const bool ours = !file_memo_.empty() && file_memo_ == file_identity(path);
+            const KvFileContents saved = parse_kv_file(map.bytes(), path, ours ? KvVerify::Headers : KvVerify::Full);
+            const KvFileInfo& s = saved.info;
+            const bool same = s.fingerprint == info.fingerprint && s.n_layer == info.n_layer && s.n_kv_head == info.n_kv_head &&
+                              s.head_dim == info.head_dim && s.block_size == info.block_size && s.n_vocab == info.n_vocab &&
+                              s.type == info.type && s.attention == info.attention && saved.tokens.size() <= tokens_.size() &&
+                              std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin());
+            if (same) {
+                if (saved.tokens.size() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_);
+                file_memo_ = file_identity(path);
+                return;
+            }
+        } catch (const FormatError&) {
+            // Not a usable save of a prefix: written anew below.
+        }
+    }
+    write_kv_file(path, info, kv_, tokens_, logits_);
+    file_memo_ = file_identity(path);
+}
+
+void Session::restore(const std::string& path) {
+    if (gpu_) throw Error(path + ": restoring a context is not supported on the CUDA backend yet (use --device cpu)");
+    reset();
+    auto map = std::make_shared<const MappedFile>(path);
+    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
+    const KvFileInfo& s = saved.info;
+    const LlamaConfig& c = model_.model->config();
+    if (s.fingerprint != fingerprint())
+        throw FormatError(path + ": saved with another model (fingerprint " + s.fingerprint.substr(0, 12) + "..., this model " +
+                          fingerprint().substr(0, 12) + "...)");
+    if (s.n_layer != static_cast<uint32_t>(c.n_layer) || s.n_kv_head != static_cast<uint32_t>(c.n_kv_head) ||
+        s.head_dim != static_cast<uint32_t>(c.head_dim) || s.n_vocab != static_cast<uint32_t>(c.n_vocab))
+        throw FormatError(path + ": saved with another model shape");
+    if (s.type != kv_.type() || s.block_size != static_cast<uint32_t>(kv_.block_size()))
+        throw FormatError(path + ": saved with KV storage " + kv_type_name(s.type) + " in blocks of " +
+                          std::to_string(s.block_size) + "; this session uses " + kv_type_name(kv_.type()) + " in blocks of " +
+                          std::to_string(kv_.block_size()));
+    if (saved.tokens.size() > static_cast<size_t>(kv_.n_ctx()))
+        throw Error(path + ": holds " + std::to_string(saved.tokens.size()) + " tokens, more than this session's context of " +
+                    std::to_string(kv_.n_ctx()));
+    for (int l = 0; l < c.n_layer; ++l)
+        for (int64_t b = 0; b < saved.n_blocks; ++b)
+            kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+    kv_.set_n_past(static_cast<int64_t>(saved.tokens.size()));
+    tokens_ = saved.tokens;
+    logits_ = saved.logits;
+    file_memo_ = file_identity(path);
 }
 
 }  // namespace sl

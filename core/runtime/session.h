@@ -16,17 +16,24 @@
 #include "core/attention/attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/model/llama_model.h"
+#include "core/runtime/backend.h"
 #include "core/runtime/sampler.h"
 #include "core/runtime/thread_pool.h"
 
 namespace sl {
 
 struct LoadedModel;
+class CudaLlamaRunner;
 
 struct SessionOptions {
-    int n_ctx = 4096;     // context length to allocate (capped by nothing but memory)
+    int n_ctx = 4096;     // most positions the context may hold (pages are allocated as filled)
     int n_threads = 0;    // 0: all cores
     int n_batch = 256;    // prefill chunk (tokens per forward pass)
+    KvType kv_type = KvType::F16;  // KV storage: F32 (exact), F16, Int8 (per-row scales)
+    int kv_block = 128;            // positions per KV page
+    int64_t kv_budget_bytes = 0;   // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file
+    std::string kv_spill_dir;      // where the spill file goes; empty: the system temp dir
+    std::string device = "auto";   // auto | cpu | cuda (core/runtime/backend.h); CUDA runs dense attention
 };
 
 struct GenerateOptions {
@@ -46,10 +53,16 @@ struct GenerateStats {
 class Session {
 public:
     Session(const LoadedModel& model, SessionOptions options = {}, std::unique_ptr<Attention> attention = {});
+    ~Session();
 
     // Appends `tokens` to the context and runs them through the model in chunks of n_batch.
     // Afterwards last_logits() are the logits after the final token.
     void prefill(std::span<const int32_t> tokens);
+    // The same with image embeddings (core/vision/patch_tokens.h): positions whose token is
+    // LlamaModel::kEmbeddingToken take their input row from `embeddings`, (tokens.size(), d_model),
+    // rows of other positions ignored; null: plain tokens. The context keeps kEmbeddingToken at
+    // those positions (the sampler's repeat penalty skips them).
+    void prefill(std::span<const int32_t> tokens, const float* embeddings);
 
     // Samples up to max_tokens tokens after the current context, feeding each back in. on_text
     // receives the answer as complete UTF-8 pieces; returning false from it stops generation.
@@ -59,24 +72,62 @@ public:
     // Drops the whole context.
     void reset();
 
+    // Saves the context (tokens, KV pages, logits after the last token) to `path` (format:
+    // core/kvcache/kv_file.h). When `path` already holds a saved prefix of this context with the
+    // same model and cache settings, only what is new is appended (pages from the prefix's last
+    // block on, and a commit); otherwise the file is written anew through a temp file renamed over
+    // it. Crash-safe: a kill during save leaves the previously saved context readable.
+    // Throws IoError / Error naming the file.
+    void save(const std::string& path) const;
+
+    // Replaces the context with the one saved in `path`, without prefill: tokens, last logits, and
+    // the KV pages (read from the file through a map; pages the session writes afterwards go to RAM).
+    // Throws FormatError naming the file and what is wrong when it is corrupt, truncated, of another
+    // version, of another model (fingerprint) or other cache settings (storage type, block size), or
+    // holds more tokens than n_ctx; the session is then left empty (callers rebuild by prefilling).
+    // A file saved under another attention (Attention::signature(), e.g. dense vs MSA) restores (its
+    // K/V are valid, just computed differently); save() appends only to files of the same signature.
+    // One writer per file at a time.
+    void restore(const std::string& path);
+
     const std::vector<int32_t>& tokens() const { return tokens_; }
     std::span<const float> last_logits() const { return logits_; }
     const GenerateStats& stats() const { return stats_; }
     int n_ctx() const { return kv_.n_ctx(); }
+    const KvCache& kv_cache() const { return kv_; }
+    Attention& attention() { return *attention_; }
     ThreadPool& pool() { return pool_; }
+    // Where the model runs and why ("CUDA: NVIDIA H200 (...)", "CPU: CUDA device not usable: ...").
+    const std::string& device_reason() const { return backend_.reason; }
+    bool on_gpu() const { return gpu_ != nullptr; }
 
 private:
-    void step(std::span<const int32_t> tokens);  // one forward pass, logits of the last token
+    // One forward pass, logits of the last token; `embeddings` as in prefill (rows of `tokens`).
+    void step(std::span<const int32_t> tokens, const float* embeddings = nullptr);
 
     const LoadedModel& model_;
     SessionOptions options_;
     ThreadPool pool_;
     KvCache kv_;
     std::unique_ptr<Attention> attention_;
+    BackendChoice backend_;
+    std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ stays empty)
     ForwardScratch scratch_;
+    const std::string& fingerprint() const;
+
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;
     GenerateStats stats_;
+    mutable std::string fingerprint_;  // model_fingerprint(model_), computed on first use
+    // The file this session last saved to or restored from, as it was then (path, device, inode,
+    // size, mtime): a save to it that finds it unchanged checks record headers only; any other
+    // file is verified in full before appending to it.
+    mutable std::string file_memo_;
 };
+
+// A cheap identity of a model file for saved contexts: sha256 (hex) of the file's size, its GGUF
+// header, metadata and tensor-info region (everything before the tensor data) and 33 evenly spaced
+// 4 KiB samples of the tensor data (so fine-tunes with identical metadata differ). ~1 ms.
+std::string model_fingerprint(const LoadedModel& model);
 
 }  // namespace sl

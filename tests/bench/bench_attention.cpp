@@ -1,7 +1,8 @@
 // One attention layer, dense vs MSA (training-free, block-max with Quest pruning, and mean-key),
 // side by side at SmolLM2's shape (9 q / 3 kv heads, dim 64) and M3's (64 q / 4 kv heads, dim 128),
 // prefill (a query block of 128 tokens at the end of the context) and decode (1 query), at 8K, 32K,
-// 128K and, for SmolLM2, 1M tokens (1.5 GB of f32 K/V; M3 at 1M needs 4 GB and dense prefill takes
+// 128K and, for SmolLM2, 1M tokens (0.75 GB of f16 K/V for the one layer; SIGHTLINE_BENCH_KV picks
+// the storage; M3 at 1M needs 4 GB and dense prefill takes
 // minutes: set SIGHTLINE_BENCH_M3_1M=1 to include it).
 //
 // Keys are synthetic but structured like real ones (each block drifts around its own direction,
@@ -35,12 +36,20 @@ struct Shape {
     int n_head, n_kv, hd;
 };
 
-enum class Variant { Dense, BlockMax, MeanKey };
-const char* variant_name(Variant v) { return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : "msa-meankey"; }
+enum class Variant { Dense, BlockMax, MeanKey, Hybrid };
+const char* variant_name(Variant v) {
+    return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : v == Variant::MeanKey ? "msa-meankey" : "msa-hybrid";
+}
 
 sl::ThreadPool& pool() {
     static sl::ThreadPool p(0);
     return p;
+}
+
+// KV storage of the benchmark's cache: SIGHTLINE_BENCH_KV=f32|f16|int8 (default f16, the session's).
+sl::KvType kv_type() {
+    const char* e = std::getenv("SIGHTLINE_BENCH_KV");
+    return e ? sl::parse_kv_type(e).value_or(sl::KvType::F16) : sl::KvType::F16;
 }
 
 // One cache alive at a time (benchmarks run in registration order, grouped by shape and length).
@@ -50,7 +59,9 @@ sl::KvCache& cache(const Shape& s, int ctx) {
     const std::string want = std::string(s.name) + "/" + std::to_string(ctx);
     if (key != want) {
         kv.reset();
-        kv = std::make_unique<sl::KvCache>(1, ctx, s.n_kv, s.hd);
+        sl::KvCacheOptions o;
+        o.type = kv_type();
+        kv = std::make_unique<sl::KvCache>(1, ctx, s.n_kv, s.hd, o);
         std::mt19937 g(42);
         std::normal_distribution<float> nd(0.0f, 1.0f);
         std::uniform_real_distribution<float> ud(0.0f, 1.0f);
@@ -61,13 +72,13 @@ sl::KvCache& cache(const Shape& s, int ctx) {
                 const float w = 0.3f + 1.5f * ud(g);
                 for (auto& x : center) x = 0.7f * x + 0.7f * nd(g) * w;
             }
-            float* k = kv->k(0, p);
-            float* v = kv->v(0, p);
+            std::vector<float> k(static_cast<size_t>(kv->row())), v(k.size());
             const bool spike = ud(g) < 0.01f;
             for (int64_t i = 0; i < kv->row(); ++i) {
-                k[i] = center[static_cast<size_t>(i)] + 0.5f * nd(g) + (spike ? 2.0f * nd(g) : 0.0f);
-                v[i] = nd(g);
+                k[static_cast<size_t>(i)] = center[static_cast<size_t>(i)] + 0.5f * nd(g) + (spike ? 2.0f * nd(g) : 0.0f);
+                v[static_cast<size_t>(i)] = nd(g);
             }
+            kv->write(0, p, k.data(), v.data());
         }
         kv->set_n_past(ctx);
         key = want;
@@ -78,9 +89,9 @@ sl::KvCache& cache(const Shape& s, int ctx) {
 struct Row {
     std::string shape, phase;
     int ctx = 0;
-    double ms[3] = {0, 0, 0};
-    double mb[3] = {0, 0, 0};
-    double exact_frac[3] = {0, 0, 0};
+    double ms[4] = {0, 0, 0, 0};
+    double mb[4] = {0, 0, 0, 0};
+    double exact_frac[4] = {0, 0, 0, 0};
 };
 std::map<std::string, Row>& table() {
     static std::map<std::string, Row> t;
@@ -96,7 +107,8 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
     std::vector<float> q(static_cast<size_t>(n_tokens) * s.n_head * s.hd), out(q.size());
     for (int t = 0; t < n_tokens; ++t)
         for (int h = 0; h < s.n_head; ++h) {
-            const float* k = kv.k(0, pick(g)) + (h / (s.n_head / s.n_kv)) * s.hd;
+            std::vector<float> kbuf(static_cast<size_t>(s.hd));
+            const float* k = kv.k_rows(0, h / (s.n_head / s.n_kv), pick(g), 1, kbuf.data());
             for (int i = 0; i < s.hd; ++i) q[static_cast<size_t>((t * s.n_head + h) * s.hd + i)] = k[i] + nd(g);
         }
     sl::AttentionCall c;
@@ -114,7 +126,9 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
         att = std::make_unique<sl::DenseAttention>();
     } else {
         sl::MsaConfig cfg;  // defaults: B 128, top-k 16
-        cfg.scoring = v == Variant::BlockMax ? sl::BlockScoring::BlockMax : sl::BlockScoring::MeanKey;
+        cfg.scoring = v == Variant::BlockMax ? sl::BlockScoring::BlockMax
+                      : v == Variant::MeanKey ? sl::BlockScoring::MeanKey
+                                              : sl::BlockScoring::Hybrid;
         auto m = std::make_unique<sl::MsaAttention>(cfg);
         msa = m.get();
         att = std::move(m);
@@ -135,7 +149,7 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
         mb = static_cast<double>(st.index_bytes + st.exact_key_bytes + st.kv_bytes) / it / 1e6;
         exact = static_cast<double>(st.select.exact_blocks) / std::max(1.0, static_cast<double>(st.select.candidates));
     } else {
-        mb = 2.0 * s.n_kv * static_cast<double>(ctx) * s.hd * 4 / 1e6;
+        mb = 2.0 * s.n_kv * static_cast<double>(ctx) * s.hd * static_cast<double>(sl::kv_type_size(kv.type())) / 1e6;
     }
     state.counters["ms"] = secs / it * 1e3;
     state.counters["MB_read"] = mb;
@@ -151,15 +165,18 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
 }
 
 void print_table() {
-    std::printf("\n%-8s %-10s %8s | %10s %10s %10s | %7s %7s | %9s %9s %9s | %6s\n", "shape", "phase", "ctx",
-                "dense ms", "bmax ms", "mean ms", "d/bmax", "d/mean", "dense MB", "bmax MB", "mean MB", "exact");
+    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s | %6s %6s %6s | %9s %8s %8s %8s | %6s\n", "shape", "phase", "ctx",
+                "dense ms", "bmax ms", "mean ms", "hyb ms", "d/bmax", "d/mean", "d/hyb", "dense MB", "bmax MB", "mean MB",
+                "hyb MB", "exact");
     for (const auto& [k, r] : table()) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-        std::printf("%-8s %-10s %8d | %10.2f %10.2f %10.2f | %7.1f %7.1f | %9.1f %9.2f %9.2f | %5.1f%%\n",
-                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], ratio(r.ms[0], r.ms[1]),
-                    ratio(r.ms[0], r.ms[2]), r.mb[0], r.mb[1], r.mb[2], 100.0 * r.exact_frac[1]);
+        std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f %8.2f | %5.1f%%\n",
+                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], ratio(r.ms[0], r.ms[1]),
+                    ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), r.mb[0], r.mb[1], r.mb[2], r.mb[3],
+                    100.0 * r.exact_frac[1]);
     }
-    std::printf("(%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "
+    std::printf("(KV storage %s; ", sl::kv_type_name(kv_type()));
+    std::printf("%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "
                 "of exactly-scored blocks + K/V of the selected blocks; exact = candidate blocks scored exactly)\n",
                 pool().size());
 }
@@ -171,7 +188,7 @@ void register_all() {
         for (int ctx : {8192, 32768, 131072, 1048576}) {
             if (ctx == 1048576 && std::string(s.name) == "m3" && !m3_1m) continue;
             for (int n_tokens : {1, 128}) {
-                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey}) {
+                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey, Variant::Hybrid}) {
                     const std::string name = std::string("attention/") + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill128") +
                                              "/ctx:" + std::to_string(ctx) + "/" + variant_name(v);
                     // Dense prefill at long contexts takes seconds per call: run it once.

@@ -6,6 +6,7 @@
 
 #include "core/attention/dense_attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "tests/core/attention/host_kv.h"
 #include "core/runtime/thread_pool.h"
 #include "tests/common/test_support.h"
 
@@ -38,7 +39,7 @@ void TstDenseAttention::matchesReference() {
     QFETCH(int, pos0);
     QFETCH(int, n_tokens);
     const int n_ctx = pos0 + n_tokens;
-    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     for (int p = 0; p < n_ctx; ++p) {
         auto k = sl::test::random_floats(static_cast<size_t>(n_kv * hd), -2, 2);
         auto v = sl::test::random_floats(static_cast<size_t>(n_kv * hd));

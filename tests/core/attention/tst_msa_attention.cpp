@@ -16,14 +16,16 @@
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "tests/core/attention/host_kv.h"
 #include "core/runtime/thread_pool.h"
 #include "kernels/cpu/attention_block.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/ops.h"
 #include "tests/common/test_support.h"
 
 namespace {
 
-void fill_random(sl::KvCache& kv, int layer, int64_t from, int64_t to, float lo = -2.0f, float hi = 2.0f) {
+void fill_random(sl::test::HostKv& kv, int layer, int64_t from, int64_t to, float lo = -2.0f, float hi = 2.0f) {
     for (int64_t p = from; p < to; ++p) {
         auto k = sl::test::random_floats(static_cast<size_t>(kv.row()), lo, hi);
         auto v = sl::test::random_floats(static_cast<size_t>(kv.row()));
@@ -34,7 +36,7 @@ void fill_random(sl::KvCache& kv, int layer, int64_t from, int64_t to, float lo 
 
 // Keys with structure real attention has: each block of each head clustered around its own
 // direction (some blocks far more relevant than others), plus one "needle" token per block.
-void fill_structured(sl::KvCache& kv, int layer, int64_t n, int block) {
+void fill_structured(sl::test::HostKv& kv, int layer, int64_t n, int block) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     auto& g = sl::test::rng();
     const int hd = kv.head_dim();
@@ -67,7 +69,7 @@ sl::AttentionCall make_call(int n_head, int n_kv, int hd, int64_t pos0, int n_to
 
 // Double-precision attention of query t (position pos0 + t), head h, over the tokens of `blocks`
 // only (causal), writing out (hd) and the mass per block.
-void restricted_ref(const sl::KvCache& kv, const sl::AttentionCall& c, int t, int h, const std::vector<int32_t>& blocks,
+void restricted_ref(const sl::test::HostKv& kv, const sl::AttentionCall& c, int t, int h, const std::vector<int32_t>& blocks,
                     int B, double* out, std::vector<double>& mass) {
     const int G = c.n_head / c.n_kv_head, g = h / G, hd = c.head_dim;
     const int64_t p = c.pos0 + t;
@@ -110,6 +112,8 @@ private Q_SLOTS:
     void prunedEqualsBruteForce();
     void forcedAndInvisibleBlocks();
     void incrementalIndexAndDecode();
+    void remapPositions_data();
+    void remapPositions();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -175,7 +179,7 @@ void TstMsaAttention::equalsDenseWhenAllSelected() {
     QFETCH(int, n_tokens);
     QFETCH(int, mode);
     const int n_ctx = pos0 + n_tokens;
-    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_random(kv, 0, 0, n_ctx);
     kv.set_n_past(n_ctx);
     auto q = sl::test::random_floats(static_cast<size_t>(n_tokens * n_head * hd), -2, 2);
@@ -241,7 +245,7 @@ void TstMsaAttention::sparseMatchesRestrictedReference() {
     QFETCH(int, top_k);
     QFETCH(int, mode);
     const int n_ctx = pos0 + n_tokens;
-    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_structured(kv, 0, n_ctx, block);
     kv.set_n_past(n_ctx);
     auto q = sl::test::random_floats(static_cast<size_t>(n_tokens * n_head * hd), -2, 2);
@@ -304,7 +308,7 @@ void TstMsaAttention::prunedEqualsBruteForce() {
     QFETCH(int, structure);
     const int n_kv = 2;
     const int64_t n = static_cast<int64_t>(n_blocks) * block;
-    sl::KvCache kv(1, static_cast<int>(n), n_kv, hd);
+    sl::test::HostKv kv(1, static_cast<int>(n), n_kv, hd);
     if (structure == 0) fill_random(kv, 0, 0, n);
     else fill_structured(kv, 0, n, block);
     if (structure == 2)  // every third block a copy of the one before: exact score ties
@@ -355,7 +359,7 @@ void TstMsaAttention::forcedAndInvisibleBlocks() {
     // Local block keys are tiny, block 0 keys point away from the queries, block 5 matches them:
     // scores alone would never pick local or sink.
     const int n_head = 6, n_kv = 2, hd = 24, B = 16, n_ctx = 16 * 12 + 5;
-    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_random(kv, 0, 0, n_ctx, -0.1f, 0.1f);
     for (int p = 0; p < n_ctx; ++p)
         for (int i = 0; i < kv.row(); ++i) {
@@ -400,7 +404,7 @@ void TstMsaAttention::incrementalIndexAndDecode() {
     // with different contents: the incremental index equals a fresh one, and with every block
     // selected each call equals dense.
     const int n_head = 9, n_kv = 3, hd = 40, B = 16, n_ctx = 150;
-    sl::KvCache kv(1, n_ctx, n_kv, hd);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     sl::ThreadPool pool(2);
     sl::MsaConfig cfg;
     cfg.block_size = B;
@@ -433,6 +437,82 @@ void TstMsaAttention::incrementalIndexAndDecode() {
         }
     }
     QCOMPARE(msa.stats().calls, 16);
+}
+
+void TstMsaAttention::remapPositions_data() {
+    QTest::addColumn<bool>("neox");
+    QTest::addColumn<int>("rope_dim");
+    QTest::newRow("adjacent pairs") << false << 16;
+    QTest::newRow("neox, partial rotation") << true << 10;
+}
+
+void TstMsaAttention::remapPositions() {
+    // Keys and queries carry RoPE of their true positions. With every block selected, Remap must
+    // equal attention whose query, for each block ending >= W positions before it, was rotated to
+    // position block_start + W instead (double-precision reference, un-rotated q kept aside).
+    QFETCH(bool, neox);
+    QFETCH(int, rope_dim);
+    const int n_head = 4, n_kv = 2, hd = 16, B = 8, W = 20, n_ctx = 8 * 9 + 3;
+    const auto style = neox ? sl::kernels::RopeStyle::Neox : sl::kernels::RopeStyle::Norm;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_random(kv, 0, 0, n_ctx);
+    for (int p = 0; p < n_ctx; ++p) sl::kernels::rope(kv.k(0, p), n_kv, hd, rope_dim, p, 10000.0f, 1.0f, style);
+    kv.set_n_past(n_ctx);
+    const int pos0 = 50, nt = n_ctx - pos0;
+    const auto q0 = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd));
+    std::vector<float> q = q0, out(q.size());
+    for (int t = 0; t < nt; ++t) sl::kernels::rope(q.data() + t * n_head * hd, n_head, hd, rope_dim, pos0 + t, 10000.0f, 1.0f, style);
+    sl::AttentionCall c = make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data());
+    c.rope_dim = rope_dim;
+    c.rope_neox = neox ? 1 : 0;
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = 100;
+    cfg.positions = sl::PositionMode::Remap;
+    cfg.remap_window = W;
+    sl::MsaAttention msa(cfg);
+    sl::ThreadPool pool(2);
+    msa.forward(c, kv, pool);
+    std::vector<float> ref(out.size());
+    int far_pairs = 0;
+    for (int t = 0; t < nt; ++t)
+        for (int h = 0; h < n_head; ++h) {
+            const int g = h / (n_head / n_kv);
+            const int64_t p = pos0 + t;
+            std::vector<double> s;
+            std::vector<int64_t> pos;
+            double mx = -1e300;
+            for (int64_t j = 0; j <= p; ++j) {
+                const int64_t b0 = j / B * B, last = std::min<int64_t>(b0 + B, n_ctx) - 1;
+                std::vector<float> qq(q0.begin() + (t * n_head + h) * hd, q0.begin() + (t * n_head + h + 1) * hd);
+                const bool far = p - last >= W;
+                far_pairs += far && j == b0;
+                sl::kernels::rope(qq.data(), 1, hd, rope_dim, far ? b0 + W : p, 10000.0f, 1.0f, style);
+                double d = 0;
+                for (int i = 0; i < hd; ++i) d += static_cast<double>(qq[static_cast<size_t>(i)]) * kv.k(0, j)[g * hd + i];
+                s.push_back(d * c.scale);
+                pos.push_back(j);
+                mx = std::max(mx, s.back());
+            }
+            double z = 0;
+            for (auto& x : s) z += x = std::exp(x - mx);
+            for (int i = 0; i < hd; ++i) {
+                double acc = 0;
+                for (size_t j = 0; j < s.size(); ++j) acc += s[j] / z * kv.v(0, pos[j])[g * hd + i];
+                ref[static_cast<size_t>((t * n_head + h) * hd + i)] = static_cast<float>(acc);
+            }
+        }
+    QVERIFY(far_pairs > 0);
+    const double e = sl::test::normalized_error(out.data(), ref.data(), ref.size());
+    qInfo("remap vs reference: %.2e (%d far (query, block) pairs)", e, far_pairs);
+    QVERIFY2(e < 1e-5, qPrintable(QString::number(e)));
+    // And Original positions differ from it (the test can fail).
+    cfg.positions = sl::PositionMode::Original;
+    sl::MsaAttention orig(cfg);
+    std::vector<float> out2(out.size());
+    c.out = out2.data();
+    orig.forward(c, kv, pool);
+    QVERIFY(sl::test::normalized_error(out2.data(), ref.data(), ref.size()) > 1e-3);
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)

@@ -158,6 +158,7 @@ void TstLlamaReference::chunkedPrefillEqualsOnePass() {
     sl::SessionOptions so;
     so.n_ctx = 64;
     so.n_batch = 5;
+    so.kv_type = sl::KvType::F32;  // as ours(): the comparison is of chunking, not of KV rounding
     sl::Session s(*m, so);
     s.prefill(std::span<const int32_t>(ids.data(), 12));
     for (size_t i = 12; i < ids.size(); ++i) s.prefill(std::span<const int32_t>(ids.data() + i, 1));
@@ -216,6 +217,7 @@ void TstLlamaReference::smollmMatchesReference() {
     sl::set_exact_activations(true);
     sl::SessionOptions so;
     so.n_ctx = static_cast<int>(ids.size()) + greedy + 4;
+    so.kv_type = sl::KvType::F32;  // the reference keeps f32 K/V
     sl::Session s(*m, so);
     s.prefill(ids);
     std::vector<int32_t> cont;

@@ -1,0 +1,102 @@
+// `sightline-cli library list|remove|check|path [--library DIR]`:
+//   list              one line per document: id, state, kind, units, size, path (and the error of
+//                     failed ones); --all also shows documents still being ingested
+//   remove ID|PATH... removes documents and everything derived from them
+//   check             PRAGMA integrity_check and the schema version; exit 1 when not ok
+//   path              prints the library folder
+#include <QStringList>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "app/cli/cli_command.h"
+#include "core/library/library.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kUsage =
+    "usage: sightline-cli library list [--all] [--library DIR]\n"
+    "       sightline-cli library remove ID|PATH... [--library DIR]\n"
+    "       sightline-cli library check [--library DIR]\n"
+    "       sightline-cli library path [--library DIR]\n";
+
+std::string human_size(int64_t bytes) {
+    char buf[32];
+    if (bytes >= (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+    else if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    else if (bytes >= (1 << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / (1 << 10));
+    else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+    return buf;
+}
+
+int list(const sl::Library& lib, bool all) {
+    const auto docs = lib.list_documents(all);
+    for (const auto& d : docs) {
+        char head[96];
+        std::snprintf(head, sizeof head, "%6lld  %-9s  %-6s  %5d  %9s  ", static_cast<long long>(d.id),
+                      sl::to_string(d.state), sl::doc::to_string(d.kind), d.unit_count, human_size(d.size_bytes).c_str());
+        std::string line = head + d.path;
+        if (d.state == sl::DocumentState::Failed) line += "  (" + d.error + ")";
+        sl::cli::out(line + "\n");
+    }
+    sl::cli::out(std::to_string(docs.size()) + " document" + (docs.size() == 1 ? "" : "s") + " in " +
+                 lib.dir().string() + "\n");
+    return 0;
+}
+
+int remove(sl::Library& lib, const QStringList& targets) {
+    int failures = 0;
+    for (const QString& t : targets) {
+        bool is_id = false;
+        const qlonglong id = t.toLongLong(&is_id);
+        std::optional<sl::DocumentInfo> info;
+        if (is_id) info = lib.info(id);
+        else info = lib.find_any_by_path(fs::absolute(fs::path(t.toStdString())).lexically_normal().string());
+        if (!info) {
+            sl::cli::err("sightline-cli library remove: no document " + t.toStdString() + " in " + lib.dir().string() + "\n");
+            ++failures;
+            continue;
+        }
+        lib.remove_document(info->id);
+        sl::cli::out("removed " + info->path + "\n");
+    }
+    return failures ? 1 : 0;
+}
+
+int run(const QStringList& args_in) {
+    QStringList args;
+    fs::path dir = sl::Library::default_dir();
+    bool all = false;
+    for (int i = 0; i < args_in.size(); ++i) {
+        if (args_in[i] == QLatin1String("--library") && i + 1 < args_in.size()) dir = args_in[++i].toStdString();
+        else if (args_in[i] == QLatin1String("--all")) all = true;
+        else args << args_in[i];
+    }
+    if (args.isEmpty()) {
+        sl::cli::err(kUsage);
+        return 2;
+    }
+    const QString sub = args.takeFirst();
+    if (sub == QLatin1String("path")) {
+        sl::cli::out(dir.string() + "\n");
+        return 0;
+    }
+    sl::Library lib = sl::Library::open(dir);
+    if (sub == QLatin1String("list") && args.isEmpty()) return list(lib, all);
+    if (sub == QLatin1String("remove") && !args.isEmpty()) return remove(lib, args);
+    if (sub == QLatin1String("check") && args.isEmpty()) {
+        const std::string result = lib.integrity_check();
+        sl::cli::out(lib.database_path().string() + ": schema version " + std::to_string(lib.schema_version()) +
+                     ", integrity " + result + "\n");
+        return result == "ok" ? 0 : 1;
+    }
+    sl::cli::err(kUsage);
+    return 2;
+}
+
+}  // namespace
+
+SIGHTLINE_CLI_COMMAND(library, "library", "list or remove the library's documents; check the store", run);

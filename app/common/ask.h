@@ -1,0 +1,65 @@
+// Asking the library a question, the flow `sightline-cli ask` and the app share: the library's
+// documents -> context builder -> budget plan -> prefill (or restore a saved KV cache of the same
+// context) -> the question turn -> streamed answer while the SelectionCollector records MSA's
+// selections -> citations -> verification -> the chat stored in the library.
+//
+// When the documents do not fit n_ctx, the plan keeps the units that a lexical (BM25) ranking for
+// the question prefers; the context then depends on the question and is cached per plan (its
+// settings carry a hash of the prefix), so a KV cache is reused when the same context recurs.
+//
+// Threading: runs on the calling thread (the model's thread pool does the work); callbacks run on
+// it too. The Library and LoadedModel must outlive the call.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/answer/answer.h"
+#include "core/context/effort.h"
+
+namespace sl {
+class Library;
+struct LoadedModel;
+class Embedder;
+}  // namespace sl
+
+namespace sl::app {
+
+struct AskOptions {
+    std::string question;
+    Effort effort = Effort::Medium;
+    bool msa = true;               // false: dense attention (no selections, so no citations)
+    int n_ctx = 0;                 // 0: the model's training context (SmolLM2: 8192)
+    int block_size = 128;          // MSA block / KV page
+    bool reuse_kv = true;          // restore / save the prefilled prefix through the library
+    Embedder* embedder = nullptr;  // semantic verification when set
+    // Subtract the positional baseline (citations.h): after the prefix, a content-free probe (an
+    // empty question, probe_tokens answer tokens) is decoded, then the prefix restored from its
+    // saved KV file. Needs reuse_kv (the saved file) and MSA.
+    bool baseline = true;
+    int probe_tokens = 16;
+};
+
+struct AskResult {
+    Answer answer;
+    std::string plan;              // BudgetPlan::to_text()
+    int64_t context_tokens = 0;    // the prefix
+    int64_t prefilled_tokens = 0;  // 0 when a saved KV cache was restored
+    bool restored = false;
+    bool baseline = false;         // the positional baseline was measured and subtracted
+    std::string kv_note;           // what happened with the KV cache (restored, saved, why not)
+    double prefill_seconds = 0, decode_seconds = 0;
+    int64_t chat_id = 0;           // the stored chat
+    std::string settings_json;     // as stored with the chat
+};
+
+struct AskCallbacks {
+    std::function<void(const std::string&)> on_status;       // progress lines ("prefilling 6,012 tokens")
+    std::function<void(std::string_view)> on_text;           // the answer as it streams (no markers)
+};
+
+// Throws sl::Error when the library has no ready documents or the context cannot be built.
+AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& options, const AskCallbacks& cb = {});
+
+}  // namespace sl::app

@@ -1,0 +1,51 @@
+#include "app/desktop/app_settings.h"
+
+#include "core/util/paths.h"
+
+namespace sl::desktop {
+
+AppSettings::AppSettings(const QString& file)
+    : settings_(file.isEmpty() ? std::make_unique<QSettings>() : std::make_unique<QSettings>(file, QSettings::IniFormat)) {}
+
+QString AppSettings::modelPath() const {
+    return settings_->value(QStringLiteral("model/path"), QString::fromStdString(paths::default_model().string())).toString();
+}
+void AppSettings::setModelPath(const QString& path) { settings_->setValue(QStringLiteral("model/path"), path); }
+
+Device AppSettings::device() const {
+    return settings_->value(QStringLiteral("model/device"), QStringLiteral("cpu")).toString() == QLatin1String("gpu")
+               ? Device::Gpu
+               : Device::Cpu;
+}
+void AppSettings::setDevice(Device d) {
+    settings_->setValue(QStringLiteral("model/device"), d == Device::Gpu ? QStringLiteral("gpu") : QStringLiteral("cpu"));
+}
+
+QString AppSettings::effort() const {
+    const QString e = settings_->value(QStringLiteral("answer/effort"), QStringLiteral("medium")).toString();
+    return (e == QLatin1String("low") || e == QLatin1String("high")) ? e : QStringLiteral("medium");
+}
+void AppSettings::setEffort(const QString& e) { settings_->setValue(QStringLiteral("answer/effort"), e); }
+
+bool AppSettings::ocr() const { return settings_->value(QStringLiteral("ingest/ocr"), true).toBool(); }
+void AppSettings::setOcr(bool on) { settings_->setValue(QStringLiteral("ingest/ocr"), on); }
+
+qint64 AppSettings::contextBudget() const {
+    return settings_->value(QStringLiteral("context/budget"), qint64{1000000}).toLongLong();
+}
+void AppSettings::setContextBudget(qint64 tokens) { settings_->setValue(QStringLiteral("context/budget"), tokens); }
+
+bool AppSettings::confirmHeavyIngest() const {
+    return settings_->value(QStringLiteral("ingest/confirm_heavy"), true).toBool();
+}
+void AppSettings::setConfirmHeavyIngest(bool on) { settings_->setValue(QStringLiteral("ingest/confirm_heavy"), on); }
+
+QString AppSettings::lastDirectory() const { return settings_->value(QStringLiteral("ui/last_dir")).toString(); }
+void AppSettings::setLastDirectory(const QString& dir) { settings_->setValue(QStringLiteral("ui/last_dir"), dir); }
+
+QByteArray AppSettings::windowGeometry() const { return settings_->value(QStringLiteral("ui/geometry")).toByteArray(); }
+void AppSettings::setWindowGeometry(const QByteArray& g) { settings_->setValue(QStringLiteral("ui/geometry"), g); }
+QByteArray AppSettings::windowState() const { return settings_->value(QStringLiteral("ui/state")).toByteArray(); }
+void AppSettings::setWindowState(const QByteArray& s) { settings_->setValue(QStringLiteral("ui/state"), s); }
+
+}  // namespace sl::desktop

@@ -1,0 +1,45 @@
+// The app's persistent settings (QSettings): the model, the device, the effort, OCR, the budget
+// and whether to confirm heavy ingest. One instance per window; GUI thread only.
+#pragma once
+
+#include <QSettings>
+#include <QString>
+
+#include <memory>
+
+namespace sl::desktop {
+
+enum class Device { Cpu, Gpu };
+
+class AppSettings {
+public:
+    // `file` empty: the platform's default (~/.config/Sightline/Sightline.conf); else that INI file.
+    explicit AppSettings(const QString& file = {});
+
+    QString modelPath() const;                 // default: the model scripts/setup.sh fetches
+    void setModelPath(const QString& path);
+    Device device() const;
+    void setDevice(Device d);
+    QString effort() const;                    // "low", "medium", "high"
+    void setEffort(const QString& e);
+    bool ocr() const;
+    void setOcr(bool on);
+    qint64 contextBudget() const;              // tokens the library may fill (default 1,000,000)
+    void setContextBudget(qint64 tokens);
+    bool confirmHeavyIngest() const;           // show the budget dialog before big ingests
+    void setConfirmHeavyIngest(bool on);
+    QString lastDirectory() const;
+    void setLastDirectory(const QString& dir);
+    QByteArray windowGeometry() const;
+    void setWindowGeometry(const QByteArray& g);
+    QByteArray windowState() const;
+    void setWindowState(const QByteArray& s);
+
+    QSettings& raw() { return *settings_; }
+    void sync() { settings_->sync(); }
+
+private:
+    std::unique_ptr<QSettings> settings_;
+};
+
+}  // namespace sl::desktop

@@ -1,0 +1,258 @@
+#include "app/desktop/chat_pane.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPromise>
+#include <QScrollBar>
+#include <QStyleHints>
+#include <QTextBrowser>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+#include "app/desktop/answer_format.h"
+#include "app/desktop/library_model.h"
+#include "core/util/error.h"
+
+namespace sl::desktop {
+
+namespace {
+
+bool dark_palette(const QWidget* w) {
+    return w->palette().color(QPalette::Window).lightness() < 128;
+}
+
+// Runs on a worker thread; never touches widgets.
+void run_answer(QPromise<AnswerEvent>& promise, std::shared_ptr<AnswerService> service, std::string question,
+                DocumentList docs, AnswerOptions options, std::shared_ptr<std::atomic<bool>> cancel) {
+    auto result = std::make_shared<Answer>();
+    try {
+        *result = service->answer(question, docs, options,
+                                  [&promise, &cancel](std::string_view piece) {
+                                      if (promise.isCanceled()) cancel->store(true);
+                                      promise.addResult(AnswerEvent{QString::fromUtf8(piece.data(), static_cast<qsizetype>(piece.size())), {}});
+                                      return !cancel->load();
+                                  },
+                                  cancel.get());
+    } catch (const std::bad_alloc&) {
+        result->question = question;
+        result->error = "out of memory while answering";
+    } catch (const std::exception& e) {
+        result->question = question;
+        result->error = e.what();
+    }
+    result->finished = true;
+    promise.addResult(AnswerEvent{{}, result});
+}
+
+QToolButton* button(QWidget* parent, const QString& icon, const QString& text, const QString& tip) {
+    auto* b = new QToolButton(parent);
+    b->setIcon(QIcon(icon));
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setAccessibleName(text);
+    b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    b->setAutoRaise(true);
+    return b;
+}
+
+}  // namespace
+
+ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), library_(library) {
+    setAccessibleName(tr("Chat"));
+    pool_.setMaxThreadCount(1);
+    transcript_ = new QTextBrowser(this);
+    transcript_->setAccessibleName(tr("Answers"));
+    transcript_->setOpenLinks(false);
+    transcript_->setPlaceholderText(tr("Ask a question about the documents in your library. "
+                                       "Answers cite the page, slide or second they come from."));
+    chips_ = new QWidget(this);
+    chips_->setAccessibleName(tr("Citations of the latest answer"));
+    chips_layout_ = new QHBoxLayout(chips_);
+    chips_layout_->setContentsMargins(4, 0, 4, 0);
+    chips_layout_->setSpacing(4);
+    question_ = new QLineEdit(this);
+    question_->setAccessibleName(tr("Question"));
+    question_->setPlaceholderText(tr("Ask about your documents (Ctrl+L)"));
+    question_->setClearButtonEnabled(true);
+    ask_ = button(this, QStringLiteral(":/icons/action-ask.svg"), tr("Ask"), tr("Ask the question (Enter)"));
+    stop_ = button(this, QStringLiteral(":/icons/action-cancel.svg"), tr("Stop"), tr("Stop the answer (Esc)"));
+    stop_->setShortcut(Qt::Key_Escape);
+    stop_->setEnabled(false);
+    copy_ = button(this, QStringLiteral(":/icons/action-copy.svg"), tr("Copy"),
+                   tr("Copy the latest answer with its citations (Ctrl+Shift+C)"));
+    copy_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copy_->setEnabled(false);
+
+    auto* row = new QHBoxLayout;
+    row->addWidget(question_, 1);
+    row->addWidget(ask_);
+    row->addWidget(stop_);
+    row->addWidget(copy_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* title = new QLabel(tr("<b>Chat</b>"), this);
+    title->setContentsMargins(6, 4, 6, 0);
+    layout->addWidget(title);
+    layout->addWidget(transcript_, 1);
+    layout->addWidget(chips_);
+    layout->addLayout(row);
+    rebuildChips();
+
+    connect(question_, &QLineEdit::returnPressed, this, &ChatPane::send);
+    connect(ask_, &QToolButton::clicked, this, &ChatPane::send);
+    connect(stop_, &QToolButton::clicked, this, &ChatPane::stop);
+    connect(copy_, &QToolButton::clicked, this, [this] { copyAnswer(); });
+    connect(transcript_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+        int a = 0, n = 0;
+        if (parse_citation_link(url.toString(), &a, &n)) activateCitation(a, n);
+    });
+}
+
+ChatPane::~ChatPane() {
+    if (cancel_) cancel_->store(true);
+    if (watcher_) watcher_->disconnect(this);
+    pool_.waitForDone();
+}
+
+void ChatPane::setService(std::shared_ptr<AnswerService> service) { service_ = std::move(service); }
+
+void ChatPane::send() {
+    const QString q = question_->text().trimmed();
+    if (q.isEmpty() || busy()) return;
+    question_->clear();
+    ask(q);
+}
+
+void ChatPane::ask(const QString& question) {
+    if (busy()) return;
+    Answer a;
+    a.question = question.toStdString();
+    const DocumentList docs = library_->readyDocuments();
+    if (!service_) a.error = "no model is loaded; choose one in Model → Manage models";
+    else if (docs.empty()) a.error = "no document is ready yet; add files to the library first";
+    if (!a.error.empty()) {
+        a.finished = true;
+        answers_.push_back(a);
+        render();
+        Q_EMIT answerFinished(static_cast<int>(answers_.size()) - 1);
+        return;
+    }
+    answers_.push_back(a);
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    watcher_ = new QFutureWatcher<AnswerEvent>(this);
+    connect(watcher_, &QFutureWatcherBase::resultsReadyAt, this, &ChatPane::onResults);
+    connect(watcher_, &QFutureWatcherBase::finished, this, &ChatPane::onFinished);
+    watcher_->setFuture(QtConcurrent::run(&pool_, run_answer, service_, a.question, docs, options_, cancel_));
+    ask_->setEnabled(false);
+    stop_->setEnabled(true);
+    render();
+    Q_EMIT answerStarted();
+}
+
+void ChatPane::stop() {
+    if (cancel_) cancel_->store(true);
+}
+
+void ChatPane::onResults(int begin, int end) {
+    if (!watcher_ || answers_.empty()) return;
+    Answer& a = answers_.back();
+    for (int i = begin; i < end; ++i) {
+        const AnswerEvent ev = watcher_->resultAt(i);
+        if (ev.done) {
+            Answer done = *ev.done;
+            if (done.question.empty()) done.question = a.question;
+            a = std::move(done);
+        } else {
+            a.text += ev.piece.toStdString();
+        }
+    }
+    render();
+}
+
+void ChatPane::onFinished() {
+    QFutureWatcher<AnswerEvent>* w = watcher_;
+    watcher_ = nullptr;
+    cancel_.reset();
+    w->deleteLater();
+    if (!answers_.empty()) answers_.back().finished = true;
+    ask_->setEnabled(true);
+    stop_->setEnabled(false);
+    render();
+    rebuildChips();
+    Q_EMIT answerFinished(static_cast<int>(answers_.size()) - 1);
+}
+
+void ChatPane::addAnswer(const Answer& answer) {
+    answers_.push_back(answer);
+    answers_.back().finished = true;
+    render();
+    rebuildChips();
+}
+
+void ChatPane::render() {
+    const bool dark = dark_palette(this);
+    QString html;
+    for (size_t i = 0; i < answers_.size(); ++i) html += answer_html(answers_[i], static_cast<int>(i), dark);
+    QScrollBar* bar = transcript_->verticalScrollBar();
+    const bool at_end = bar->value() >= bar->maximum() - 4;
+    transcript_->setHtml(html);
+    if (at_end) bar->setValue(bar->maximum());
+    copy_->setEnabled(!answers_.empty() && !answers_.back().text.empty());
+}
+
+void ChatPane::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) render();
+}
+
+void ChatPane::rebuildChips() {
+    while (QLayoutItem* item = chips_layout_->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+    chips_->setVisible(false);
+    if (answers_.empty()) return;
+    const int index = static_cast<int>(answers_.size()) - 1;
+    const Answer& a = answers_.back();
+    if (a.citations.empty()) return;
+    for (const auto& c : a.citations) {
+        auto* chip = new QToolButton(chips_);
+        chip->setObjectName(QStringLiteral("citationChip%1").arg(c.number));
+        chip->setText(QStringLiteral("[%1] %2").arg(c.number).arg(QString::fromStdString(c.locator)));
+        chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        chip->setAccessibleName(tr("Citation %1: %2%3")
+                                    .arg(c.number)
+                                    .arg(QString::fromStdString(c.locator), c.weak ? tr(" (weak)") : QString()));
+        chip->setToolTip((c.weak ? tr("Weak: %1\n").arg(QString::fromStdString(c.weak_reason)) : QString()) +
+                         QString::fromStdString(c.excerpt));
+        if (c.weak) {
+            chip->setIcon(QIcon(QStringLiteral(":/icons/state-weak.svg")));
+            chip->setStyleSheet(QStringLiteral("QToolButton { border: 1px dashed #b9770e; border-radius: 9px; padding: 2px 8px; }"));
+        } else {
+            chip->setStyleSheet(QStringLiteral("QToolButton { border: 1px solid palette(highlight); border-radius: 9px; padding: 2px 8px; }"));
+        }
+        const int number = c.number;
+        connect(chip, &QToolButton::clicked, this, [this, index, number] { activateCitation(index, number); });
+        chips_layout_->addWidget(chip);
+    }
+    chips_layout_->addStretch();
+    chips_->setVisible(true);
+}
+
+void ChatPane::copyAnswer(int index) {
+    if (answers_.empty()) return;
+    if (index < 0 || index >= static_cast<int>(answers_.size())) index = static_cast<int>(answers_.size()) - 1;
+    QApplication::clipboard()->setText(answer_plain_text(answers_[static_cast<size_t>(index)]));
+}
+
+void ChatPane::activateCitation(int index, int number) {
+    if (index < 0 || index >= static_cast<int>(answers_.size())) return;
+    const Citation* c = find_citation(answers_[static_cast<size_t>(index)], number);
+    if (c) Q_EMIT citationActivated(*c, index);
+}
+
+}  // namespace sl::desktop

@@ -1,0 +1,93 @@
+// The chat pane: a question box, the transcript of answers streamed as they are generated, with
+// citations as links and as chips under the latest answer (weak ones flagged), Stop, and Copy
+// (answer with its sources). Answers run on a worker thread through QtConcurrent + QPromise: the
+// worker calls AnswerService::answer() and reports text pieces as promise results; the watcher
+// delivers them here, on the GUI thread. The service and the library model must outlive the pane.
+#pragma once
+
+#include <QFutureWatcher>
+#include <QThreadPool>
+#include <QWidget>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "app/desktop/answer_service.h"
+
+class QLabel;
+class QLineEdit;
+class QTextBrowser;
+class QToolButton;
+class QHBoxLayout;
+
+namespace sl::desktop {
+
+class LibraryModel;
+
+// One step of an answer as the worker reports it: a piece of text, or the end (answer or error).
+struct AnswerEvent {
+    QString piece;
+    std::shared_ptr<Answer> done;  // set on the last event
+};
+
+class ChatPane : public QWidget {
+    Q_OBJECT
+
+public:
+    ChatPane(LibraryModel* library, QWidget* parent = nullptr);
+    ~ChatPane() override;  // stops a running answer and waits for it
+
+    void setService(std::shared_ptr<AnswerService> service);
+    void setOptions(const AnswerOptions& options) { options_ = options; }
+
+    // Asks `question` about the ready documents (as if typed and sent).
+    void ask(const QString& question);
+    void stop();
+    bool busy() const { return watcher_ != nullptr; }
+
+    const std::vector<Answer>& answers() const { return answers_; }
+    // Adds a finished answer (restored chats, tests) and shows it.
+    void addAnswer(const Answer& answer);
+    // Copies the latest (or `index`th) answer with its citations to the clipboard.
+    void copyAnswer(int index = -1);
+    // Opens citation `number` of answer `index` (what clicking a link or chip does).
+    void activateCitation(int index, int number);
+
+    QTextBrowser* transcript() const { return transcript_; }
+    QWidget* chipBar() const { return chips_; }
+    QLineEdit* questionEdit() const { return question_; }
+
+Q_SIGNALS:
+    void citationActivated(const sl::desktop::Citation& citation, int answer_index);
+    void answerStarted();
+    void answerFinished(int index);
+
+protected:
+    void changeEvent(QEvent* event) override;  // re-renders for a new (light/dark) palette
+
+private:
+    void send();
+    void onResults(int begin, int end);
+    void onFinished();
+    void render();
+    void rebuildChips();
+
+    LibraryModel* library_;
+    std::shared_ptr<AnswerService> service_;
+    AnswerOptions options_;
+    std::vector<Answer> answers_;
+    QThreadPool pool_;
+    QFutureWatcher<AnswerEvent>* watcher_ = nullptr;
+    std::shared_ptr<std::atomic<bool>> cancel_;
+
+    QTextBrowser* transcript_;
+    QWidget* chips_;
+    QHBoxLayout* chips_layout_;
+    QLineEdit* question_;
+    QToolButton* ask_;
+    QToolButton* stop_;
+    QToolButton* copy_;
+};
+
+}  // namespace sl::desktop

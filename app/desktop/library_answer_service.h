@@ -1,0 +1,36 @@
+// The answer pipeline of the library issue behind the chat's AnswerService seam: app::ask over
+// the documents in the library store (one long context, MSA prefill saved and reused, citations
+// from the engine's own block selections, each verified against the sentence it backs). Weak
+// citations ("[2?]" in the text) stay, flagged; sources the answer read but no sentence used are
+// listed as "read, not cited".
+//
+// Threading: answer() runs on a worker thread; it opens its own sl::Library connection there (a
+// Library is one connection per thread) and loads the model once (kept, shared read-only).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+#include "app/desktop/answer_service.h"
+
+namespace sl::desktop {
+
+class LibraryAnswerService : public AnswerService {
+public:
+    // `library_dir`: the store the IngestQueue writes to. `n_ctx` 0: the model's trained context.
+    LibraryAnswerService(std::filesystem::path library_dir, std::string model_path, int n_ctx = 0);
+    ~LibraryAnswerService() override;
+    std::string name() const override { return "library context (MSA selections)"; }
+    Answer answer(const std::string& question, const DocumentList& docs, const AnswerOptions& options,
+                  const std::function<bool(std::string_view)>& on_text, const std::atomic<bool>* cancel) override;
+
+private:
+    std::filesystem::path dir_;
+    std::string model_path_;
+    int n_ctx_;
+    std::mutex mutex_;
+    std::unique_ptr<LoadedModel> model_;
+};
+
+}  // namespace sl::desktop

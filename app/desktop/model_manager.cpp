@@ -1,0 +1,190 @@
+#include "app/desktop/model_manager.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QStandardItemModel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent>
+
+#include <map>
+
+#include "app/common/version_report.h"
+#include "core/gguf/gguf_reader.h"
+#include "core/model/model_loader.h"
+#include "core/util/paths.h"
+#include "kernels/cpu/tensor_types.h"
+
+namespace sl::desktop {
+
+ModelInfo read_model_info(const QString& path) {
+    ModelInfo info;
+    info.path = path;
+    try {
+        const GgufFile f = GgufFile::open(path.toStdString());
+        auto add = [&info](const QString& k, const QString& v) { info.fields.emplace_back(k, v); };
+        const QString name = f.get_string("general.name") ? QString::fromStdString(std::string(*f.get_string("general.name")))
+                                                          : QFileInfo(path).completeBaseName();
+        add(QObject::tr("Name"), name);
+        add(QObject::tr("File"), path);
+        add(QObject::tr("Size"), QStringLiteral("%1 MiB").arg(static_cast<double>(f.file_size()) / 1048576.0, 0, 'f', 1));
+        add(QObject::tr("GGUF version"), QString::number(f.version()));
+        add(QObject::tr("Architecture"), QString::fromStdString(std::string(f.architecture())));
+        std::map<std::string, size_t> types;
+        for (const auto& t : f.tensors()) {
+            const auto ti = kernels::tensor_type_info(t.type);
+            ++types[ti.name ? ti.name : "type " + std::to_string(t.type)];
+        }
+        QStringList tt;
+        for (const auto& [n, count] : types) tt << QStringLiteral("%1 × %2").arg(QString::fromStdString(n)).arg(count);
+        add(QObject::tr("Tensors"), QStringLiteral("%1 (%2)").arg(f.tensors().size()).arg(tt.join(QStringLiteral(", "))));
+        QString main_type;
+        size_t most = 0;
+        for (const auto& [n, count] : types)
+            if (count > most && n != "f32") most = count, main_type = QString::fromStdString(n).toUpper();
+        try {
+            const LlamaConfig c = read_llama_config(f);
+            add(QObject::tr("Layers"), QString::number(c.n_layer));
+            add(QObject::tr("Model width"), QString::number(c.d_model));
+            add(QObject::tr("Heads (query / key-value)"), QStringLiteral("%1 / %2, dim %3").arg(c.n_head).arg(c.n_kv_head).arg(c.head_dim));
+            add(QObject::tr("Vocabulary"), QString::number(c.n_vocab));
+            add(QObject::tr("Trained context"), QObject::tr("%1 tokens").arg(c.n_ctx_train));
+            add(QObject::tr("RoPE base"), QString::number(static_cast<double>(c.rope_base)));
+            info.context_train = c.n_ctx_train;
+            info.summary = QStringLiteral("%1 · %2 · %3 layers · %4").arg(name, QString::fromStdString(c.arch)).arg(c.n_layer).arg(main_type);
+        } catch (const std::exception& e) {
+            info.error = QString::fromUtf8(e.what());
+        }
+        add(QObject::tr("Chat template"), f.get_string("tokenizer.chat_template") ? QObject::tr("yes") : QObject::tr("no (plain prompts)"));
+    } catch (const std::exception& e) {
+        info.error = QString::fromUtf8(e.what());
+    }
+    if (info.summary.isEmpty()) info.summary = QFileInfo(path).fileName();
+    return info;
+}
+
+std::pair<bool, QString> gpu_status() {
+    const app::VersionReport r = app::version_report();
+    return {r.cuda_usable, QString::fromStdString(r.cuda)};
+}
+
+ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) : QDialog(parent), settings_(settings) {
+    setWindowTitle(tr("Models"));
+    setAccessibleName(tr("Model manager"));
+    path_ = new QLineEdit(settings_->modelPath(), this);
+    path_->setAccessibleName(tr("Model file"));
+    auto* browse = new QPushButton(tr("&Open GGUF…"), this);
+    browse->setAccessibleName(tr("Open a GGUF model file"));
+    auto* def = new QPushButton(tr("&Default"), this);
+    def->setAccessibleName(tr("Use the default model"));
+    def->setToolTip(QString::fromStdString(paths::default_model().string()));
+    summary_ = new QLabel(this);
+    summary_->setWordWrap(true);
+    table_ = new QTableWidget(0, 2, this);
+    table_->setAccessibleName(tr("Model metadata"));
+    table_->setHorizontalHeaderLabels({tr("Property"), tr("Value")});
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->verticalHeader()->hide();
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    device_ = new QComboBox(this);
+    device_->setAccessibleName(tr("Device"));
+    device_->addItem(tr("CPU"), QStringLiteral("cpu"));
+    device_->addItem(tr("GPU (CUDA)"), QStringLiteral("gpu"));
+    const auto [gpu_ok, gpu_line] = gpu_status();
+    if (!gpu_ok) {
+        // Greyed out, with the reason as its tooltip.
+        if (auto* m = qobject_cast<QStandardItemModel*>(device_->model())) m->item(1)->setEnabled(false);
+        device_->setItemData(1, gpu_line, Qt::ToolTipRole);
+    }
+    device_->setCurrentIndex(settings_->device() == Device::Gpu && gpu_ok ? 1 : 0);
+    auto* gpu_label = new QLabel(gpu_line, this);
+    gpu_label->setWordWrap(true);
+
+    auto* row = new QHBoxLayout;
+    row->addWidget(path_, 1);
+    row->addWidget(browse);
+    row->addWidget(def);
+    auto* form = new QFormLayout;
+    form->addRow(tr("Model:"), row);
+    form->addRow(QString(), summary_);
+    form->addRow(tr("Device:"), device_);
+    form->addRow(QString(), gpu_label);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(table_, 1);
+    layout->addWidget(buttons);
+    resize(640, 480);
+
+    connect(browse, &QPushButton::clicked, this, &ModelManagerDialog::browse);
+    connect(def, &QPushButton::clicked, this, [this] {
+        path_->setText(QString::fromStdString(paths::default_model().string()));
+        loadInfo(path_->text());
+    });
+    connect(path_, &QLineEdit::editingFinished, this, [this] { loadInfo(path_->text()); });
+    connect(buttons, &QDialogButtonBox::accepted, this, &ModelManagerDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &ModelManagerDialog::reject);
+    loadInfo(path_->text());
+}
+
+QString ModelManagerDialog::modelPath() const { return path_->text(); }
+
+Device ModelManagerDialog::device() const {
+    return device_->currentData().toString() == QLatin1String("gpu") ? Device::Gpu : Device::Cpu;
+}
+
+void ModelManagerDialog::browse() {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Open a model"), QFileInfo(path_->text()).absolutePath(),
+                                                   tr("GGUF models (*.gguf);;All files (*)"));
+    if (f.isEmpty()) return;
+    path_->setText(f);
+    loadInfo(f);
+}
+
+void ModelManagerDialog::loadInfo(const QString& path) {
+    summary_->setText(tr("Reading %1 …").arg(QFileInfo(path).fileName()));
+    if (watcher_) watcher_->disconnect(this);
+    watcher_ = new QFutureWatcher<ModelInfo>(this);
+    QFutureWatcher<ModelInfo>* w = watcher_;
+    connect(w, &QFutureWatcherBase::finished, this, [this, w] {
+        w->deleteLater();
+        if (w != watcher_) return;
+        watcher_ = nullptr;
+        showInfo(w->result());
+    });
+    w->setFuture(QtConcurrent::run(read_model_info, path));
+}
+
+void ModelManagerDialog::showInfo(const ModelInfo& info) {
+    info_ = info;
+    summary_->setText(info.error.isEmpty() ? info.summary
+                                           : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(info.error.toHtmlEscaped()));
+    table_->setRowCount(static_cast<int>(info.fields.size()));
+    for (int i = 0; i < static_cast<int>(info.fields.size()); ++i) {
+        table_->setItem(i, 0, new QTableWidgetItem(info.fields[static_cast<size_t>(i)].first));
+        table_->setItem(i, 1, new QTableWidgetItem(info.fields[static_cast<size_t>(i)].second));
+    }
+    table_->resizeColumnToContents(0);
+    Q_EMIT infoLoaded();
+}
+
+void ModelManagerDialog::accept() {
+    if (!info_.error.isEmpty() && info_.path == path_->text()) {
+        QMessageBox::warning(this, tr("Model"), tr("This model cannot be used:\n%1").arg(info_.error));
+        return;
+    }
+    settings_->setModelPath(path_->text());
+    settings_->setDevice(device());
+    QDialog::accept();
+}
+
+}  // namespace sl::desktop

@@ -1,0 +1,65 @@
+// Model → Manage models: the model in use (the default one preselected), open any GGUF file, its
+// metadata (architecture, layers, heads, context, tensor types, chat template) and the device
+// (CPU, or the GPU when a CUDA device is usable). Reading a file's metadata runs on a worker;
+// widgets are touched on the GUI thread only.
+#pragma once
+
+#include <QDialog>
+#include <QFutureWatcher>
+
+#include <utility>
+#include <vector>
+
+#include "app/desktop/app_settings.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableWidget;
+
+namespace sl::desktop {
+
+struct ModelInfo {
+    QString path;
+    QString error;                                    // non-empty when the file cannot be used
+    std::vector<std::pair<QString, QString>> fields;  // (name, value) for the table
+    QString summary;                                  // "SmolLM2 · llama · 30 layers · Q4_1"
+    int context_train = 0;                            // trained context length (tokens)
+};
+
+// Reads a GGUF file's metadata. Thread-safe; never throws (errors land in ModelInfo::error).
+ModelInfo read_model_info(const QString& path);
+
+// Whether a CUDA device is usable, and a line saying why not (probes the driver once).
+std::pair<bool, QString> gpu_status();
+
+class ModelManagerDialog : public QDialog {
+    Q_OBJECT
+
+public:
+    ModelManagerDialog(AppSettings* settings, QWidget* parent = nullptr);
+
+    QString modelPath() const;
+    Device device() const;
+    const ModelInfo& info() const { return info_; }
+    void loadInfo(const QString& path);  // asynchronous; infoLoaded() when done
+
+    void accept() override;  // saves the model and device
+
+Q_SIGNALS:
+    void infoLoaded();
+
+private:
+    void browse();
+    void showInfo(const ModelInfo& info);
+
+    AppSettings* settings_;
+    ModelInfo info_;
+    QLineEdit* path_;
+    QLabel* summary_;
+    QTableWidget* table_;
+    QComboBox* device_;
+    QFutureWatcher<ModelInfo>* watcher_ = nullptr;
+};
+
+}  // namespace sl::desktop

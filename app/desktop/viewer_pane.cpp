@@ -1,0 +1,93 @@
+#include "app/desktop/viewer_pane.h"
+
+#include <QLabel>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include "app/desktop/pdf_view.h"
+#include "app/desktop/slide_view.h"
+#include "core/document/locator.h"
+
+namespace sl::desktop {
+
+ViewerPane::ViewerPane(QWidget* parent) : QWidget(parent) {
+    setAccessibleName(tr("Viewer"));
+    caption_ = new QLabel(this);
+    caption_->setAccessibleName(tr("Shown place"));
+    caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont f = caption_->font();
+    f.setBold(true);
+    caption_->setFont(f);
+    caption_->setContentsMargins(6, 4, 6, 4);
+    stack_ = new QStackedWidget(this);
+    empty_ = new QLabel(tr("Open a document from the library, or click a citation in an answer."), this);
+    empty_->setAlignment(Qt::AlignCenter);
+    empty_->setWordWrap(true);
+    pdf_ = new PdfView(this);
+    slides_ = new SlideView(this);
+    video_ = new VideoView(this);
+    image_ = new ImageView(this);
+    stack_->addWidget(empty_);
+    stack_->addWidget(pdf_);
+    stack_->addWidget(slides_);
+    stack_->addWidget(video_);
+    stack_->addWidget(image_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    layout->addWidget(caption_);
+    layout->addWidget(stack_, 1);
+    clear();
+}
+
+QString ViewerPane::caption() const { return caption_->text(); }
+
+void ViewerPane::clear() {
+    mode_ = Mode::Empty;
+    document_.reset();
+    caption_->setText(tr("Viewer"));
+    stack_->setCurrentWidget(empty_);
+}
+
+void ViewerPane::open(std::shared_ptr<const doc::Document> document, const doc::SourceRef& ref,
+                      std::vector<TimelineMarker> markers) {
+    if (!document) return;
+    document_ = document;
+    const int unit = std::clamp(ref.unit, 0, std::max(0, static_cast<int>(document->units.size()) - 1));
+    QString where = QString::fromStdString(doc::file_name(*document));
+    if (!document->units.empty())
+        where = QString::fromStdString(doc::full_locator(*document, document->units[static_cast<size_t>(unit)]));
+    switch (document->kind) {
+        case doc::DocumentKind::Pdf:
+            mode_ = Mode::Pdf;
+            stack_->setCurrentWidget(pdf_);
+            pdf_->showPage(document, unit, ref.bbox);
+            break;
+        case doc::DocumentKind::Slides:
+            mode_ = Mode::Slides;
+            stack_->setCurrentWidget(slides_);
+            slides_->showSlide(document, unit, ref.bbox);
+            break;
+        case doc::DocumentKind::Video:
+        case doc::DocumentKind::Audio: {
+            mode_ = Mode::Video;
+            stack_->setCurrentWidget(video_);
+            double t = 0;
+            if (ref.time) t = ref.time->t0;
+            else if (!document->units.empty() && document->units[static_cast<size_t>(unit)].time)
+                t = document->units[static_cast<size_t>(unit)].time->t0;
+            where = QString::fromStdString(doc::file_name(*document) + " " + doc::format_time(t));
+            video_->showAt(document, t, std::move(markers));
+            break;
+        }
+        case doc::DocumentKind::Image:
+            mode_ = Mode::Image;
+            stack_->setCurrentWidget(image_);
+            image_->showImage(document, ref.bbox);
+            break;
+    }
+    caption_->setText(where);
+    Q_EMIT opened(where);
+}
+
+}  // namespace sl::desktop

@@ -1,0 +1,61 @@
+// The viewer pane: shows a place in a document — a PDF page with the cited region highlighted,
+// a slide with its notes, a video at the cited second with markers for every citation into it,
+// or an image — whatever the document's kind. GUI thread only.
+#pragma once
+
+#include <QWidget>
+
+#include <memory>
+#include <vector>
+
+#include "app/desktop/video_view.h"
+#include "core/document/document.h"
+
+class QLabel;
+class QStackedWidget;
+
+namespace sl::desktop {
+
+class PdfView;
+class SlideView;
+class ImageView;
+
+class ViewerPane : public QWidget {
+    Q_OBJECT
+
+public:
+    enum class Mode { Empty, Pdf, Slides, Video, Image };
+
+    explicit ViewerPane(QWidget* parent = nullptr);
+
+    // Shows `ref` (unit + region or time) of `document`. `markers`: the citations into this
+    // document, drawn on a video's timeline.
+    void open(std::shared_ptr<const doc::Document> document, const doc::SourceRef& ref,
+              std::vector<TimelineMarker> markers = {});
+    void clear();
+
+    Mode mode() const { return mode_; }
+    const std::shared_ptr<const doc::Document>& document() const { return document_; }
+    QString caption() const;
+
+    PdfView* pdfView() const { return pdf_; }
+    SlideView* slideView() const { return slides_; }
+    VideoView* videoView() const { return video_; }
+    ImageView* imageView() const { return image_; }
+
+Q_SIGNALS:
+    void opened(const QString& locator);
+
+private:
+    Mode mode_ = Mode::Empty;
+    std::shared_ptr<const doc::Document> document_;
+    QLabel* caption_;
+    QStackedWidget* stack_;
+    QLabel* empty_;
+    PdfView* pdf_;
+    SlideView* slides_;
+    VideoView* video_;
+    ImageView* image_;
+};
+
+}  // namespace sl::desktop

@@ -1,0 +1,19 @@
+// The verification Embedder backed by all-MiniLM-L6-v2 (core/embed/sentence_embedder.h).
+// The SentenceEmbedder must outlive this adapter; thread-safety as SentenceEmbedder's.
+#pragma once
+
+#include "core/answer/verify.h"
+#include "core/embed/sentence_embedder.h"
+
+namespace sl {
+
+class MiniLmEmbedder final : public Embedder {
+public:
+    explicit MiniLmEmbedder(SentenceEmbedder& model) : model_(model) {}
+    std::vector<float> embed(std::string_view text) override { return model_.embed(text); }
+
+private:
+    SentenceEmbedder& model_;
+};
+
+}  // namespace sl

@@ -1,0 +1,357 @@
+#include "core/kvcache/kv_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/util/error.h"
+
+namespace sl {
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'L', 'K', 'V', 'C', 'A', 'C', 'H'};
+constexpr uint32_t kRecordMagic = 0x524b4c53u;  // "SLKR"
+constexpr uint32_t kPage = 1, kCommit = 2;
+constexpr uint64_t kHeaderBytes = 512;
+constexpr uint64_t kSlotOffset[2] = {128, 192};
+constexpr uint64_t kRecordHeader = 64;
+
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+inline uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+inline void store64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+inline void store32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+inline uint64_t pad64(uint64_t n) { return (n + 63) / 64 * 64; }
+
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+    throw FormatError(name + ": not a usable saved context: " + what);
+}
+
+struct Fd {
+    int fd = -1;
+    std::string path;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+    void write_at(const void* data, size_t n, uint64_t off) const {
+        const auto* p = static_cast<const uint8_t*>(data);
+        size_t done = 0;
+        while (done < n) {
+            const ssize_t w = ::pwrite(fd, p + done, n - done, static_cast<off_t>(off + done));
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                throw IoError(path + ": cannot write: " + std::strerror(errno));
+            }
+            done += static_cast<size_t>(w);
+        }
+    }
+    void sync() const {
+        if (::fdatasync(fd) != 0) throw IoError(path + ": cannot sync: " + std::strerror(errno));
+    }
+};
+
+// Buffers records and writes them in large pieces from `off` on.
+class RecordWriter {
+public:
+    RecordWriter(const Fd& fd, uint64_t off) : fd_(fd), off_(off) { buf_.reserve(kFlush + (1 << 20)); }
+    void record(uint32_t kind, uint64_t a, uint64_t b, std::span<const uint8_t> p1, std::span<const uint8_t> p2 = {}) {
+        const uint64_t n = p1.size() + p2.size();
+        uint8_t h[kRecordHeader] = {};
+        store32(h, kRecordMagic);
+        store32(h + 4, kind);
+        store64(h + 8, n);
+        uint64_t ph;
+        if (p2.empty()) {
+            ph = kv_hash(p1.data(), p1.size());
+        } else {
+            tmp_.assign(p1.begin(), p1.end());
+            tmp_.insert(tmp_.end(), p2.begin(), p2.end());
+            ph = kv_hash(tmp_.data(), tmp_.size());
+        }
+        store64(h + 16, ph);
+        store64(h + 24, a);
+        store64(h + 32, b);
+        store64(h + 56, kv_hash(h, 56));
+        append(h, kRecordHeader);
+        append(p1.data(), p1.size());
+        append(p2.data(), p2.size());
+        static const uint8_t zeros[64] = {};
+        append(zeros, pad64(n) - n);
+        if (buf_.size() >= kFlush) flush();
+    }
+    void flush() {
+        if (buf_.empty()) return;
+        fd_.write_at(buf_.data(), buf_.size(), off_);
+        off_ += buf_.size();
+        buf_.clear();
+    }
+    uint64_t end() const { return off_ + buf_.size(); }
+
+private:
+    static constexpr size_t kFlush = 8u << 20;
+    void append(const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        buf_.insert(buf_.end(), b, b + n);
+    }
+    const Fd& fd_;
+    uint64_t off_;
+    std::vector<uint8_t> buf_, tmp_;
+};
+
+void write_slot(const Fd& fd, int slot, uint64_t seq, uint64_t end, uint64_t n_tokens) {
+    uint8_t s[64] = {};
+    store64(s, seq);
+    store64(s + 8, end);
+    store64(s + 16, n_tokens);
+    store64(s + 56, kv_hash(s, 56));
+    fd.write_at(s, 64, kSlotOffset[slot]);
+}
+
+// Pages [b0, ceil(n / B)) of every layer, then the commit record of tokens[n0, n).
+void write_records(RecordWriter& w, const KvCache& kv, std::span<const int32_t> tokens, size_t n0,
+                   std::span<const float> logits, const std::string& path) {
+    const int64_t B = kv.block_size();
+    const auto n = static_cast<int64_t>(tokens.size());
+    const int64_t nb = (n + B - 1) / B;
+    const int64_t b0 = static_cast<int64_t>(n0) / B;
+    for (int64_t b = b0; b < nb; ++b)
+        for (int l = 0; l < kv.n_layer(); ++l) {
+            const uint8_t* p = kv.page(l, b);
+            if (!p) throw Error(path + ": cannot save: layer " + std::to_string(l) + " block " + std::to_string(b) + " was never written");
+            w.record(kPage, static_cast<uint64_t>(l), static_cast<uint64_t>(b), {p, kv.page_bytes()});
+            if (kv.options().budget_bytes > 0 && (b * kv.n_layer() + l) % 256 == 255) kv.release_maps();  // keep RSS bounded
+        }
+    const auto added = tokens.subspan(n0);
+    w.record(kCommit, static_cast<uint64_t>(n), added.size(),
+             {reinterpret_cast<const uint8_t*>(added.data()), added.size_bytes()},
+             {reinterpret_cast<const uint8_t*>(logits.data()), logits.size_bytes()});
+    w.flush();
+}
+
+}  // namespace
+
+uint64_t kv_hash(const void* data, size_t n) {
+    // Four independent lanes over 32-byte stripes, then the tail; multiply-rotate mixing.
+    constexpr uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full, P3 = 0x165667B19E3779F9ull;
+    const auto* p = static_cast<const uint8_t*>(data);
+    uint64_t v[4] = {P1 + P2, P2, 0, 0 - P1};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 4; ++l) v[l] = rotl(v[l] + load64(p + i + 8 * l) * P2, 31) * P1;
+    uint64_t h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18) + static_cast<uint64_t>(n) * P3;
+    for (; i + 8 <= n; i += 8) h = rotl(h ^ (rotl(load64(p + i) * P2, 31) * P1), 27) * P1 + P3;
+    for (; i < n; ++i) h = rotl(h ^ (p[i] * P3), 11) * P1;
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    h ^= h >> 32;
+    return h;
+}
+
+KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify) {
+    const uint8_t* f = bytes.data();
+    const uint64_t size = bytes.size();
+    if (size < kHeaderBytes) bad(name, "truncated header (" + std::to_string(size) + " bytes)");
+    if (std::memcmp(f, kMagic, 8) != 0) bad(name, "bad magic (not a Sightline KV cache file)");
+    KvFileContents c;
+    KvFileInfo& in = c.info;
+    in.version = load32(f + 8);
+    if (in.version != kKvFileVersion)
+        bad(name, "file version " + std::to_string(in.version) + ", this build reads version " + std::to_string(kKvFileVersion));
+    if (kv_hash(f, 112) != load64(f + 112)) bad(name, "header checksum mismatch");
+    if (load32(f + 12) != kHeaderBytes) bad(name, "bad header size");
+    if (kv_hash(f + 256, 64) != load64(f + 320)) bad(name, "header checksum mismatch (attention signature)");
+    for (uint64_t i = 120; i < kHeaderBytes; ++i)
+        if ((i < kSlotOffset[0] || i >= 328) && f[i] != 0) bad(name, "header padding is not zero");
+    in.attention.assign(reinterpret_cast<const char*>(f + 256), strnlen(reinterpret_cast<const char*>(f + 256), 64));
+    in.n_layer = load32(f + 16);
+    in.n_kv_head = load32(f + 20);
+    in.head_dim = load32(f + 24);
+    in.block_size = load32(f + 28);
+    const uint32_t type = load32(f + 32);
+    in.n_vocab = load32(f + 36);
+    in.page_bytes = load64(f + 40);
+    in.fingerprint.assign(reinterpret_cast<const char*>(f + 48), 64);
+    if (in.n_layer < 1 || in.n_layer > 4096 || in.n_kv_head < 1 || in.n_kv_head > 1024 || in.head_dim < 1 ||
+        in.head_dim > 4096 || in.block_size < 1 || in.block_size > 65536 || type > 2 || in.n_vocab < 1 ||
+        in.n_vocab > (1u << 24))
+        bad(name, "absurd cache settings in the header");
+    in.type = static_cast<KvType>(type);
+    if (in.page_bytes != KvCache::page_bytes_for(in.type, static_cast<int>(in.block_size), static_cast<int>(in.n_kv_head),
+                                                 static_cast<int>(in.head_dim)))
+        bad(name, "page size does not match the cache settings");
+
+    // The current commit slot.
+    int slot = -1;
+    uint64_t seq = 0, end = 0, n_tokens = 0;
+    for (int s = 0; s < 2; ++s) {
+        const uint8_t* p = f + kSlotOffset[s];
+        if (kv_hash(p, 56) != load64(p + 56)) continue;
+        const uint64_t sq = load64(p), e = load64(p + 8);
+        if (sq == 0 || e < kHeaderBytes || e % 64 != 0) continue;
+        if (slot < 0 || sq > seq) {
+            slot = s;
+            seq = sq;
+            end = e;
+            n_tokens = load64(p + 16);
+        }
+    }
+    if (slot < 0) bad(name, "no complete save (both commit slots are invalid)");
+    if (end > size)
+        bad(name, "truncated: the last save ends at byte " + std::to_string(end) + " but the file has " + std::to_string(size));
+    const uint64_t B = in.block_size;
+    if (n_tokens == 0 || n_tokens > (1ull << 31)) bad(name, "absurd token count " + std::to_string(n_tokens));
+    const uint64_t nb = (n_tokens + B - 1) / B;
+    // Every page must be present once: the pages alone must fit in the file.
+    if (nb * in.n_layer > size / in.page_bytes) bad(name, "token count " + std::to_string(n_tokens) + " needs more pages than the file holds");
+    c.n_blocks = static_cast<int64_t>(nb);
+    c.page_offset.assign(static_cast<size_t>(nb * in.n_layer), 0);
+    c.committed_end = end;
+    c.seq = seq;
+    c.slot = slot;
+    c.tokens.reserve(static_cast<size_t>(n_tokens));
+
+    uint64_t pos = kHeaderBytes;
+    uint64_t last_commit_payload = 0, last_commit_bytes = 0;
+    bool last_is_commit = false;
+    while (pos < end) {
+        const std::string at = " (record at byte " + std::to_string(pos) + ")";
+        if (end - pos < kRecordHeader) bad(name, "truncated record" + at);
+        const uint8_t* h = f + pos;
+        if (load32(h) != kRecordMagic) bad(name, "bad record magic" + at);
+        if (kv_hash(h, 56) != load64(h + 56)) bad(name, "record header checksum mismatch" + at);
+        const uint32_t kind = load32(h + 4);
+        const uint64_t n = load64(h + 8), hash = load64(h + 16), a = load64(h + 24), b = load64(h + 32);
+        if (n > end - pos - kRecordHeader || pad64(n) > end - pos - kRecordHeader) bad(name, "record runs past the save's end" + at);
+        const uint8_t* payload = h + kRecordHeader;
+        if (kind == kPage) {
+            if (n != in.page_bytes) bad(name, "page record of the wrong size" + at);
+            if (a >= in.n_layer) bad(name, "page of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
+            if (b >= nb) bad(name, "page of block " + std::to_string(b) + " beyond the saved tokens" + at);
+            if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "page checksum mismatch (layer " + std::to_string(a) + ", block " + std::to_string(b) + ")" + at);
+            c.page_offset[static_cast<size_t>(a * nb + b)] = pos + kRecordHeader;
+            last_is_commit = false;
+        } else if (kind == kCommit) {
+            if (b > a || a - b != c.tokens.size() || a > n_tokens) bad(name, "commit record does not continue the previous one" + at);
+            if (n != (b + in.n_vocab) * 4) bad(name, "commit record of the wrong size" + at);
+            if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "commit checksum mismatch" + at);
+            const size_t old = c.tokens.size();
+            c.tokens.resize(old + static_cast<size_t>(b));
+            std::memcpy(c.tokens.data() + old, payload, static_cast<size_t>(b) * 4);
+            last_commit_payload = pos + kRecordHeader;
+            last_commit_bytes = n;
+            last_is_commit = true;
+        } else {
+            bad(name, "unknown record kind " + std::to_string(kind) + at);
+        }
+        for (uint64_t i = n; i < pad64(n); ++i)
+            if (payload[i] != 0) bad(name, "record padding is not zero" + at);
+        pos += kRecordHeader + pad64(n);
+    }
+    if (!last_is_commit) bad(name, "the last save does not end with a commit record");
+    if (c.tokens.size() != n_tokens) bad(name, "commit records hold " + std::to_string(c.tokens.size()) + " tokens, the slot says " + std::to_string(n_tokens));
+    if (verify == KvVerify::Headers &&
+        kv_hash(f + last_commit_payload, last_commit_bytes) != load64(f + last_commit_payload - kRecordHeader + 16))
+        bad(name, "commit checksum mismatch");
+    for (uint64_t l = 0; l < in.n_layer; ++l)
+        for (uint64_t b = 0; b < nb; ++b)
+            if (c.page_offset[static_cast<size_t>(l * nb + b)] == 0)
+                bad(name, "missing page of layer " + std::to_string(l) + ", block " + std::to_string(b));
+    for (const int32_t t : c.tokens)
+        if (t < 0 || static_cast<uint32_t>(t) >= in.n_vocab) bad(name, "token id " + std::to_string(t) + " outside the vocabulary");
+    if (verify == KvVerify::Full) {
+        c.logits.resize(in.n_vocab);
+        std::memcpy(c.logits.data(), f + last_commit_payload + (last_commit_bytes - in.n_vocab * 4ull), in.n_vocab * 4ull);
+    }
+    return c;
+}
+
+namespace {
+
+void check_writable(const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens, std::span<const float> logits,
+                    const std::string& path) {
+    if (tokens.empty()) throw Error(path + ": cannot save an empty context");
+    if (logits.size() != info.n_vocab) throw Error(path + ": cannot save: no logits for the last token");
+    if (static_cast<int64_t>(tokens.size()) > kv.n_past())
+        throw Error(path + ": cannot save: the cache holds fewer positions than the context has tokens");
+    if (info.page_bytes != kv.page_bytes()) throw Error(path + ": cannot save: file settings differ from the cache's");
+}
+
+}  // namespace
+
+void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
+                   std::span<const float> logits) {
+    check_writable(info, kv, tokens, logits, path);
+    if (info.fingerprint.size() != 64) throw Error(path + ": cannot save: bad model fingerprint");
+    const std::string tmp = path + ".tmp";
+    Fd fd;
+    fd.path = tmp;
+    fd.fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd.fd < 0) throw IoError(tmp + ": cannot create: " + std::strerror(errno));
+    uint8_t h[kHeaderBytes] = {};
+    std::memcpy(h, kMagic, 8);
+    store32(h + 8, info.version);
+    store32(h + 12, kHeaderBytes);
+    store32(h + 16, info.n_layer);
+    store32(h + 20, info.n_kv_head);
+    store32(h + 24, info.head_dim);
+    store32(h + 28, info.block_size);
+    store32(h + 32, static_cast<uint32_t>(info.type));
+    store32(h + 36, info.n_vocab);
+    store64(h + 40, info.page_bytes);
+    std::memcpy(h + 48, info.fingerprint.data(), 64);
+    store64(h + 112, kv_hash(h, 112));
+    std::memcpy(h + 256, info.attention.data(), std::min<size_t>(64, info.attention.size()));
+    store64(h + 320, kv_hash(h + 256, 64));
+    fd.write_at(h, kHeaderBytes, 0);
+    RecordWriter w(fd, kHeaderBytes);
+    write_records(w, kv, tokens, 0, logits, tmp);
+    write_slot(fd, 0, 1, w.end(), tokens.size());
+    fd.sync();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        throw IoError(path + ": cannot replace with " + tmp + ": " + std::strerror(err));
+    }
+    // Make the rename durable.
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
+                    std::span<const int32_t> tokens, std::span<const float> logits) {
+    check_writable(saved.info, kv, tokens, logits, path);
+    if (saved.tokens.size() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin()))
+        throw Error(path + ": cannot append: the file does not hold a prefix of this context");
+    Fd fd;
+    fd.path = path;
+    fd.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd.fd < 0) throw IoError(path + ": cannot open for appending: " + std::strerror(errno));
+    RecordWriter w(fd, saved.committed_end);
+    write_records(w, kv, tokens, saved.tokens.size(), logits, path);
+    if (::ftruncate(fd.fd, static_cast<off_t>(w.end())) != 0) throw IoError(path + ": cannot truncate: " + std::strerror(errno));
+    fd.sync();
+    write_slot(fd, 1 - saved.slot, saved.seq + 1, w.end(), tokens.size());
+    fd.sync();
+}
+
+}  // namespace sl

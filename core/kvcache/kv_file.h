@@ -1,0 +1,81 @@
+// The saved-context file: a prefilled KV cache with its tokens, reopened without prefill
+// (Session::save / Session::restore). Untrusted on read: every field is checked before use.
+//
+// Layout (little-endian; everything 64-byte aligned):
+//   [0, 512)   header
+//     0   "SLKVCACH"           8   u32 version (1)     12  u32 header bytes (512)
+//     16  u32 n_layer  20 u32 n_kv_head  24 u32 head_dim  28 u32 block size  32 u32 storage type
+//     36  u32 n_vocab  40 u64 page bytes  48 char[64] model fingerprint (hex)  112 u64 hash of [0, 112)
+//     256 char[64] attention signature (what computed the K/V: "dense", "msa b128 k16 ..."),
+//     320 u64 hash of [256, 320); all other bytes up to 512 are zero
+//     128, 192: two commit slots of 64 bytes: u64 seq, u64 committed end, u64 n_tokens, 4 x u64 0,
+//               u64 hash of the slot's first 56 bytes. The valid slot with the higher seq is current.
+//   [512, committed end)  records, each a 64-byte header + payload padded to 64:
+//     header: u32 'SLKR', u32 kind, u64 payload bytes, u64 payload hash, u64 a, u64 b, 3 x u64 0,
+//             u64 hash of the header's first 56 bytes
+//     kind 1, page:   a = layer, b = block; payload = the KvCache page (page bytes): K/V of every
+//                     KV head for positions [b*B, (b+1)*B) (kv_cache.h). A later record of the same
+//                     page replaces an earlier one (the partial last page is rewritten as it fills).
+//     kind 2, commit: a = tokens in the context after it, b = tokens it adds; payload = the added
+//                     token ids (i32) then the logits after the last token (n_vocab f32).
+//   Anything after the committed end is ignored (an interrupted save).
+//
+// Saving appends pages and a commit record, syncs, then rewrites the older slot and syncs: a kill at
+// any point leaves the previous commit readable. Index summaries are rebuilt from the keys.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/kvcache/kv_cache.h"
+
+namespace sl {
+
+inline constexpr uint32_t kKvFileVersion = 1;
+
+// What a file was saved with; must match the restoring session.
+struct KvFileInfo {
+    uint32_t version = kKvFileVersion;
+    std::string fingerprint;     // model_fingerprint() of the model (64 hex chars)
+    std::string attention;       // Attention::signature() that computed the K/V (<= 64 chars)
+    uint32_t n_layer = 0, n_kv_head = 0, head_dim = 0, block_size = 0, n_vocab = 0;
+    KvType type = KvType::F16;
+    uint64_t page_bytes = 0;
+};
+
+struct KvFileContents {
+    KvFileInfo info;
+    std::vector<int32_t> tokens;    // the saved context
+    std::vector<float> logits;      // after its last token (n_vocab); empty when parsed with Headers
+    int64_t n_blocks = 0;           // ceil(tokens / block size)
+    std::vector<uint64_t> page_offset;  // (n_layer, n_blocks): file offset of each page's payload
+    uint64_t committed_end = 0;     // where the next record goes
+    uint64_t seq = 0;               // the current slot's seq
+    int slot = 0;                   // the current slot (0 or 1)
+};
+
+enum class KvVerify {
+    Full,     // every payload's hash (restore)
+    Headers,  // record headers and the last commit only (finding where to append)
+};
+
+// Parses a saved-context file. Throws FormatError starting with `name` and saying what is wrong
+// (truncated, bad magic, wrong version, checksum mismatch, absurd counts, missing pages).
+KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify);
+
+// Writes `kv`'s pages for `tokens` with `logits` as a new file at `path` (via a temp file renamed
+// over it: the old file stays intact until the new one is complete). Throws IoError.
+void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
+                   std::span<const float> logits);
+
+// Appends to `path`, which holds `saved` (parsed from it; a prefix of `tokens`), the pages from
+// block saved.tokens.size() / B on and a commit record, then switches the slot. Throws IoError.
+void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
+                    std::span<const int32_t> tokens, std::span<const float> logits);
+
+// The 64-bit checksum used by the file (not cryptographic).
+uint64_t kv_hash(const void* data, size_t n);
+
+}  // namespace sl

@@ -1,0 +1,137 @@
+#include "core/prefill/progressive_prefill.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <span>
+
+#include "core/kvcache/kv_file.h"
+#include "core/runtime/session.h"
+#include "core/util/error.h"
+#include "core/util/mapped_file.h"
+
+namespace sl {
+
+namespace {
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+std::vector<int32_t> saved_context_tokens(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return {};
+    try {
+        MappedFile file(path);
+        return parse_kv_file(file.bytes(), path, KvVerify::Headers).tokens;
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+ProgressivePrefill::ProgressivePrefill(Session& session, std::vector<int32_t> tokens, std::string path,
+                                       PrefillOptions options)
+    : session_(session), tokens_(std::move(tokens)), path_(std::move(path)), options_(options) {
+    status_.total = static_cast<int64_t>(tokens_.size());
+}
+
+ProgressivePrefill::~ProgressivePrefill() {
+    cancel();
+    wait();
+}
+
+PrefillStatus ProgressivePrefill::status() const {
+    std::lock_guard lock(mutex_);
+    return status_;
+}
+
+void ProgressivePrefill::start() {
+    if (thread_.joinable() || running_.load()) throw Error("progressive prefill: already started");
+    running_.store(true);
+    thread_ = std::thread([this] { run(); });
+}
+
+void ProgressivePrefill::wait() {
+    if (thread_.joinable()) thread_.join();
+}
+
+void ProgressivePrefill::report(bool force) {
+    const double t = now_seconds();
+    if (!force && last_report_ >= 0 && t - last_report_ < options_.progress_interval) return;
+    last_report_ = t;
+    if (on_progress) on_progress(status());
+}
+
+// Restores the saved file when it holds a prefix of tokens_; otherwise starts from an empty session.
+void ProgressivePrefill::resume() {
+    std::string note;
+    const std::vector<int32_t> saved = saved_context_tokens(path_);
+    if (!saved.empty() && is_prefix(saved, tokens_)) {
+        try {
+            session_.restore(path_);
+        } catch (const Error& e) {
+            note = std::string("saved context not used: ") + e.what();
+            session_.reset();
+        }
+    } else {
+        if (!saved.empty()) note = "saved context not used: " + path_ + " holds another context";
+        else if (std::filesystem::exists(path_)) note = "saved context not used: " + path_ + " is unreadable";
+        session_.reset();
+    }
+    if (!is_prefix(session_.tokens(), tokens_)) {  // restore() succeeded on a file that changed meanwhile
+        note = "saved context not used: " + path_ + " changed while it was read";
+        session_.reset();
+    }
+    std::lock_guard lock(mutex_);
+    status_.done = status_.saved = status_.resumed_from = static_cast<int64_t>(session_.tokens().size());
+    status_.note = note;
+}
+
+void ProgressivePrefill::run() {
+    running_.store(true);
+    try {
+        resume();
+        report(true);
+        const auto total = static_cast<int64_t>(tokens_.size());
+        const int64_t step = std::max<int64_t>(1, options_.save_every);
+        const double t0 = now_seconds();
+        const int64_t start_done = static_cast<int64_t>(session_.tokens().size());
+        bool saved_all = start_done == total && start_done > 0;
+        while (!cancel_.load()) {
+            const auto done = static_cast<int64_t>(session_.tokens().size());
+            if (done >= total) break;
+            const int64_t n = std::min(step, total - done);
+            session_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(done), static_cast<size_t>(n)));
+            session_.save(path_);
+            const double secs = now_seconds() - t0;
+            {
+                std::lock_guard lock(mutex_);
+                status_.done = status_.saved = done + n;
+                status_.seconds = secs;
+                status_.tokens_per_second = secs > 0 ? static_cast<double>(status_.done - start_done) / secs : 0;
+                status_.eta_seconds = status_.tokens_per_second > 0
+                                          ? static_cast<double>(total - status_.done) / status_.tokens_per_second
+                                          : -1;
+            }
+            saved_all = done + n == total;
+            report(false);
+        }
+        std::lock_guard lock(mutex_);
+        status_.finished = saved_all && static_cast<int64_t>(session_.tokens().size()) == total;
+        status_.cancelled = !status_.finished && cancel_.load();
+        if (status_.finished) status_.eta_seconds = 0;
+    } catch (const std::exception& e) {
+        std::lock_guard lock(mutex_);
+        status_.error = e.what();
+    }
+    running_.store(false);
+    report(true);
+}
+
+}  // namespace sl

@@ -1,0 +1,78 @@
+// `sightline-cli prefill`: the whole library as one context, saved as it goes; stopped with Ctrl-C
+// it keeps what it saved, and the next run resumes from there and completes; a run on a complete
+// file prefills nothing.
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+
+#include "core/util/assets.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+struct Run {
+    int exit_code = -1;
+    QByteArray out;
+};
+
+Run cli(const QStringList& args, int interrupt_after_ms = -1) {
+    QProcess p;
+    p.start(QStringLiteral(SIGHTLINE_CLI_PATH), args);
+    if (!p.waitForStarted()) return {};
+    if (interrupt_after_ms >= 0 && !p.waitForFinished(interrupt_after_ms)) ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    if (!p.waitForFinished(600000)) return {};
+    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
+}
+
+long long number_after(const QByteArray& out, const QString& pattern) {
+    const auto m = QRegularExpression(pattern).match(QString::fromUtf8(out));
+    return m.hasMatch() ? m.captured(1).toLongLong() : -1;
+}
+
+}  // namespace
+
+class TstCliPrefill : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void resumesAndCompletes();
+};
+
+void TstCliPrefill::resumesAndCompletes() {
+    REQUIRE_ASSET(model, sl::assets::kDefaultModel);
+    REQUIRE_ASSET(pdf, "samples/pdf/R-intro.pdf");
+    REQUIRE_ASSET(deck, "samples/pptx/pandoc-reference.pptx");
+    QTemporaryDir dir;
+    const QString lib = dir.filePath(QStringLiteral("library"));
+    const Run add = cli({QStringLiteral("add"), QStringLiteral("--library"), lib, QStringLiteral("--no-ocr"),
+                         QString::fromStdString(pdf.string()), QString::fromStdString(deck.string())});
+    QVERIFY2(add.exit_code == 0, add.out.constData());
+
+    // A budget of 2,048 tokens keeps pages spread over the manual; saved every 256 tokens.
+    const QStringList args{QStringLiteral("prefill"), QStringLiteral("--library"), lib, QStringLiteral("--max-tokens"),
+                           QStringLiteral("2048"), QStringLiteral("--save-every"), QStringLiteral("256")};
+    const Run first = cli(args, 8000);  // Ctrl-C after 8 s (or it finished before)
+    const long long total = number_after(first.out, QStringLiteral("of (\\d+) tokens saved"));
+    const long long saved = number_after(first.out, QStringLiteral(": (\\d+) of \\d+ tokens saved"));
+    QVERIFY2(total > 1024 && saved >= 0, first.out.constData());
+    if (first.out.contains("stopped:")) {
+        QCOMPARE(first.exit_code, 130);
+        QCOMPARE(saved % 256, 0LL);
+    }
+
+    const Run second = cli(args);
+    QVERIFY2(second.exit_code == 0, second.out.constData());
+    QVERIFY2(second.out.contains("complete: "), second.out.constData());
+    QCOMPARE(number_after(second.out, QStringLiteral("resumed from (\\d+)")), saved);
+    QCOMPARE(number_after(second.out, QStringLiteral(": (\\d+) of \\d+ tokens saved")), total);
+
+    const Run third = cli(args);
+    QVERIFY2(third.exit_code == 0, third.out.constData());
+    QCOMPARE(number_after(third.out, QStringLiteral("resumed from (\\d+)")), total);
+}
+
+QTEST_GUILESS_MAIN(TstCliPrefill)
+#include "tst_cli_prefill.moc"

@@ -1,0 +1,109 @@
+// The app on the library store (sl::Library) and the library's answer pipeline (app::ask): a
+// dropped file is stored and comes back, ready, in a new window on the same store; a re-added
+// unchanged file is loaded back, not read again; removing it removes it from the store; and the
+// chat answers through LibraryAnswerService (one context, MSA selections as citations, verified),
+// its citations opening the viewer.
+#include <QSignalSpy>
+#include <QTest>
+#include <QTextBrowser>
+
+#include "app/desktop/chat_pane.h"
+#include "app/desktop/ingest_queue.h"
+#include "app/desktop/library_answer_service.h"
+#include "app/desktop/library_pane.h"
+#include "app/desktop/viewer_pane.h"
+#include "core/library/library.h"
+#include "core/util/assets.h"
+#include "tests/app/tst_desktop_support.h"
+#include "tests/common/test_support.h"
+
+#include <QListView>
+
+using namespace sl::desktop;
+
+class TstDesktopStore : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { sl::test::use_ffmpeg_media_backend(); }
+    void storedDocumentsComeBack();
+    void answersFromLibraryContext();
+
+private:
+    std::unique_ptr<MainWindow> window(const QTemporaryDir& dir, std::shared_ptr<AnswerService> service = {});
+};
+
+std::unique_ptr<MainWindow> TstDesktopStore::window(const QTemporaryDir& dir, std::shared_ptr<AnswerService> service) {
+    const QString ini = dir.filePath(QStringLiteral("sightline.conf"));
+    {
+        AppSettings s(ini);
+        s.setConfirmHeavyIngest(false);
+        s.setOcr(false);
+    }
+    MainWindowOptions o;
+    o.settings_file = ini;
+    o.library_dir = dir.filePath(QStringLiteral("library"));
+    o.service = std::move(service);
+    return std::make_unique<MainWindow>(o);
+}
+
+void TstDesktopStore::storedDocumentsComeBack() {
+    REQUIRE_ASSET(pdf, "samples/pdf/helloworld.pdf");
+    const QString path = QString::fromStdString(pdf.string());
+    QTemporaryDir dir;
+    {
+        auto w = window(dir);
+        QVERIFY(sl::test::drop_files(w.get(), {path}));
+        QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), path), ItemState::Ready, 60000);
+    }
+    sl::Library lib = sl::Library::open(dir.filePath(QStringLiteral("library")).toStdString());
+    const auto docs = lib.list_documents();
+    QCOMPARE(docs.size(), size_t{1});
+    QCOMPARE(QString::fromStdString(docs[0].path), path);
+
+    auto w = window(dir);
+    QSignalSpy loaded(w->ingestQueue(), &IngestQueue::loaded);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 30000);
+    QCOMPARE(w->library()->rowCount(), 1);
+    QCOMPARE(sl::test::state_of(w->library(), path), ItemState::Ready);
+    const auto d = sl::test::document_of(w->library(), path);
+    QVERIFY(d);
+    QCOMPARE(d->units.size(), size_t{1});
+    // Removing it from the pane removes it from the store.
+    w->libraryPane()->view()->setCurrentIndex(w->library()->index(0));
+    w->libraryPane()->removeSelected();
+    QCOMPARE(w->library()->rowCount(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(lib.list_documents().size(), size_t{0}, 30000);
+}
+
+void TstDesktopStore::answersFromLibraryContext() {
+    REQUIRE_ASSET(model, sl::assets::kDefaultModel);
+    REQUIRE_ASSET(pdf, "samples/pdf/R-intro.pdf");
+    QTemporaryDir dir;
+    // A 2,048-token context keeps the CPU prefill short; the planner preselects pages to fit.
+    auto service = std::make_shared<LibraryAnswerService>(dir.filePath(QStringLiteral("library")).toStdString(),
+                                                          model.string(), 2048);
+    auto w = window(dir, service);
+    const QString path = QString::fromStdString(pdf.string());
+    w->addPaths({path});
+    QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), path), ItemState::Ready, 300000);
+    QSignalSpy finished(w->chat(), &ChatPane::answerFinished);
+    w->chat()->ask(QStringLiteral("How do I fit a linear regression model?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 900000);
+    const Answer& a = w->chat()->answers().back();
+    qInfo("answer: %s", a.text.c_str());
+    qInfo("%s; %d context tokens", a.method.c_str(), a.context_tokens);
+    QVERIFY2(a.error.empty(), a.error.c_str());
+    QVERIFY(!a.text.empty());
+    QVERIFY(a.context_tokens > 500);
+    for (const auto& c : a.citations)
+        qInfo("[%d] %s share %.3f weak=%d %s", c.number, c.locator.c_str(), c.score, c.weak ? 1 : 0, c.weak_reason.c_str());
+    QVERIFY2(!a.citations.empty(), "MSA selections gave no citation");
+    const Citation& c = a.citations.front();
+    QVERIFY(c.locator.rfind("R-intro.pdf p. ", 0) == 0);
+    w->chat()->activateCitation(0, c.number);
+    QCOMPARE(w->viewer()->mode(), ViewerPane::Mode::Pdf);
+}
+
+QTEST_MAIN(TstDesktopStore)
+#include "tst_desktop_store.moc"

@@ -1,0 +1,272 @@
+// The paged KV cache: storage types against f32 (rows and attention outputs by normalized error),
+// f32 pages exactly equal to what was written, spans across pages, the RAM budget with spilling
+// (same attention outputs as without a budget), and byte-size parsing.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+sl::KvCacheOptions kvopt(sl::KvType type, int block, int64_t budget = 0) {
+    sl::KvCacheOptions o;
+    o.type = type;
+    o.block_size = block;
+    o.budget_bytes = budget;
+    return o;
+}
+
+// K/V with the structure of real keys: per-block "topics", a few outlier channels, random values.
+struct Data {
+    int n_layer, n, n_kv, hd;
+    std::vector<float> k, v;  // (n_layer, n, n_kv * hd)
+    Data(int layers, int positions, int kv_heads, int head_dim)
+        : n_layer(layers), n(positions), n_kv(kv_heads), hd(head_dim) {
+        const size_t row = static_cast<size_t>(n_kv * hd);
+        k.resize(static_cast<size_t>(n_layer) * static_cast<size_t>(n) * row);
+        v.resize(k.size());
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        auto& g = sl::test::rng();
+        std::vector<float> center(row);
+        for (int l = 0; l < n_layer; ++l)
+            for (int p = 0; p < n; ++p) {
+                if (p % 37 == 0)
+                    for (auto& x : center) x = nd(g) * 1.5f;
+                float* kr = k.data() + (static_cast<size_t>(l) * static_cast<size_t>(n) + static_cast<size_t>(p)) * row;
+                float* vr = v.data() + (static_cast<size_t>(l) * static_cast<size_t>(n) + static_cast<size_t>(p)) * row;
+                for (size_t i = 0; i < row; ++i) {
+                    kr[i] = center[i] + 0.4f * nd(g) + (i % static_cast<size_t>(hd) == 3 ? 8.0f : 0.0f);
+                    vr[i] = nd(g);
+                }
+            }
+    }
+    const float* krow(int l, int p) const { return k.data() + (static_cast<size_t>(l) * static_cast<size_t>(n) + static_cast<size_t>(p)) * static_cast<size_t>(n_kv * hd); }
+    const float* vrow(int l, int p) const { return v.data() + (static_cast<size_t>(l) * static_cast<size_t>(n) + static_cast<size_t>(p)) * static_cast<size_t>(n_kv * hd); }
+    void fill(sl::KvCache& kv) const {
+        for (int l = 0; l < n_layer; ++l)
+            for (int p = 0; p < n; ++p) kv.write(l, p, krow(l, p), vrow(l, p));
+        kv.set_n_past(n);
+    }
+};
+
+// Attention outputs of every layer for `nt` queries at the end of the context.
+std::vector<float> attend(sl::Attention& att, const sl::KvCache& kv, int n_head, const std::vector<float>& q, int nt) {
+    sl::ThreadPool pool(2);
+    std::vector<float> out(q.size()), all;
+    for (int l = 0; l < kv.n_layer(); ++l) {
+        sl::AttentionCall c;
+        c.layer = l;
+        c.pos0 = kv.n_past() - nt;
+        c.n_tokens = nt;
+        c.n_head = n_head;
+        c.n_kv_head = kv.n_kv_head();
+        c.head_dim = kv.head_dim();
+        c.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        c.q = q.data();
+        c.out = out.data();
+        att.forward(c, kv, pool);
+        all.insert(all.end(), out.begin(), out.end());
+    }
+    return all;
+}
+
+}  // namespace
+
+class TstKvCache : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void f32RowsExact();
+    void typesAgainstF32_data();
+    void typesAgainstF32();
+    void spansAcrossPages();
+    void budgetSpillsSameOutputs_data();
+    void budgetSpillsSameOutputs();
+    void byteSizes();
+    void badShapesRefused();
+};
+
+void TstKvCache::f32RowsExact() {
+    const Data d(2, 301, 3, 20);
+    sl::KvCache kv(2, 400, 3, 20, kvopt(sl::KvType::F32, 64));
+    d.fill(kv);
+    std::vector<float> k(60), v(60);
+    for (int l = 0; l < 2; ++l)
+        for (int p = 0; p < d.n; ++p) {
+            kv.read(l, p, k.data(), v.data());
+            QVERIFY(std::equal(k.begin(), k.end(), d.krow(l, p)));
+            QVERIFY(std::equal(v.begin(), v.end(), d.vrow(l, p)));
+        }
+    QCOMPARE(kv.bytes(), static_cast<size_t>(2 * 5) * kv.page_bytes());  // ceil(301/64) pages per layer
+}
+
+void TstKvCache::typesAgainstF32_data() {
+    QTest::addColumn<int>("type");
+    QTest::addColumn<double>("row_tol");
+    QTest::addColumn<double>("att_tol");
+    // f16: 11-bit mantissa (~2.4e-4 relative per element). int8 with per-row scales: ~1/127 of the
+    // row's largest element per element; the outlier channel makes that the dominant error.
+    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16) << 1e-3 << 2e-3;
+    QTest::newRow("int8") << static_cast<int>(sl::KvType::Int8) << 2e-2 << 4e-2;
+}
+
+void TstKvCache::typesAgainstF32() {
+    QFETCH(int, type);
+    QFETCH(double, row_tol);
+    QFETCH(double, att_tol);
+    const int n_head = 6, n_kv = 2, hd = 32, n = 517, nt = 19;
+    const Data d(2, n, n_kv, hd);
+    sl::KvCache ref(2, n, n_kv, hd, kvopt(sl::KvType::F32, 128));
+    sl::KvCache kv(2, n, n_kv, hd, kvopt(static_cast<sl::KvType>(type), 128));
+    d.fill(ref);
+    d.fill(kv);
+    std::vector<float> a(static_cast<size_t>(n_kv * hd)), b(a.size()), va(a.size()), vb(a.size());
+    double worst = 0;
+    for (int p = 0; p < n; p += 7) {
+        ref.read(1, p, a.data(), va.data());
+        kv.read(1, p, b.data(), vb.data());
+        worst = std::max({worst, sl::test::normalized_error(b.data(), a.data(), a.size()),
+                          sl::test::normalized_error(vb.data(), va.data(), va.size())});
+    }
+    qInfo("%s rows: worst normalized error %.2e", sl::kv_type_name(kv.type()), worst);
+    QVERIFY2(worst < row_tol, qPrintable(QString::number(worst)));
+
+    auto q = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd), -1.0f, 1.0f);
+    for (int t = 0; t < nt; ++t)  // queries near real keys: peaked attention
+        for (int h = 0; h < n_head; ++h)
+            for (int i = 0; i < hd; ++i) q[static_cast<size_t>((t * n_head + h) * hd + i)] += d.krow(0, (t * 31) % n)[(h / 3) * hd + i] * 0.5f;
+    sl::DenseAttention da, db;
+    const auto want = attend(da, ref, n_head, q, nt);
+    const auto got = attend(db, kv, n_head, q, nt);
+    const double e = sl::test::normalized_error(got.data(), want.data(), want.size());
+    sl::MsaConfig mc;
+    mc.block_size = 32;
+    mc.top_k = 4;
+    sl::MsaAttention ma(mc), mb(mc);
+    const auto want_m = attend(ma, ref, n_head, q, nt);
+    const auto got_m = attend(mb, kv, n_head, q, nt);
+    const double em = sl::test::normalized_error(got_m.data(), want_m.data(), want_m.size());
+    qInfo("%s attention vs f32: dense %.2e, MSA %.2e", sl::kv_type_name(kv.type()), e, em);
+    QVERIFY2(e < att_tol, qPrintable(QString::number(e)));
+    // MSA with top-k 4 may select another block when two scores are within the quantization (int8
+    // flips selections on some seeds), so its error against f32 is reported, not asserted. What is
+    // asserted: MSA reads the quantized pages exactly as dense does (top-k covering every block).
+    sl::MsaConfig all = mc;
+    all.top_k = 1 << 20;
+    sl::MsaAttention mall(all);
+    sl::DenseAttention dq;
+    const auto got_all = attend(mall, kv, n_head, q, nt);
+    const auto dense_q = attend(dq, kv, n_head, q, nt);
+    const double e_all = sl::test::normalized_error(got_all.data(), dense_q.data(), dense_q.size());
+    QVERIFY2(e_all < 1e-5, qPrintable(QString::number(e_all)));
+}
+
+void TstKvCache::spansAcrossPages() {
+    // Pages of 24 positions, MSA blocks of 16 (every other block straddles two pages): the sparse
+    // path with k covering everything equals dense, and dense equals the f32 cache with big pages.
+    const int n_head = 4, n_kv = 2, hd = 16, n = 200, nt = 9;
+    const Data d(1, n, n_kv, hd);
+    sl::KvCache small(1, n, n_kv, hd, kvopt(sl::KvType::F16, 24));
+    sl::KvCache big(1, n, n_kv, hd, kvopt(sl::KvType::F16, 128));
+    d.fill(small);
+    d.fill(big);
+    std::vector<float> buf(static_cast<size_t>(50 * hd)), buf2(buf.size());
+    const float* s1 = small.k_span(0, 1, 17, 50, buf.data());
+    const float* s2 = big.k_span(0, 1, 17, 50, buf2.data());
+    QVERIFY(std::equal(s1, s1 + 50 * hd, s2));
+    const auto q = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd));
+    sl::DenseAttention d1, d2;
+    const auto a = attend(d1, small, n_head, q, nt);
+    const auto b = attend(d2, big, n_head, q, nt);
+    QVERIFY2(sl::test::normalized_error(a.data(), b.data(), b.size()) < 1e-6, "page size changed dense attention");
+    sl::MsaConfig mc;
+    mc.block_size = 16;
+    mc.top_k = 100;
+    sl::MsaAttention m(mc);
+    const auto c = attend(m, small, n_head, q, nt);
+    const double e = sl::test::normalized_error(c.data(), b.data(), b.size());
+    QVERIFY2(e < 1e-5, qPrintable(QString::number(e)));
+}
+
+void TstKvCache::budgetSpillsSameOutputs_data() {
+    QTest::addColumn<int>("type");
+    QTest::newRow("f32") << static_cast<int>(sl::KvType::F32);
+    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16);
+    QTest::newRow("int8") << static_cast<int>(sl::KvType::Int8);
+}
+
+void TstKvCache::budgetSpillsSameOutputs() {
+    // A budget of a few pages: most pages live in the spill file; decode steps written one position
+    // at a time give bitwise the same dense and MSA outputs as an unlimited cache.
+    QFETCH(int, type);
+    const int n_head = 6, n_kv = 2, hd = 32, n = 1100, B = 64;
+    const Data d(3, n, n_kv, hd);
+    const auto t = static_cast<sl::KvType>(type);
+    sl::KvCache all(3, n, n_kv, hd, kvopt(t, B));
+    const size_t page = sl::KvCache::page_bytes_for(t, B, n_kv, hd);
+    sl::KvCache tight(3, n, n_kv, hd, kvopt(t, B, static_cast<int64_t>(4 * page)));
+    sl::MsaConfig mc;
+    mc.block_size = 64;
+    mc.top_k = 3;
+    sl::MsaAttention ma(mc), mb(mc);
+    sl::DenseAttention da, db;
+    const int prefix = n - 40;
+    // Prefill the prefix, then "decode" the rest one position at a time, attending after each.
+    for (sl::KvCache* kv : {&all, &tight}) {
+        for (int l = 0; l < 3; ++l)
+            for (int p = 0; p < prefix; ++p) kv->write(l, p, d.krow(l, p), d.vrow(l, p));
+        kv->set_n_past(prefix);
+    }
+    QVERIFY(tight.ram_bytes() <= static_cast<size_t>(4 * page));
+    QVERIFY(tight.pages_spilled() > 0);
+    for (int p = prefix; p < n; ++p) {
+        const auto q = sl::test::random_floats(static_cast<size_t>(n_head * hd));
+        for (sl::KvCache* kv : {&all, &tight}) {
+            for (int l = 0; l < 3; ++l) kv->write(l, p, d.krow(l, p), d.vrow(l, p));
+            kv->set_n_past(p + 1);
+        }
+        const auto a = attend(da, all, n_head, q, 1), b = attend(db, tight, n_head, q, 1);
+        QVERIFY(a == b);
+        const auto c = attend(ma, all, n_head, q, 1), e = attend(mb, tight, n_head, q, 1);
+        QVERIFY(c == e);
+        QVERIFY(tight.ram_bytes() <= static_cast<size_t>(4 * page));
+    }
+    qInfo("%s: %lld pages spilled, %lld page reads from the map, RAM %zu bytes of %zu", sl::kv_type_name(t),
+          static_cast<long long>(tight.pages_spilled()), static_cast<long long>(tight.mapped_reads()), tight.ram_bytes(),
+          all.ram_bytes());
+    QVERIFY(tight.mapped_reads() > 0);
+}
+
+void TstKvCache::byteSizes() {
+    QCOMPARE(sl::parse_byte_size("512M"), int64_t{512} << 20);
+    QCOMPARE(sl::parse_byte_size("2G"), int64_t{2} << 30);
+    QCOMPARE(sl::parse_byte_size("1.5G"), int64_t{3} << 29);
+    QCOMPARE(sl::parse_byte_size("300k"), int64_t{300} << 10);
+    QCOMPARE(sl::parse_byte_size("1000"), int64_t{1000});
+    QCOMPARE(sl::parse_byte_size("4GiB"), int64_t{4} << 30);
+    for (const char* bad : {"", "M", "12Q", "-5M", "1.2.3", "5 MB"})
+        QVERIFY_THROWS_EXCEPTION(sl::Error, sl::parse_byte_size(bad));
+    QCOMPARE(sl::parse_kv_type("f16"), std::optional<sl::KvType>(sl::KvType::F16));
+    QVERIFY(!sl::parse_kv_type("q4"));
+}
+
+void TstKvCache::badShapesRefused() {
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvCache(0, 10, 1, 8));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvCache(1, 10, 1, 8, kvopt(sl::KvType::F16, 0)));
+    sl::KvCache kv(1, 10, 1, 8);
+    std::vector<float> row(8);
+    QVERIFY_THROWS_EXCEPTION(sl::Error, kv.write(0, 10, row.data(), row.data()));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, kv.write(1, 0, row.data(), row.data()));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, kv.k_rows(0, 0, 0, 1, row.data()));  // never written
+}
+
+QTEST_APPLESS_MAIN(TstKvCache)
+#include "tst_kv_cache.moc"

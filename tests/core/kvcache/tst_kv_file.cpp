@@ -1,0 +1,253 @@
+// The saved-context file (core/kvcache/kv_file.h) on its own: round trip, append, an interrupted
+// append leaves the previous save readable, and hostile files (truncated at every record boundary
+// and at random points, flipped bytes, wrong version, absurd counts, garbage) are refused with a
+// FormatError naming the file.
+#include <QtTest>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+sl::KvCacheOptions kvopt(sl::KvType type, int block, int64_t budget = 0) {
+    sl::KvCacheOptions o;
+    o.type = type;
+    o.block_size = block;
+    o.budget_bytes = budget;
+    return o;
+}
+
+constexpr int kLayers = 2, kHeads = 2, kDim = 8, kBlock = 16, kVocab = 50;
+
+std::vector<uint8_t> slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+sl::KvFileInfo info_of(const sl::KvCache& kv) {
+    sl::KvFileInfo in;
+    in.fingerprint = std::string(64, 'a');
+    in.n_layer = kLayers;
+    in.n_kv_head = kHeads;
+    in.head_dim = kDim;
+    in.block_size = kBlock;
+    in.n_vocab = kVocab;
+    in.type = kv.type();
+    in.page_bytes = kv.page_bytes();
+    return in;
+}
+
+void fill(sl::KvCache& kv, int from, int to) {
+    for (int l = 0; l < kLayers; ++l)
+        for (int p = from; p < to; ++p) {
+            const auto k = sl::test::random_floats(kHeads * kDim), v = sl::test::random_floats(kHeads * kDim);
+            kv.write(l, p, k.data(), v.data());
+        }
+    kv.set_n_past(to);
+}
+
+std::vector<int32_t> tokens(int n) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back((i * 7 + 3) % kVocab);
+    return t;
+}
+
+bool refused(const std::vector<uint8_t>& bytes, QString* why = nullptr) {
+    try {
+        sl::parse_kv_file(bytes, "hostile.slkv", sl::KvVerify::Full);
+    } catch (const sl::FormatError& e) {
+        if (why) *why = QString::fromUtf8(e.what());
+        return QString::fromUtf8(e.what()).startsWith(QStringLiteral("hostile.slkv: "));
+    }
+    return false;
+}
+
+}  // namespace
+
+class TstKvFile : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void roundTripAndAppend();
+    void interruptedAppendKeepsPrevious();
+    void hostileFiles();
+    void writeFuzzSeeds();
+
+private:
+    QTemporaryDir dir_;
+};
+
+void TstKvFile::roundTripAndAppend() {
+    const std::string path = dir_.filePath(QStringLiteral("ctx.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
+    fill(kv, 0, 37);
+    const auto logits = sl::test::random_floats(kVocab);
+    auto t = tokens(37);
+    sl::write_kv_file(path, info_of(kv), kv, t, logits);
+    const auto first = slurp(path);
+    auto c = sl::parse_kv_file(first, path, sl::KvVerify::Full);
+    QCOMPARE(c.tokens, t);
+    QCOMPARE(c.logits, logits);
+    QCOMPARE(c.n_blocks, int64_t{3});
+    for (int l = 0; l < kLayers; ++l)
+        for (int b = 0; b < 3; ++b)
+            QVERIFY(std::memcmp(first.data() + c.page_offset[static_cast<size_t>(l * 3 + b)], kv.page(l, b), kv.page_bytes()) == 0);
+    // Append 30 more tokens: the old bytes stay as they were (only the slot changes).
+    fill(kv, 37, 67);
+    const auto logits2 = sl::test::random_floats(kVocab);
+    t = tokens(67);
+    sl::append_kv_file(path, sl::parse_kv_file(first, path, sl::KvVerify::Headers), kv, t, logits2);
+    const auto second = slurp(path);
+    QVERIFY(second.size() > first.size());
+    QVERIFY(std::memcmp(first.data() + 256, second.data() + 256, first.size() - 256) == 0);
+    QVERIFY(std::memcmp(first.data(), second.data(), 128) == 0);
+    c = sl::parse_kv_file(second, path, sl::KvVerify::Full);
+    QCOMPARE(c.tokens, t);
+    QCOMPARE(c.logits, logits2);
+    QCOMPARE(c.n_blocks, int64_t{5});
+    for (int l = 0; l < kLayers; ++l)
+        for (int b = 0; b < 5; ++b)
+            QVERIFY(std::memcmp(second.data() + c.page_offset[static_cast<size_t>(l * 5 + b)], kv.page(l, b), kv.page_bytes()) == 0);
+    // A prefix that is not ours is refused by append.
+    auto other = t;
+    other[3] ^= 1;
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::append_kv_file(path, c, kv, std::vector<int32_t>(other.begin(), other.begin() + 10), logits2));
+}
+
+void TstKvFile::interruptedAppendKeepsPrevious() {
+    const std::string path = dir_.filePath(QStringLiteral("crash.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::Int8, kBlock));
+    fill(kv, 0, 40);
+    const auto logits = sl::test::random_floats(kVocab);
+    sl::write_kv_file(path, info_of(kv), kv, tokens(40), logits);
+    const auto before = slurp(path);
+    fill(kv, 40, 100);
+    sl::append_kv_file(path, sl::parse_kv_file(before, path, sl::KvVerify::Headers), kv, tokens(100), sl::test::random_floats(kVocab));
+    const auto after = slurp(path);
+    // A kill before the slot was switched: the new records are there (whole or cut anywhere), the
+    // slots are the old ones. The file reads as the previous save.
+    for (size_t cut : {before.size(), before.size() + 64, before.size() + 1000, (before.size() + after.size()) / 2, after.size()}) {
+        std::vector<uint8_t> crashed(after.begin(), after.begin() + static_cast<std::ptrdiff_t>(std::min(cut, after.size())));
+        std::copy(before.begin() + 128, before.begin() + 256, crashed.begin() + 128);
+        const auto c = sl::parse_kv_file(crashed, path, sl::KvVerify::Full);
+        QCOMPARE(c.tokens, tokens(40));
+        QCOMPARE(c.logits, logits);
+    }
+    // A kill while the slot itself was written (a torn slot): the other slot is used.
+    std::vector<uint8_t> torn = after;
+    const auto c_after = sl::parse_kv_file(after, path, sl::KvVerify::Full);
+    torn[static_cast<size_t>(128 + 64 * c_after.slot + 9)] ^= 0x40;
+    QCOMPARE(sl::parse_kv_file(torn, path, sl::KvVerify::Full).tokens, tokens(40));
+}
+
+void TstKvFile::hostileFiles() {
+    const std::string path = dir_.filePath(QStringLiteral("good.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F32, kBlock));
+    fill(kv, 0, 50);
+    sl::write_kv_file(path, info_of(kv), kv, tokens(50), sl::test::random_floats(kVocab));
+    const auto good = slurp(path);
+    QVERIFY(!refused(good));
+    QString why;
+    // Truncated anywhere (every 64-byte boundary and a few odd lengths).
+    for (size_t n = 0; n < good.size(); n += (n < 1024 ? 1 : 64))
+        QVERIFY2(refused(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n)), &why), qPrintable(QString::number(n)));
+    qInfo("truncated: %s", qPrintable(why));
+    // One flipped bit anywhere outside the slots: refused (inside a slot, the other slot is used;
+    // the only slot of a fresh file: refused).
+    int flips = 0;
+    for (size_t i = 0; i < good.size(); i += 1 + sl::test::rng()() % 61) {
+        auto bad = good;
+        bad[i] ^= static_cast<uint8_t>(1u << (sl::test::rng()() % 8));
+        const bool unused_bytes = i >= 192 && i < 256;  // the empty second slot
+        if (unused_bytes) continue;
+        QVERIFY2(refused(bad, &why), qPrintable(QStringLiteral("flip at %1 accepted").arg(i)));
+        ++flips;
+    }
+    qInfo("%d flipped files refused; e.g. %s", flips, qPrintable(why));
+    // Wrong version (with a valid header checksum).
+    auto v2 = good;
+    v2[8] = 2;
+    const uint64_t h = sl::kv_hash(v2.data(), 112);
+    std::memcpy(v2.data() + 112, &h, 8);
+    QVERIFY(refused(v2, &why));
+    QVERIFY2(why.contains(QStringLiteral("version 2")), qPrintable(why));
+    // Absurd token count in a valid slot.
+    for (uint64_t n : {uint64_t{0}, uint64_t{51}, uint64_t{1} << 40, ~uint64_t{0}}) {
+        auto a = good;
+        std::memcpy(a.data() + 128 + 16, &n, 8);
+        const uint64_t sh = sl::kv_hash(a.data() + 128, 56);
+        std::memcpy(a.data() + 128 + 56, &sh, 8);
+        QVERIFY2(refused(a, &why), qPrintable(QString::number(n)));
+    }
+    // Absurd settings in a valid header.
+    for (int field : {16, 20, 24, 28, 32, 36}) {
+        auto a = good;
+        const uint32_t big = 0x7fffffff;
+        std::memcpy(a.data() + field, &big, 4);
+        const uint64_t hh = sl::kv_hash(a.data(), 112);
+        std::memcpy(a.data() + 112, &hh, 8);
+        QVERIFY(refused(a, &why));
+    }
+    // Garbage and other files.
+    QVERIFY(refused(std::vector<uint8_t>(4096, 0)));
+    QVERIFY(refused(sl::test::random_floats(1000).empty() ? good : std::vector<uint8_t>(good.rbegin(), good.rend())));
+}
+
+void TstKvFile::writeFuzzSeeds() {
+    // Regenerates tests/fuzz/corpus/fuzz_kvfile: SIGHTLINE_WRITE_FUZZ_SEEDS=<that dir> tst_kv_file
+    const QByteArray dir = qgetenv("SIGHTLINE_WRITE_FUZZ_SEEDS");
+    if (dir.isEmpty()) QSKIP("set SIGHTLINE_WRITE_FUZZ_SEEDS=DIR to write the fuzz seeds");
+    // Tiny shapes (1-2 layers, 1 head of dim 4, blocks of 4, 8-token vocabulary): files of < 2 KiB.
+    auto small = [](sl::KvType t, int layers) {
+        sl::KvCache kv(layers, 64, 1, 4, kvopt(t, 4));
+        sl::KvFileInfo in;
+        in.fingerprint = std::string(64, 'f');
+        in.attention = "dense";
+        in.n_layer = static_cast<uint32_t>(layers);
+        in.n_kv_head = 1;
+        in.head_dim = 4;
+        in.block_size = 4;
+        in.n_vocab = 8;
+        in.type = t;
+        in.page_bytes = kv.page_bytes();
+        return std::make_pair(std::move(in), std::make_unique<sl::KvCache>(layers, 64, 1, 4, kvopt(t, 4)));
+    };
+    auto fill_small = [](sl::KvCache& kv, int from, int to) {
+        for (int l = 0; l < kv.n_layer(); ++l)
+            for (int p = from; p < to; ++p) {
+                const auto k = sl::test::random_floats(4), v = sl::test::random_floats(4);
+                kv.write(l, p, k.data(), v.data());
+            }
+        kv.set_n_past(to);
+    };
+    const std::string out = dir.toStdString();
+    std::vector<int32_t> t{1, 2, 3, 4, 5, 6, 7, 0, 1, 2};
+    {
+        auto [in, kv] = small(sl::KvType::F16, 1);
+        fill_small(*kv, 0, 6);
+        sl::write_kv_file(out + "/f16_one_save.slkv", in, *kv, std::span<const int32_t>(t.data(), 6), sl::test::random_floats(8));
+    }
+    {
+        auto [in, kv] = small(sl::KvType::Int8, 2);
+        fill_small(*kv, 0, 5);
+        const std::string p = out + "/int8_appended.slkv";
+        sl::write_kv_file(p, in, *kv, std::span<const int32_t>(t.data(), 5), sl::test::random_floats(8));
+        fill_small(*kv, 5, 10);
+        sl::append_kv_file(p, sl::parse_kv_file(slurp(p), p, sl::KvVerify::Headers), *kv, t, sl::test::random_floats(8));
+    }
+    {
+        auto [in, kv] = small(sl::KvType::F32, 1);
+        fill_small(*kv, 0, 3);
+        sl::write_kv_file(out + "/f32_partial_block.slkv", in, *kv, std::span<const int32_t>(t.data(), 3), sl::test::random_floats(8));
+    }
+}
+
+QTEST_APPLESS_MAIN(TstKvFile)
+#include "tst_kv_file.moc"

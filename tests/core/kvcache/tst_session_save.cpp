@@ -1,0 +1,294 @@
+// Session::save / Session::restore on tiny generated llama models (tests/reference/model/
+// make_tiny_model.py): restored sessions give bitwise identical logits (f32 and f16 storage; int8
+// too, since rounding is deterministic), for dense and MSA attention; saves after more prefill
+// append; other models, other cache settings and damaged files are refused naming the file; a
+// small RAM budget (pages spilled to a mapped file) gives the same logits as no budget.
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/attention/msa_attention.h"
+#include "core/kvcache/kv_file.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/session.h"
+#include "core/util/assets.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+std::unique_ptr<sl::LoadedModel> tiny(const QTemporaryDir& dir, const QString& name, int seed) {
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return nullptr;
+    const QString path = dir.filePath(name);
+    if (!QFile::exists(path) &&
+        !sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), path,
+                                    QStringLiteral("--wtype"), QStringLiteral("f32"), QStringLiteral("--seed"), QString::number(seed)},
+                               nullptr))
+        return nullptr;
+    return sl::load_model(path.toStdString());
+}
+
+std::vector<int32_t> ids(int n, int n_vocab, int salt = 0) {
+    std::vector<int32_t> t;
+    for (int i = 0; i < n; ++i) t.push_back((i * 37 + 11 + salt * 101 + (i * i) % 13) % n_vocab);
+    return t;
+}
+
+std::unique_ptr<sl::Attention> attention(bool msa) {
+    if (!msa) return nullptr;
+    sl::MsaConfig c;
+    c.block_size = 16;
+    c.top_k = 3;
+    return std::make_unique<sl::MsaAttention>(c);
+}
+
+std::vector<float> logits(const sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
+
+std::vector<uint8_t> slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+class TstSessionSave : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void restoreGivesSameLogits_data();
+    void restoreGivesSameLogits();
+    void refusals();
+    void budgetSameLogits_data();
+    void budgetSameLogits();
+    void smollm2SaveRestore();
+
+private:
+    QTemporaryDir dir_;
+};
+
+void TstSessionSave::restoreGivesSameLogits_data() {
+    QTest::addColumn<int>("type");
+    QTest::addColumn<bool>("msa");
+    QTest::addColumn<int>("block");
+    QTest::newRow("f32 dense") << static_cast<int>(sl::KvType::F32) << false << 16;
+    QTest::newRow("f16 dense") << static_cast<int>(sl::KvType::F16) << false << 32;
+    QTest::newRow("int8 dense") << static_cast<int>(sl::KvType::Int8) << false << 16;
+    QTest::newRow("f32 msa") << static_cast<int>(sl::KvType::F32) << true << 16;
+    QTest::newRow("f16 msa, pages of 24") << static_cast<int>(sl::KvType::F16) << true << 24;
+}
+
+void TstSessionSave::restoreGivesSameLogits() {
+    QFETCH(int, type);
+    QFETCH(bool, msa);
+    QFETCH(int, block);
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    QVERIFY(m);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 400;
+    so.n_batch = 24;
+    so.kv_type = static_cast<sl::KvType>(type);
+    so.kv_block = block;
+    const std::string path = dir_.filePath(QStringLiteral("ctx-%1-%2-%3.slkv").arg(type).arg(msa).arg(block)).toStdString();
+    const auto all = ids(300, nv);
+    sl::Session a(*m, so, attention(msa));
+    a.prefill(std::span<const int32_t>(all.data(), 150));
+    a.save(path);
+    const auto first = slurp(path);
+
+    sl::Session b(*m, so, attention(msa));
+    b.restore(path);
+    QCOMPARE(b.tokens(), a.tokens());
+    QVERIFY(logits(b) == logits(a));
+    // The next tokens after a restore: bitwise the same as in the session that never stopped.
+    for (int i = 150; i < 160; ++i) {
+        a.prefill(std::span<const int32_t>(all.data() + i, 1));
+        b.prefill(std::span<const int32_t>(all.data() + i, 1));
+        QVERIFY2(logits(b) == logits(a), qPrintable(QStringLiteral("token %1").arg(i)));
+    }
+    // More prefill, save again: appended (the first save's records stay byte for byte).
+    a.prefill(std::span<const int32_t>(all.data() + 160, 97));
+    a.save(path);
+    const auto second = slurp(path);
+    QVERIFY(second.size() > first.size());
+    QVERIFY(std::equal(first.begin() + 512, first.end(), second.begin() + 512));
+    qInfo("first save %zu bytes, after appending 107 tokens %zu bytes", first.size(), second.size());
+    sl::Session c(*m, so, attention(msa));
+    c.restore(path);
+    QCOMPARE(c.tokens(), a.tokens());
+    QVERIFY(logits(c) == logits(a));
+    a.prefill(std::span<const int32_t>(all.data() + 257, 5));
+    c.prefill(std::span<const int32_t>(all.data() + 257, 5));
+    QVERIFY(logits(c) == logits(a));
+    // Saving a restored session that grew, into the file it came from: appends again.
+    c.save(path);
+    sl::Session d(*m, so, attention(msa));
+    d.restore(path);
+    QVERIFY(logits(d) == logits(a));
+    // A different context saved over the file: rewritten, not appended.
+    sl::Session e(*m, so, attention(msa));
+    e.prefill(ids(40, nv, 7));
+    e.save(path);
+    sl::Session f(*m, so, attention(msa));
+    f.restore(path);
+    QCOMPARE(f.tokens(), e.tokens());
+    QVERIFY(logits(f) == logits(e));
+}
+
+void TstSessionSave::refusals() {
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    auto other = tiny(dir_, QStringLiteral("b.gguf"), 2);
+    QVERIFY(m && other);
+    QVERIFY(sl::model_fingerprint(*m) != sl::model_fingerprint(*other));
+    QCOMPARE(sl::model_fingerprint(*m).size(), size_t{64});
+    sl::SessionOptions so;
+    so.n_ctx = 200;
+    so.kv_block = 16;
+    const std::string path = dir_.filePath(QStringLiteral("refuse.slkv")).toStdString();
+    sl::Session a(*m, so);
+    a.prefill(ids(100, m->model->config().n_vocab));
+    a.save(path);
+    auto expect_refusal = [&](const sl::LoadedModel& model, sl::SessionOptions o, const std::string& p, const char* what) {
+        sl::Session s(model, o);
+        s.prefill(ids(5, model.model->config().n_vocab));
+        try {
+            s.restore(p);
+            QFAIL(qPrintable(QStringLiteral("accepted: %1").arg(QLatin1String(what))));
+        } catch (const sl::Error& e) {
+            const QString msg = QString::fromUtf8(e.what());
+            qInfo("%s: %s", what, qPrintable(msg));
+            QVERIFY2(msg.startsWith(QString::fromStdString(p)), qPrintable(msg));
+            QVERIFY(s.tokens().empty());  // left empty: the caller rebuilds
+        }
+    };
+    expect_refusal(*other, so, path, "other model");
+    sl::SessionOptions o2 = so;
+    o2.kv_type = sl::KvType::Int8;
+    expect_refusal(*m, o2, path, "other storage type");
+    o2 = so;
+    o2.kv_block = 32;
+    expect_refusal(*m, o2, path, "other block size");
+    o2 = so;
+    o2.n_ctx = 50;
+    expect_refusal(*m, o2, path, "context too small");
+    // Damaged copies.
+    const auto good = slurp(path);
+    auto write = [&](const std::vector<uint8_t>& bytes) {
+        const std::string p = path + ".bad";
+        std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        return p;
+    };
+    expect_refusal(*m, so, write(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2))), "truncated");
+    auto flipped = good;
+    flipped[good.size() / 3] ^= 0x10;
+    expect_refusal(*m, so, write(flipped), "flipped byte");
+    expect_refusal(*m, so, write({}), "empty file");
+    expect_refusal(*m, so, path + ".missing", "missing file");
+    // A save over a damaged file rewrites it.
+    a.save(write(flipped));
+    sl::Session r(*m, so);
+    r.restore(path + ".bad");
+    QVERIFY(logits(r) == logits(a));
+}
+
+void TstSessionSave::budgetSameLogits_data() {
+    QTest::addColumn<bool>("msa");
+    QTest::newRow("dense") << false;
+    QTest::newRow("msa") << true;
+}
+
+void TstSessionSave::budgetSameLogits() {
+    // A RAM budget of 4 pages for a context of ~2 layers x 19 pages: most pages are spilled to the
+    // mapped file, reads come from it, and logits stay bitwise the same.
+    QFETCH(bool, msa);
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    QVERIFY(m);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 320;
+    so.n_batch = 32;
+    so.kv_block = 16;
+    sl::SessionOptions tight = so;
+    const size_t page = sl::KvCache::page_bytes_for(so.kv_type, so.kv_block, m->model->config().n_kv_head, m->model->config().head_dim);
+    tight.kv_budget_bytes = static_cast<int64_t>(4 * page);
+    sl::Session a(*m, so, attention(msa)), b(*m, tight, attention(msa));
+    const auto t = ids(300, nv, 3);
+    a.prefill(t);
+    b.prefill(t);
+    QVERIFY(logits(a) == logits(b));
+    for (int i = 0; i < 8; ++i) {
+        const int32_t one[1] = {(i * 13 + 5) % nv};
+        a.prefill(one);
+        b.prefill(one);
+        QVERIFY(logits(a) == logits(b));
+    }
+    QVERIFY(b.kv_cache().ram_bytes() <= 4 * page);
+    QVERIFY(b.kv_cache().pages_spilled() > 0);
+    qInfo("budget %zu bytes: RAM %zu of %zu bytes, %lld pages spilled, %lld reads from the map", 4 * page,
+          b.kv_cache().ram_bytes(), a.kv_cache().ram_bytes(), static_cast<long long>(b.kv_cache().pages_spilled()),
+          static_cast<long long>(b.kv_cache().mapped_reads()));
+    // Saving a spilled session and restoring it into another budgeted one.
+    const std::string path = dir_.filePath(QStringLiteral("spilled.slkv")).toStdString();
+    b.save(path);
+    sl::Session c(*m, tight, attention(msa)), c2(*m, so, attention(msa));
+    c.restore(path);
+    c2.restore(path);
+    QVERIFY(logits(a) == logits(c));
+    const int32_t one[1] = {7};
+    a.prefill(one);
+    b.prefill(one);
+    c.prefill(one);
+    c2.prefill(one);
+    qInfo("normalized logit difference to the unbudgeted session after one more token: budgeted %g, restored "
+          "into a budget %g, restored without one %g", sl::test::normalized_error(logits(b).data(), logits(a).data(), logits(a).size()),
+          sl::test::normalized_error(logits(c).data(), logits(a).data(), logits(a).size()),
+          sl::test::normalized_error(logits(c2).data(), logits(a).data(), logits(a).size()));
+    QVERIFY(logits(a) == logits(c));
+}
+
+void TstSessionSave::smollm2SaveRestore() {
+    // The default model, f16 storage (the default), a 300-token prompt with MSA over blocks of 64:
+    // restore gives bitwise the same logits, also after one more token.
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    auto m = sl::load_model(path);
+    const std::vector<int32_t> t = m->tokenizer->encode(
+        std::string(
+            "R is a language and environment for statistical computing and graphics. It is a GNU project which is "
+            "similar to the S language and environment which was developed at Bell Laboratories by John Chambers and "
+            "colleagues. R can be considered as a different implementation of S. ") +
+            "There are some important differences, but much code written for S runs unaltered under R. " +
+            "R provides a wide variety of statistical and graphical techniques, and is highly extensible. " +
+            "One of R's strengths is the ease with which well-designed publication-quality plots can be produced. " +
+            "R is available as Free Software under the terms of the Free Software Foundation's GNU General Public "
+            "License in source code form. It compiles and runs on a wide variety of UNIX platforms and similar systems "
+            "(including FreeBSD and Linux), Windows and MacOS. The term environment is intended to characterize it as "
+            "a fully planned and coherent system, rather than an incremental accretion of very specific and "
+            "inflexible tools, as is frequently the case with other data analysis software.",
+        true, false);
+    QVERIFY2(t.size() > 150, qPrintable(QString::number(t.size())));
+    sl::SessionOptions so;
+    so.n_ctx = 512;
+    so.kv_block = 64;
+    sl::MsaConfig mc;
+    mc.block_size = 64;
+    mc.top_k = 2;
+    sl::Session a(*m, so, std::make_unique<sl::MsaAttention>(mc));
+    a.prefill(t);
+    const std::string file = dir_.filePath(QStringLiteral("smollm2.slkv")).toStdString();
+    a.save(file);
+    sl::Session b(*m, so, std::make_unique<sl::MsaAttention>(mc));
+    b.restore(file);
+    QVERIFY(logits(a) == logits(b));
+    const int32_t one[1] = {t[5]};
+    a.prefill(one);
+    b.prefill(one);
+    QVERIFY(logits(a) == logits(b));
+    qInfo("SmolLM2: %zu tokens saved in %lld bytes, restored with identical logits", t.size(),
+          static_cast<long long>(std::filesystem::file_size(file)));
+}
+
+QTEST_APPLESS_MAIN(TstSessionSave)
+#include "tst_session_save.moc"

@@ -1,0 +1,169 @@
+// Progressive prefill: saved as it goes, resumed after a stop, equal to an uninterrupted prefill;
+// a file holding another context or a corrupt one is not used (prefill starts over).
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/model/model_loader.h"
+#include "core/prefill/progressive_prefill.h"
+#include "core/runtime/session.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/util/assets.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+sl::SessionOptions options() {
+    sl::SessionOptions o;
+    o.n_ctx = 2048;
+    o.n_batch = 64;
+    o.n_threads = 2;
+    return o;
+}
+
+std::vector<int32_t> context_tokens(const sl::LoadedModel& m, int n) {
+    std::string text;
+    for (int i = 0; static_cast<int>(text.size()) < n * 8; ++i)
+        text += "Section " + std::to_string(i) + ". A linear model is fitted with lm(); the summary() of the fit "
+                "shows coefficients, residuals and the R-squared of the regression. ";
+    std::vector<int32_t> ids = m.tokenizer->encode(text, true, false);
+    if (static_cast<int>(ids.size()) < n) throw sl::Error("test text too short");
+    ids.resize(static_cast<size_t>(n));
+    return ids;
+}
+
+bool same_logits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+class TstProgressivePrefill : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void resumesAfterCancel();
+    void otherContextStartsOver();
+    void corruptFileStartsOver();
+    void savedTokensWithoutRestore();
+
+private:
+    std::unique_ptr<sl::LoadedModel> model_;
+    std::vector<int32_t> tokens_;
+    std::vector<float> reference_;  // logits after an uninterrupted prefill of tokens_
+    QTemporaryDir dir_;
+    std::string path(const char* name) const { return (std::filesystem::path(dir_.path().toStdString()) / name).string(); }
+};
+
+void TstProgressivePrefill::initTestCase() {
+    REQUIRE_ASSET(model_path, sl::assets::kDefaultModel);
+    model_ = sl::load_model(model_path);
+    tokens_ = context_tokens(*model_, 640);
+    sl::Session s(*model_, options());
+    sl::ProgressivePrefill p(s, tokens_, path("reference.slkv"), {.save_every = 128});
+    p.run();
+    const sl::PrefillStatus st = p.status();
+    QVERIFY2(st.error.empty(), st.error.c_str());
+    QVERIFY(st.finished);
+    QCOMPARE(st.done, 640);
+    QCOMPARE(st.resumed_from, 0);
+    reference_.assign(s.last_logits().begin(), s.last_logits().end());
+}
+
+void TstProgressivePrefill::resumesAfterCancel() {
+    const std::string file = path("resume.slkv");
+    int64_t saved = 0;
+    {
+        sl::Session s(*model_, options());
+        sl::ProgressivePrefill p(s, tokens_, file, {.save_every = 128, .progress_interval = 0});
+        p.on_progress = [&p](const sl::PrefillStatus& st) {
+            if (st.done >= 256) p.cancel();
+        };
+        p.start();
+        p.wait();
+        const sl::PrefillStatus st = p.status();
+        QVERIFY2(st.error.empty(), st.error.c_str());
+        QVERIFY(st.cancelled);
+        QVERIFY(!st.finished);
+        QVERIFY(st.saved >= 256 && st.saved < 640);
+        QCOMPARE(st.saved % 128, 0);
+        saved = st.saved;
+    }
+    QCOMPARE(static_cast<int64_t>(sl::saved_context_tokens(file).size()), saved);
+
+    // A new session (as after a restart) resumes from the file and ends where an uninterrupted run does.
+    sl::Session s(*model_, options());
+    sl::ProgressivePrefill p(s, tokens_, file, {.save_every = 128});
+    p.run();
+    const sl::PrefillStatus st = p.status();
+    QVERIFY2(st.error.empty(), st.error.c_str());
+    QVERIFY2(st.note.empty(), st.note.c_str());
+    QCOMPARE(st.resumed_from, saved);
+    QVERIFY(st.finished);
+    QVERIFY(same_logits(s.last_logits(), reference_));
+
+    // Resuming a finished file prefills nothing.
+    sl::Session s2(*model_, options());
+    sl::ProgressivePrefill p2(s2, tokens_, file, {.save_every = 128});
+    p2.run();
+    QCOMPARE(p2.status().resumed_from, 640);
+    QVERIFY(p2.status().finished);
+    QVERIFY(same_logits(s2.last_logits(), reference_));
+}
+
+void TstProgressivePrefill::otherContextStartsOver() {
+    const std::string file = path("other.slkv");
+    std::filesystem::copy_file(path("reference.slkv"), file);
+    std::vector<int32_t> other = tokens_;
+    other[300] = other[300] == 42 ? 43 : 42;  // diverges inside the saved context
+    other.resize(512);
+    sl::Session s(*model_, options());
+    sl::ProgressivePrefill p(s, other, file, {.save_every = 128});
+    p.run();
+    const sl::PrefillStatus st = p.status();
+    QVERIFY2(st.error.empty(), st.error.c_str());
+    QCOMPARE(st.resumed_from, 0);
+    QVERIFY(st.note.find("another context") != std::string::npos);
+    QVERIFY(st.finished);
+    QCOMPARE(sl::saved_context_tokens(file), other);
+}
+
+void TstProgressivePrefill::corruptFileStartsOver() {
+    const std::string file = path("corrupt.slkv");
+    std::filesystem::copy_file(path("reference.slkv"), file);
+    {   // flip bytes in the middle of a KV page: the headers still parse, the payload hash does not
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        const auto size = static_cast<std::streamoff>(std::filesystem::file_size(file));
+        f.seekp(size / 2);
+        const char junk[16] = {0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37};
+        f.write(junk, sizeof junk);
+    }
+    sl::Session s(*model_, options());
+    sl::ProgressivePrefill p(s, tokens_, file, {.save_every = 256});
+    p.run();
+    const sl::PrefillStatus st = p.status();
+    QVERIFY2(st.error.empty(), st.error.c_str());
+    QCOMPARE(st.resumed_from, 0);
+    QVERIFY2(st.note.find("corrupt.slkv") != std::string::npos, st.note.c_str());
+    QVERIFY(st.finished);
+}
+
+void TstProgressivePrefill::savedTokensWithoutRestore() {
+    QVERIFY(sl::saved_context_tokens(path("missing.slkv")).empty());
+    const std::string junk = path("junk.slkv");
+    std::ofstream(junk) << "not a saved context";
+    QVERIFY(sl::saved_context_tokens(junk).empty());
+    QCOMPARE(sl::saved_context_tokens(path("reference.slkv")), tokens_);
+}
+
+QTEST_GUILESS_MAIN(TstProgressivePrefill)
+#include "tst_progressive_prefill.moc"

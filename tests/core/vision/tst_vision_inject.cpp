@@ -1,0 +1,253 @@
+// Image embeddings in a language model's context: a tiny random-weight mmproj encodes an image,
+// MultimodalStreamBuilder wraps it with the Idefics3 tokens between chat text, and a tiny llama
+// model (make_tiny_model.py, width 64 = the projector's) runs it through forward(..., embeddings).
+// Checks: the injection path is exact (token-embedding rows fed as embeddings give the token's
+// logits), image positions change the output (vs the text-only fallback and vs another image),
+// and every position's provenance (visual, tile, region, timestamp) is kept.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/attention/dense_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/linear.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
+#include "core/vision/patch_tokens.h"
+#include "core/vision/vision_encoder.h"
+#include "tests/core/vision/vision_test_util.h"
+
+namespace {
+
+std::vector<float> run(const sl::LoadedModel& m, const std::vector<int32_t>& tokens, const float* embeddings) {
+    const auto& c = m.model->config();
+    sl::ThreadPool pool(2);
+    sl::KvCache kv(c.n_layer, static_cast<int>(tokens.size()), c.n_kv_head, c.head_dim);
+    sl::DenseAttention att;
+    sl::ForwardScratch scratch;
+    std::vector<float> logits(tokens.size() * static_cast<size_t>(c.n_vocab));
+    m.model->forward(tokens.data(), static_cast<int>(tokens.size()), 0, kv, att, pool, scratch, logits.data(), true,
+                     embeddings);
+    return logits;
+}
+
+sl::RgbImage random_image(int w, int h) {
+    sl::RgbImage img;
+    img.width = w;
+    img.height = h;
+    img.rgb.resize(static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto& b : img.rgb) b = static_cast<uint8_t>(byte(sl::test::rng()));
+    return img;
+}
+
+}  // namespace
+
+class TstVisionInject : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void injectionIsExact();
+    void imageChangesTheAnswer();
+    void provenance();
+    void chunkedPrefillEqualsOnePass();
+
+private:
+    QTemporaryDir dir_;
+    std::unique_ptr<sl::LoadedModel> lm_;
+    std::unique_ptr<sl::LoadedVisionModel> vm_;
+};
+
+void TstVisionInject::initTestCase() {
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    const QString lm = dir_.filePath(QStringLiteral("lm.gguf")), mm = dir_.filePath(QStringLiteral("mmproj.gguf"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), lm,
+                                       QStringLiteral("--d-model"), QStringLiteral("64")}, nullptr));
+    QVERIFY(sl::test::make_mmproj(mm, {QStringLiteral("--out-embd"), QStringLiteral("64"), QStringLiteral("--longest-edge"), QStringLiteral("64")}));
+    lm_ = sl::load_model(lm.toStdString());
+    vm_ = sl::load_mmproj(mm.toStdString());
+    sl::check_vision_fits_lm(vm_->model.config, lm_->model->config().d_model, mm.toStdString());
+}
+
+void TstVisionInject::injectionIsExact() {
+    QVERIFY(lm_);
+    // Feed token-embedding rows as "image" embeddings: the logits must equal the tokens' own.
+    const auto& c = lm_->model->config();
+    std::vector<int32_t> ids{1, 40, 41, 42, 43, 44, 2, 7, 100, 200};
+    std::vector<int32_t> marked = ids;
+    std::vector<float> emb(ids.size() * static_cast<size_t>(c.d_model), 0.0f);
+    for (size_t i = 2; i < 8; ++i) {
+        marked[i] = sl::LlamaModel::kEmbeddingToken;
+        sl::embed_row(lm_->model->weights().tok_embd, ids[i], emb.data() + i * static_cast<size_t>(c.d_model));
+    }
+    const std::vector<float> want = run(*lm_, ids, nullptr);
+    const std::vector<float> got = run(*lm_, marked, emb.data());
+    const double err = sl::test::normalized_error(got.data(), want.data(), want.size());
+    QVERIFY2(err < 1e-6, qPrintable(QString::number(err)));
+}
+
+void TstVisionInject::imageChangesTheAnswer() {
+    QVERIFY(lm_);
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(vm_->model, pool);
+    const sl::VisionConfig& vc = vm_->model.config;
+    const auto stream_for = [&](const sl::RgbImage& img) {
+        const sl::ImageTokenLayout layout = sl::image_token_layout(vc, img.width, img.height);
+        const sl::EncodedImage e = sl::encode_image(enc, img);
+        sl::MultimodalStreamBuilder b(*lm_->tokenizer, lm_->model->config().d_model);
+        b.add_text("<|im_start|>user\n");
+        b.add_image(layout, e, 0);
+        b.add_text("What is in this image?<|im_end|>\n<|im_start|>assistant\n");
+        return b.take();
+    };
+    const sl::MultimodalStream a = stream_for(random_image(70, 50));
+    const sl::MultimodalStream b = stream_for(random_image(70, 50));
+    QCOMPARE(a.size(), b.size());
+    const int nv = lm_->model->config().n_vocab;
+    const auto logits = [&](const sl::MultimodalStream& s) {
+        std::vector<float> rows(static_cast<size_t>(s.size()) * static_cast<size_t>(s.width));
+        s.fill_embeddings(0, static_cast<int>(s.size()), rows.data());
+        return run(*lm_, s.tokens, rows.data());
+    };
+    const std::vector<float> la = logits(a), lb = logits(b);
+    for (float v : la) QVERIFY(std::isfinite(v));
+    // Text-only fallback: the same positions as plain tokens (what OCR text would occupy).
+    std::vector<int32_t> text_only = a.tokens;
+    for (auto& t : text_only)
+        if (t == sl::LlamaModel::kEmbeddingToken) t = 3 + ' ';
+    const std::vector<float> lt = run(*lm_, text_only, nullptr);
+    const size_t last = (static_cast<size_t>(a.size()) - 1) * static_cast<size_t>(nv);
+    const double d_text = sl::test::normalized_error(la.data() + last, lt.data() + last, static_cast<size_t>(nv));
+    const double d_image = sl::test::normalized_error(la.data() + last, lb.data() + last, static_cast<size_t>(nv));
+    qInfo("%lld positions (%zu embedding rows); last-position logits differ from text-only by %.3f, from another image by %.3f",
+          static_cast<long long>(a.size()), a.embeddings.size() / static_cast<size_t>(a.width), d_text, d_image);
+    QVERIFY(d_text > 1e-3);
+    QVERIFY(d_image > 1e-4);
+    // Positions before the image do not see it (causal): identical logits.
+    const double before = sl::test::normalized_error(la.data(), lb.data(), static_cast<size_t>(a.spans[0].end) * static_cast<size_t>(nv));
+    QCOMPARE(before, 0.0);
+}
+
+void TstVisionInject::provenance() {
+    QVERIFY(lm_);
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(vm_->model, pool);
+    const sl::VisionConfig& vc = vm_->model.config;
+    // A "video frame" at 12.5 s, 60x40: longest edge 64 -> 64x42 -> 64x64: 2x2 tiles + global.
+    const sl::RgbImage img = random_image(60, 40);
+    const sl::ImageTokenLayout layout = sl::image_token_layout(vc, 60, 40, 12.5);
+    QCOMPARE(layout.plan.rows, 2);
+    QCOMPARE(layout.plan.cols, 2);
+    const sl::EncodedImage e = sl::encode_image(enc, img);
+    sl::MultimodalStreamBuilder b(*lm_->tokenizer, 64);
+    b.add_text("Lecture:");
+    const int64_t image_begin = b.stream().size();
+    b.add_image(layout, e, 7, 12.5);
+    const int64_t image_end = b.stream().size();
+    b.add_text(" end");
+    const sl::MultimodalStream s = b.take();
+
+    // The exact count for this tokenizer (its vocabulary lacks the Idefics3 special tokens, so they
+    // are spelled out as text) and the count of embedding positions.
+    QCOMPARE(image_end - image_begin, static_cast<int64_t>(sl::count_positions(layout, *lm_->tokenizer)));
+    int64_t n_emb = 0;
+    for (int32_t t : s.tokens) n_emb += t == sl::LlamaModel::kEmbeddingToken;
+    QCOMPARE(n_emb, int64_t{5} * vc.tokens_per_tile());
+    QCOMPARE(static_cast<int64_t>(s.embeddings.size()), n_emb * 64);
+
+    // Spans cover every position in order.
+    int64_t pos = 0;
+    for (const auto& sp : s.spans) {
+        QCOMPARE(sp.begin, pos);
+        QVERIFY(sp.end > sp.begin);
+        pos = sp.end;
+    }
+    QCOMPARE(pos, s.size());
+    QCOMPARE(s.span_at(0)->visual, -1);
+    QCOMPARE(s.span_at(s.size() - 1)->visual, -1);
+    QVERIFY(s.span_at(s.size()) == nullptr);
+
+    // Every image position belongs to visual 7 at 12.5 s; embedding positions know their tile
+    // and its region, and carry the row of that tile's embeddings.
+    const int T = vc.tokens_per_tile();
+    int tiles_seen = 0;
+    for (int64_t p = image_begin; p < image_end; ++p) {
+        const sl::VisualSpan* sp = s.span_at(p);
+        QVERIFY(sp);
+        QCOMPARE(sp->visual, 7);
+        QCOMPARE(sp->timestamp.value_or(-1), 12.5);
+        const bool emb = s.tokens[static_cast<size_t>(p)] == sl::LlamaModel::kEmbeddingToken;
+        QCOMPARE(emb, sp->tile >= 0);
+        if (!emb) continue;
+        const int64_t k = p - sp->begin;  // index within the tile
+        if (k == 0) ++tiles_seen;
+        const float* row = s.embeddings.data() + static_cast<size_t>(s.embedding_row[static_cast<size_t>(p)]) * 64;
+        const float* want = e.embeddings.data() + (static_cast<size_t>(sp->tile) * static_cast<size_t>(T) + static_cast<size_t>(k)) * 64;
+        QVERIFY(std::equal(row, row + 64, want));
+    }
+    QCOMPARE(tiles_seen, 5);
+    // Tile 3 (row 1, col 1) is the bottom-right quarter; the global tile (4) is the whole frame.
+    for (const auto& sp : s.spans) {
+        if (sp.tile == 3) {
+            QCOMPARE(sp.region.x0, 0.5f);
+            QCOMPARE(sp.region.y0, 0.5f);
+            QCOMPARE(sp.region.x1, 1.0f);
+            QCOMPARE(sp.region.y1, 1.0f);
+        }
+        if (sp.tile == 4) QCOMPARE(sp.region.x1 - sp.region.x0, 1.0f);
+    }
+    // A mismatched encoding is refused.
+    const sl::ImageTokenLayout single = sl::image_token_layout(vc, 60, 40, std::nullopt, 0);
+    sl::MultimodalStreamBuilder b2(*lm_->tokenizer, 64);
+    bool refused = false;
+    try {
+        b2.add_image(single, e, 0);
+    } catch (const sl::Error&) {
+        refused = true;
+    }
+    QVERIFY(refused);
+}
+
+void TstVisionInject::chunkedPrefillEqualsOnePass() {
+    // Prefill in chunks that cut through the image (fill_embeddings per chunk, as a session does):
+    // the last logits equal one pass over the whole stream.
+    QVERIFY(lm_);
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(vm_->model, pool);
+    const sl::RgbImage img = random_image(33, 47);
+    sl::MultimodalStreamBuilder b(*lm_->tokenizer, 64);
+    b.add_text("<|im_start|>user\n");
+    b.add_image(sl::image_token_layout(vm_->model.config, 33, 47), sl::encode_image(enc, img), 0);
+    b.add_text("Describe it.<|im_end|>\n");
+    const sl::MultimodalStream s = b.take();
+    const auto& c = lm_->model->config();
+    const int n = static_cast<int>(s.size());
+    std::vector<float> rows(static_cast<size_t>(n) * 64);
+    s.fill_embeddings(0, n, rows.data());
+    const std::vector<float> all = run(*lm_, s.tokens, rows.data());
+
+    sl::KvCache kv(c.n_layer, n, c.n_kv_head, c.head_dim);
+    sl::DenseAttention att;
+    sl::ForwardScratch scratch;
+    std::vector<float> logits(static_cast<size_t>(c.n_vocab));
+    for (int pos = 0; pos < n;) {
+        const int len = std::min(n - pos, 37);
+        std::vector<float> chunk(static_cast<size_t>(len) * 64);
+        s.fill_embeddings(pos, len, chunk.data());
+        lm_->model->forward(s.tokens.data() + pos, len, pos, kv, att, pool, scratch, logits.data(), false, chunk.data());
+        pos += len;
+    }
+    const double err = sl::test::normalized_error(logits.data(), all.data() + static_cast<size_t>(n - 1) * static_cast<size_t>(c.n_vocab),
+                                                  static_cast<size_t>(c.n_vocab));
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+}
+
+QTEST_GUILESS_MAIN(TstVisionInject)
+#include "tst_vision_inject.moc"
