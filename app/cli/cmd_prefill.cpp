@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "app/cli/cli_command.h"
+#include "app/common/ask.h"
 #include "core/attention/msa_attention.h"
 #include "core/context/budget_planner.h"
 #include "core/context/context_builder.h"
@@ -61,17 +62,8 @@ int run(const QStringList& args) {
 
     sl::Library lib = sl::Library::open(dir);
     const auto model = sl::load_model(sl::paths::default_model());
-    std::vector<sl::doc::Document> docs;
     std::vector<sl::DocId> ids;
-    for (const auto& info : lib.list_documents()) {
-        if (info.state != sl::DocumentState::Ready) continue;
-        sl::LoadOptions lo;
-        lo.lines = false;
-        lo.visual_bytes = false;
-        docs.push_back(lib.load_document(info.id, lo));
-        ids.push_back(info.id);
-    }
-    if (docs.empty()) throw sl::Error(dir.string() + ": the library has no documents (add some with `sightline-cli add FILE`)");
+    const std::vector<sl::doc::Document> docs = sl::app::ready_documents(lib, ids);
     std::vector<const sl::doc::Document*> ptrs;
     for (const auto& d : docs) ptrs.push_back(&d);
 

@@ -35,16 +35,9 @@ std::string compact(const QJsonObject& o) { return QJsonDocument(o).toJson(QJson
 
 }  // namespace
 
-AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
-    auto status = [&](const std::string& s) {
-        if (cb.on_status) cb.on_status(s);
-    };
-    AskResult r;
-    const EffortSettings effort = effort_settings(o.effort);
-
-    // The library's ready documents, text only (no line boxes, no pixels).
+std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids) {
     std::vector<doc::Document> docs;
-    std::vector<DocId> ids;
+    ids.clear();
     for (const auto& info : lib.list_documents()) {
         if (info.state != DocumentState::Ready) continue;
         LoadOptions lo;
@@ -54,6 +47,18 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
         ids.push_back(info.id);
     }
     if (docs.empty()) throw Error(lib.dir().string() + ": the library has no documents (add some with `sightline-cli add FILE`)");
+    return docs;
+}
+
+AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
+    auto status = [&](const std::string& s) {
+        if (cb.on_status) cb.on_status(s);
+    };
+    AskResult r;
+    const EffortSettings effort = effort_settings(o.effort);
+
+    std::vector<DocId> ids;
+    const std::vector<doc::Document> docs = ready_documents(lib, ids);
     std::vector<const doc::Document*> ptrs;
     for (const auto& d : docs) ptrs.push_back(&d);
 

@@ -11,15 +11,19 @@
 // it too. The Library and LoadedModel must outlive the call.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/answer/answer.h"
 #include "core/context/effort.h"
+#include "core/document/document.h"
 
 namespace sl {
 class Library;
+using DocId = int64_t;
 struct LoadedModel;
 class Embedder;
 }  // namespace sl
@@ -58,6 +62,10 @@ struct AskCallbacks {
     std::function<void(const std::string&)> on_status;       // progress lines ("prefilling 6,012 tokens")
     std::function<void(std::string_view)> on_text;           // the answer as it streams (no markers)
 };
+
+// The library's ready documents as the context builder reads them (text only: no line boxes, no
+// pixels), in library order, with their ids in `ids`. Throws sl::Error when there are none.
+std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids);
 
 // Throws sl::Error when the library has no ready documents or the context cannot be built.
 AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& options, const AskCallbacks& cb = {});
