@@ -1,7 +1,10 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
-//  [--ctx N] [--no-cache]`: asks the library's documents a question in one long context. Prints the
-// context plan, prefills (or restores the saved prefix), streams the answer, then prints it with
-// inline citation markers and the numbered sources (weak ones flagged), and stores the chat.
+//  [--ctx N] [--no-cache] [--no-library-prefill] [--preselect N]`: asks the library's documents a
+// question in one long context. When the library's own prefill (`sightline-cli prefill`, or the
+// app's background prefill) is recorded, complete or partial, the answer reads what it has saved
+// plus a preselection of the rest (--preselect tokens) and says what it read; otherwise it prints
+// the question's context plan and prefills (or restores) that. Then it streams the answer, prints it
+// with inline citation markers and the numbered sources (weak ones flagged), and stores the chat.
 #include <QStringList>
 
 #include <cstdio>
@@ -21,7 +24,8 @@ namespace {
 
 int usage() {
     sl::cli::err("usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
-                 "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic]\n");
+                 "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
+                 "[--preselect N]\n");
     return 2;
 }
 
@@ -42,6 +46,8 @@ int run(const QStringList& args) {
         } else if (a == QLatin1String("--ctx")) o.n_ctx = value().toInt();
         else if (a == QLatin1String("--no-cache")) o.reuse_kv = false;
         else if (a == QLatin1String("--no-semantic")) semantic = false;
+        else if (a == QLatin1String("--no-library-prefill")) o.use_library_prefill = false;
+        else if (a == QLatin1String("--preselect")) o.preselect_tokens = value().toLongLong();
         else if (!a.startsWith(QLatin1String("--")) && o.question.empty()) o.question = a.toStdString();
         else return usage();
     }
@@ -74,6 +80,7 @@ int run(const QStringList& args) {
     const sl::app::AskResult r = sl::app::ask(lib, *model, o, cb);
     sl::cli::out("\n\n" + r.plan);
     sl::cli::out(r.kv_note.empty() ? "" : "KV cache: " + r.kv_note + "\n");
+    if (!r.read_summary.empty()) sl::cli::out("Read: " + r.read_summary + "\n");
     sl::cli::out("\nAnswer with citations:\n" + r.answer.with_markers() + "\n\nSources:\n");
     if (r.answer.citations.empty())
         sl::cli::out(o.msa ? "  (the answer attended to no document block)\n"
@@ -81,8 +88,12 @@ int run(const QStringList& args) {
     else sl::cli::out(r.answer.sources_text());
     char stats[256];
     std::snprintf(stats, sizeof stats,
-                  "\n(%lld context tokens %s in %.1f s; %d answer steps in %.1f s; verification %s; chat %lld stored)\n",
-                  static_cast<long long>(r.context_tokens), r.restored ? "restored" : "prefilled", r.prefill_seconds,
+                  "\n(%lld context tokens %s in %.1f s; first answer text after %.1f s; %d answer steps in %.1f s; "
+                  "verification %s; chat %lld stored)\n",
+                  static_cast<long long>(r.context_tokens),
+                  r.from_library_prefill ? (r.prefilled_tokens ? "restored + preselected" : "restored")
+                                         : (r.restored ? "restored" : "prefilled"),
+                  r.prefill_seconds, r.first_token_seconds,
                   r.answer.steps, r.decode_seconds, o.embedder ? "lexical + semantic" : "lexical",
                   static_cast<long long>(r.chat_id));
     sl::cli::out(stats);

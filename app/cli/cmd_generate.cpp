@@ -1,13 +1,18 @@
 // `sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]
 // [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N]
-// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid]
+// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid|native]
 // [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
 // continuation (or, with --chat, the assistant's answer) to stdout.
+// --prompt-file FILE reads the prompt from FILE (`-`: stdin) instead of --prompt, for prompts past the
+// argv limit (128 KiB); the bytes are taken as they are (UTF-8).
 // --mmproj VISION.gguf --image FILE puts FILE (PNG/JPEG/...) before the prompt as image-patch tokens
 // encoded by the vision tower (core/vision); without --mmproj the model is text-only and says so.
 // --device picks where the model runs (core/runtime/backend.h): auto (CUDA when usable, else the CPU,
 // saying why), cpu, or cuda (an error without a usable device).
-// --attention msa runs MSA sparse attention (training-free) with top-k blocks of B tokens.
+// --attention msa runs MSA sparse attention (training-free) with top-k blocks of B tokens; on a model
+// whose file has an MSA indexer (attention.indexer.*) it runs native MSA by default (the model's own
+// index projections, its top-k / block size / dense layers unless --topk / --block / --dense-layers
+// say otherwise) and says so; --msa-mode native asks for it explicitly (an error without an indexer).
 // --positions remap (MSA) attends far selected blocks at a fixed distance (--remap-window, default
 // 4096) for models trained on shorter contexts. --kv-type sets the KV cache storage (default f16); --kv-budget (e.g. 512M, 2G) caps the RAM of
 // the KV pages, the rest spilling to a memory-mapped temp file (in --kv-spill-dir).
@@ -16,8 +21,10 @@
 #include <QStringList>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "app/cli/cli_command.h"
 #include "core/attention/msa_attention.h"
@@ -33,10 +40,10 @@
 namespace {
 
 const char* kUsage =
-    "usage: sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]\n"
+    "usage: sightline-cli generate [--model M] (--prompt TEXT | --prompt-file FILE|-) [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--threads N] [--ctx N] [--stats]\n"
-    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid] [--dense-layers L]\n"
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid|native] [--dense-layers L]\n"
     "       [--positions original|remap] [--remap-window N]\n"
     "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"
     "       [--device auto|cpu|cuda]\n"
@@ -61,6 +68,27 @@ sl::RgbImage load_rgb(const std::string& path) {
     return out;
 }
 
+// Reads a whole prompt file (`-`: stdin); throws IoError naming the file when it cannot.
+std::string read_prompt_file(const std::string& path) {
+    const bool std_in = path == "-";
+    auto fail = [&](const char* what) {
+        std::string msg = std_in ? std::string("stdin") : path;
+        msg += what;
+        msg += std::strerror(errno);
+        return sl::IoError(msg);
+    };
+    std::FILE* f = std_in ? stdin : std::fopen(path.c_str(), "rb");
+    if (!f) throw fail(": cannot open prompt file: ");
+    std::string s;
+    char buf[65536];
+    size_t got;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, got);
+    const bool bad = std::ferror(f) != 0;
+    if (!std_in) std::fclose(f);
+    if (bad) throw fail(": cannot read prompt file: ");
+    return s;
+}
+
 int run(const QStringList& args) {
     std::string model_path = sl::paths::default_model().string();
     std::string prompt, system, image_path, mmproj_path;
@@ -69,6 +97,7 @@ int run(const QStringList& args) {
     sl::SessionOptions so;
     bool msa = false;
     sl::MsaConfig msa_cfg;
+    bool msa_mode_set = false, topk_set = false, block_set = false, dense_set = false;  // native: file defaults
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         const bool has_value = i + 1 < args.size();
@@ -81,6 +110,7 @@ int run(const QStringList& args) {
             return 2;
         } else if (a == QLatin1String("--model")) model_path = value().toStdString();
         else if (a == QLatin1String("--prompt")) { prompt = value().toStdString(); have_prompt = true; }
+        else if (a == QLatin1String("--prompt-file")) { prompt = read_prompt_file(value().toStdString()); have_prompt = true; }
         else if (a == QLatin1String("--system")) system = value().toStdString();
         else if (a == QLatin1String("--image")) image_path = value().toStdString();
         else if (a == QLatin1String("--mmproj")) mmproj_path = value().toStdString();
@@ -93,9 +123,9 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--repeat-penalty")) gen.sampling.repeat_penalty = value().toFloat();
         else if (a == QLatin1String("--threads")) so.n_threads = value().toInt();
         else if (a == QLatin1String("--ctx")) so.n_ctx = value().toInt();
-        else if (a == QLatin1String("--topk")) msa_cfg.top_k = value().toInt();
-        else if (a == QLatin1String("--block")) msa_cfg.block_size = value().toInt();
-        else if (a == QLatin1String("--dense-layers")) msa_cfg.dense_layers = value().toInt();
+        else if (a == QLatin1String("--topk")) { msa_cfg.top_k = value().toInt(); topk_set = true; }
+        else if (a == QLatin1String("--block")) { msa_cfg.block_size = value().toInt(); block_set = true; }
+        else if (a == QLatin1String("--dense-layers")) { msa_cfg.dense_layers = value().toInt(); dense_set = true; }
         else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = value().toStdString();
         else if (a == QLatin1String("--device")) {
             so.device = value().toStdString();
@@ -137,10 +167,12 @@ int run(const QStringList& args) {
             else if (a == QLatin1String("--msa-mode") && v == QLatin1String("block-max")) msa_cfg.scoring = sl::BlockScoring::BlockMax;
             else if (a == QLatin1String("--msa-mode") && v == QLatin1String("mean-key")) msa_cfg.scoring = sl::BlockScoring::MeanKey;
             else if (a == QLatin1String("--msa-mode") && v == QLatin1String("hybrid")) msa_cfg.scoring = sl::BlockScoring::Hybrid;
+            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("native")) msa_cfg.scoring = sl::BlockScoring::Native;
             else {
                 sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for " + a.toStdString() + "\n" + kUsage);
                 return 2;
             }
+            if (a == QLatin1String("--msa-mode")) msa_mode_set = true;
         }
         else {
             sl::cli::err("sightline-cli generate: unknown option " + a.toStdString() + "\n" + kUsage);
@@ -152,6 +184,30 @@ int run(const QStringList& args) {
         return 2;
     }
     auto m = sl::load_model(model_path);
+    if (msa && m->model->config().has_indexer() && (!msa_mode_set || msa_cfg.scoring == sl::BlockScoring::Native)) {
+        const sl::MsaConfig user = msa_cfg;
+        msa_cfg = sl::native_msa_config(m->model->config(), msa_cfg);
+        if (topk_set) msa_cfg.top_k = user.top_k;
+        if (block_set) msa_cfg.block_size = user.block_size;
+        if (dense_set) msa_cfg.dense_layers = user.dense_layers;
+        if (msa_cfg.dense_layers < m->model->config().indexer.dense_layers) {
+            std::string e = "sightline-cli generate: --dense-layers " + std::to_string(msa_cfg.dense_layers);
+            e += ": native MSA needs at least the model's " + std::to_string(m->model->config().indexer.dense_layers);
+            e += " dense layers (they have no indexer)\n";
+            sl::cli::err(e);
+            return 2;
+        }
+        std::string note = "[msa: native (the model's own indexer): top-" + std::to_string(msa_cfg.top_k);
+        note += " of blocks of " + std::to_string(msa_cfg.block_size);
+        note += ", first " + std::to_string(msa_cfg.dense_layers) + " layers dense]\n";
+        sl::cli::err(note);
+    } else if (msa && msa_cfg.scoring == sl::BlockScoring::Native) {
+        sl::cli::err("sightline-cli generate: --msa-mode native needs a model with an MSA indexer (attention.indexer.* keys and "
+                     "blk.N.indexer.* tensors); " + model_path + " has none: use block-max, mean-key or hybrid\n");
+        return 2;
+    } else if (msa && m->model->config().has_indexer()) {
+        sl::cli::err("[msa: training-free scoring asked for; the model's own indexer is not used]\n");
+    }
     std::unique_ptr<sl::LoadedVisionModel> vision;
     if (!mmproj_path.empty()) {
         vision = sl::load_mmproj(mmproj_path);

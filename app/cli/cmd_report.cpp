@@ -62,6 +62,8 @@ int run(const QStringList& args) {
         if (so.contains(QStringLiteral("effort"))) st += ", effort " + so.value(QStringLiteral("effort")).toString().toStdString();
         if (so.contains(QStringLiteral("context_tokens")))
             st += ", " + std::to_string(so.value(QStringLiteral("context_tokens")).toInteger()) + " context tokens";
+        if (so.contains(QStringLiteral("read")))  // answered before the library prefill finished
+            st += "; read " + so.value(QStringLiteral("read")).toString().toStdString();
         rc.settings = st;
         report.chats.push_back(std::move(rc));
         ids.push_back(c.id);

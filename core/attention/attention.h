@@ -30,6 +30,14 @@ struct AttentionCall {
     float rope_freq_scale = 1.0f;
     int rope_neox = 0;
     float* out = nullptr;     // (n_tokens, n_head, head_dim)
+    // MSA native mode (models with a learned indexer, MiniMax-M3 style): the layer's index queries
+    // and keys of this call's tokens, RMS-normalized and RoPE'd like q/k. Null when the layer has
+    // no indexer or the attention did not ask for them (wants_index()). Index head h serves KV
+    // group h (index_n_head == n_kv_head).
+    int index_n_head = 0;
+    int index_dim = 0;
+    const float* index_q = nullptr;  // (n_tokens, index_n_head, index_dim)
+    const float* index_k = nullptr;  // (n_tokens, index_dim)
 };
 
 class Attention {
@@ -38,6 +46,8 @@ public:
     // Runs on the calling thread and uses `pool` for the work; reads `kv` only.
     virtual void forward(const AttentionCall& call, const KvCache& kv, ThreadPool& pool) = 0;
     virtual const char* name() const = 0;
+    // Whether forward() uses AttentionCall::index_q / index_k (the model computes them only then).
+    virtual bool wants_index() const { return false; }
     // What decides the K/V this attention leaves in the cache beyond the model (saved contexts
     // record it; a save appends only to a file made with the same signature). <= 64 chars.
     virtual std::string signature() const { return name(); }

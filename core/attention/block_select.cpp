@@ -52,6 +52,37 @@ float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, i
                        nullptr, 0.0f, kbuf.data(), st);
 }
 
+void select_blocks_native(const float* keys, int block, int dim, const float* rows, int n_rows, int64_t row_stride,
+                          int64_t local, const SelectParams& p, SelectScratch& s, std::vector<int32_t>& out,
+                          SelectStats& st) {
+    out.clear();
+    out.push_back(static_cast<int32_t>(local));
+    const bool sink = p.sink && local > 0 && p.top_k >= 2;
+    if (sink) out.push_back(0);
+    const int64_t first = sink ? 1 : 0;
+    const int64_t n_cand = local - first;
+    const int64_t m = std::min<int64_t>(std::max(0, p.top_k - static_cast<int>(out.size())), n_cand);
+    st.candidates += n_cand;
+    if (m == n_cand) {
+        for (int64_t b = first; b < local; ++b) out.push_back(static_cast<int32_t>(b));
+    } else if (m > 0) {
+        s.cand.clear();
+        for (int64_t b = first; b < local; ++b) {
+            const float* k = keys + b * block * dim;
+            float best = kernels::max_dot(rows, k, dim, block, dim);
+            for (int r = 1; r < n_rows; ++r) best = std::max(best, kernels::max_dot(rows + r * row_stride, k, dim, block, dim));
+            s.cand.emplace_back(best, static_cast<int32_t>(b));
+        }
+        st.exact_rows += n_cand * n_rows;  // (exact_blocks counts main-cache key blocks: none read here)
+        st.exact_keys += n_cand * n_rows * block;
+        st.brute_rows += n_cand * n_rows;
+        st.summary_bytes += n_cand * block * dim * static_cast<int64_t>(sizeof(float));
+        std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
+        for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
+    }
+    std::sort(out.begin(), out.end());
+}
+
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
                    std::vector<int32_t>& out, SelectStats& st) {

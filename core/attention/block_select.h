@@ -24,7 +24,8 @@ namespace sl {
 class BlockIndex;
 class KvCache;
 
-enum class BlockScoring { BlockMax, MeanKey, Hybrid };
+// Native: the model's own learned indexer (MiniMax-M3): select_blocks_native() below.
+enum class BlockScoring { BlockMax, MeanKey, Hybrid, Native };
 
 struct SelectParams {
     int top_k = 16;      // blocks selected in total, forced blocks (local, sink) included
@@ -70,6 +71,16 @@ struct SelectScratch {
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,
                    SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats);
+
+// Native MSA (models with a learned indexer; MSA.md): block score of block b < local = max over rows
+// r and tokens j of block b of iq_r · ik_j (plain f32 dots, no scale), index rows `rows` (n_rows,
+// `row_stride` floats apart, `dim` used) of one index head, and index keys `keys` (positions
+// [0, local * block), `dim` floats each, contiguous). Forcing, top-k and tie-breaking (lower block
+// id) as select_blocks(); `params.scoring` is ignored. Every key is scored (no bounds).
+// Thread-safe for distinct scratch/out/stats.
+void select_blocks_native(const float* keys, int block, int dim, const float* rows, int n_rows, int64_t row_stride,
+                          int64_t local, const SelectParams& params, SelectScratch& scratch, std::vector<int32_t>& out,
+                          SelectStats& stats);
 
 // The exact block-max score of block b < local for the rows (brute force over rows and keys), as
 // BlockMax ranks it. For tests and diagnostics.

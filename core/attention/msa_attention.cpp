@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <string>
 
@@ -47,6 +48,16 @@ void shift_query(float* out, const float* q, int hd, int rot_dim, bool neox, con
     }
 }
 
+std::string scoring_name(const MsaConfig& c) {
+    switch (c.scoring) {
+    case BlockScoring::BlockMax: return " block-max";
+    case BlockScoring::MeanKey: return " mean-key";
+    case BlockScoring::Hybrid: return " hybrid" + std::to_string(c.hybrid_factor);
+    case BlockScoring::Native: return " native";
+    }
+    return " ?";
+}
+
 }  // namespace
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
@@ -60,7 +71,7 @@ MsaAttention::~MsaAttention() = default;
 std::string MsaAttention::signature() const {
     const MsaConfig& c = config_;
     return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") + " d" +
-           std::to_string(c.dense_layers) + (c.scoring == BlockScoring::BlockMax ? " block-max" : c.scoring == BlockScoring::MeanKey ? " mean-key" : " hybrid" + std::to_string(c.hybrid_factor)) +
+           std::to_string(c.dense_layers) + scoring_name(c) +
            (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
            (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "");
 }
@@ -76,11 +87,36 @@ const BlockIndex* MsaAttention::index(int layer) const {
     return layers_[static_cast<size_t>(layer)].index.get();
 }
 
+int64_t MsaAttention::native_keys(int layer) const {
+    if (layer < 0 || layer >= static_cast<int>(layers_.size())) return 0;
+    return layers_[static_cast<size_t>(layer)].ik_n;
+}
+
+const float* MsaAttention::native_key_data(int layer) const {
+    if (layer < 0 || layer >= static_cast<int>(layers_.size())) return nullptr;
+    const Layer& L = layers_[static_cast<size_t>(layer)];
+    return L.ik_n > 0 ? L.ikeys.data() : nullptr;
+}
+
+void MsaAttention::set_native_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim) {
+    if (layer < 0 || n < 0 || dim <= 0) throw Error("MSA: bad native keys (layer " + std::to_string(layer) + ")");
+    if (layers_.size() <= static_cast<size_t>(layer)) layers_.resize(static_cast<size_t>(layer) + 1);
+    Layer& L = layers_[static_cast<size_t>(layer)];
+    L.index.reset();
+    L.kv = &kv;
+    L.selections.clear();
+    L.ikeys.assign(keys, keys + static_cast<size_t>(n) * static_cast<size_t>(dim));
+    L.ik_n = n;
+    L.ik_dim = dim;
+}
+
 void MsaAttention::invalidate() {
     for (auto& l : layers_) {
         l.index.reset();
         l.kv = nullptr;
         l.selections.clear();
+        l.ikeys.clear();
+        l.ik_n = 0;
     }
 }
 
@@ -104,7 +140,12 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     const int64_t end = c.pos0 + c.n_tokens;
 
     // Index: summarize what was appended (or rewritten) since the last call.
-    if (!L.index || L.kv != &kv) {
+    if (L.kv != &kv) {  // another cache: the index keys belong to another context
+        L.index.reset();
+        L.ikeys.clear();
+        L.ik_n = 0;
+    }
+    if (!L.index) {
         L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd);
         L.kv = &kv;
     }
@@ -125,6 +166,31 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;
     sp.hybrid_factor = config_.hybrid_factor;
+    // Native: store this call's index keys; use them when those of [0, pos0) are all here.
+    bool native = false;
+    if (config_.scoring == BlockScoring::Native) {
+        if (!c.index_q || !c.index_k)
+            throw Error("MSA: native mode needs the model's index queries and keys, and layer " + std::to_string(c.layer) +
+                        " has none (a file without an MSA indexer, or a dense layer of the file run sparse)");
+        if (c.index_n_head != c.n_kv_head || c.index_dim <= 0)
+            throw Error("MSA: " + std::to_string(c.index_n_head) + " index heads for " + std::to_string(c.n_kv_head) +
+                        " KV groups (native mode needs one per group)");
+        if (L.ik_n > 0 && L.ik_dim != c.index_dim)
+            throw Error("MSA: layer " + std::to_string(c.layer) + " holds index keys of dim " + std::to_string(L.ik_dim) +
+                        ", the call's are of dim " + std::to_string(c.index_dim));
+        if (c.pos0 <= L.ik_n) {
+            L.ik_dim = c.index_dim;
+            const auto dim = static_cast<size_t>(c.index_dim);
+            L.ikeys.resize(static_cast<size_t>(end) * dim);
+            std::copy(c.index_k, c.index_k + static_cast<size_t>(c.n_tokens) * dim,
+                      L.ikeys.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(c.pos0) * dim));
+            L.ik_n = end;
+            native = true;
+        } else {
+            sp.scoring = BlockScoring::BlockMax;  // keys of [ik_n, pos0) are missing: training-free
+            stats_.native_fallbacks += n_items;
+        }
+    }
     // Query tokens [t0, t1) of the call in query block qbi.
     auto q_range = [&](int64_t qbi, int64_t& t0, int64_t& t1) {
         const int64_t qb = qb0 + qbi;
@@ -142,6 +208,16 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             int64_t t0 = 0, t1 = 0;
             q_range(qbi, t0, t1);
             const int nq = static_cast<int>(t1 - t0);
+            Selection& sel = L.selections[static_cast<size_t>(it)];
+            sel.kv_head = g;
+            sel.q_pos0 = c.pos0 + t0;
+            sel.n_queries = nq;
+            if (native) {
+                const int64_t stride = static_cast<int64_t>(c.index_n_head) * c.index_dim;
+                select_blocks_native(L.ikeys.data(), B, c.index_dim, c.index_q + t0 * stride + static_cast<int64_t>(g) * c.index_dim,
+                                     nq, stride, qb0 + qbi, sp, s.select, sel.blocks, s.stats);
+                continue;
+            }
             int n_rows = 0;
             if (config_.index_query == IndexQuery::HeadMax || G == 1) {
                 n_rows = nq * G;
@@ -160,10 +236,6 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                         kernels::axpy_f32(dst, inv, c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd, hd);
                 }
             }
-            Selection& sel = L.selections[static_cast<size_t>(it)];
-            sel.kv_head = g;
-            sel.q_pos0 = c.pos0 + t0;
-            sel.n_queries = nq;
             select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb0 + qbi, sp, s.select, sel.blocks,
                           s.stats);
         }

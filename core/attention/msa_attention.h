@@ -15,6 +15,19 @@
 // scores the group's mean query (G times cheaper, but heads that look in different directions
 // cancel out). See tst_msa_recall for how each captures the dense attention mass.
 //
+// Native mode (BlockScoring::Native, models with a learned indexer such as MiniMax-M3): the model
+// hands each sparse layer its index queries (one head per KV group) and index keys in the
+// AttentionCall; the block score of (query block, group g) is the max over the query block's
+// queries i and the block's tokens j of iq_g(i) · ik(j) (select_blocks_native). In decode that is
+// M3's per-token selection exactly; in prefill the queries of a query block share one selection, as
+// in the training-free modes (and the CUDA kernels, kernels/cuda/msa.cuh).
+// The index keys are kept per layer and position [0, n) here; a call needs those of [0, pos0). They
+// are derived from hidden states that the KV cache does not hold, so they cannot be rebuilt from a
+// restored cache: after invalidate() (Session::reset / restore) or a switch to another cache, a
+// call at pos0 > 0 finds them missing and that layer falls back to training-free BlockMax scoring
+// (counted in MsaStats::native_fallbacks) until the context restarts at position 0. A native
+// layer whose call has no index queries (a file without an indexer) is an error.
+//
 // State: per layer, the block index of the keys (updated at each call for the blocks holding
 // positions [min(summarized, pos0), pos0 + n_tokens)) and the selections of the last call.
 // Threading: forward() runs on the calling thread and uses `pool`; one forward at a time. Readers of
@@ -48,7 +61,7 @@ struct MsaConfig {
     int top_k = 16;         // blocks attended per (query block, KV group), local and sink included
     bool sink = false;      // always attend block 0
     int dense_layers = 0;   // layers [0, dense_layers) run dense attention
-    BlockScoring scoring = BlockScoring::BlockMax;
+    BlockScoring scoring = BlockScoring::BlockMax;  // Native: the model's indexer (see above)
     IndexQuery index_query = IndexQuery::HeadMax;
     bool prune = true;      // BlockMax: Quest pruning (same selection as brute force, far cheaper)
     int hybrid_factor = 4;  // Hybrid scoring: shortlist of hybrid_factor x (top_k - forced) blocks by mean key
@@ -77,6 +90,7 @@ struct MsaStats {
     int64_t exact_key_bytes = 0;    // key bytes read for exact block scores
     int64_t kv_bytes = 0;           // K and V bytes of the selected blocks read by the sparse branch
     int64_t dense_kv_bytes = 0;     // K and V bytes dense attention would read for the same calls
+    int64_t native_fallbacks = 0;   // Native: selections scored training-free (index keys missing)
 };
 
 class MsaAttention final : public Attention {
@@ -86,6 +100,7 @@ public:
 
     void forward(const AttentionCall& call, const KvCache& kv, ThreadPool& pool) override;
     const char* name() const override { return "msa"; }
+    bool wants_index() const override { return config_.scoring == BlockScoring::Native; }
     std::string signature() const override;
 
     const MsaConfig& config() const { return config_; }
@@ -101,6 +116,16 @@ public:
 
     // The block index of a layer (null before its first sparse call).
     const BlockIndex* index(int layer) const;
+    // Native: positions [0, n) whose index keys `layer` holds (0 when none or not native).
+    int64_t native_keys(int layer) const;
+    // Native: those keys, (native_keys(layer), index dim) floats; null when none. Valid until the
+    // next forward call or invalidate().
+    const float* native_key_data(int layer) const;
+    // Native: supplies the index keys of positions [0, n) of `layer` (n rows of `dim` floats, copied)
+    // for the context held in `kv`, as forward calls would have stored them (for a context whose
+    // keys were kept elsewhere, and for benchmarks). The layer's block index is rebuilt at its next
+    // call. Not on the thread of a running forward.
+    void set_native_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim);
 
     const MsaStats& stats() const { return stats_; }
     void reset_stats() { stats_ = {}; }
@@ -115,6 +140,9 @@ private:
         std::unique_ptr<BlockIndex> index;
         const KvCache* kv = nullptr;
         std::vector<Selection> selections;
+        std::vector<float> ikeys;   // Native: index keys of positions [0, ik_n), (ik_n, index_dim)
+        int64_t ik_n = 0;
+        int ik_dim = 0;
     };
     struct Scratch;
 

@@ -116,42 +116,66 @@ PreparedContext ContextBuilder::prepare(std::span<const doc::Document* const> do
     return p;
 }
 
+namespace {
+
+void push_tokens(TokenStream& ts, const std::vector<int32_t>& toks, ProvenanceSpan span) {
+    if (toks.empty()) return;
+    span.begin = static_cast<int64_t>(ts.tokens.size());
+    ts.tokens.insert(ts.tokens.end(), toks.begin(), toks.end());
+    span.end = static_cast<int64_t>(ts.tokens.size());
+    ts.spans.push_back(std::move(span));
+}
+
+// Appends unit `ui` of p (its items kept by `keep`, all when keep is null or empty).
+void push_unit(TokenStream& ts, const PreparedContext& p, size_t ui, const std::vector<bool>* keep) {
+    const PreparedUnit& pu = p.units[ui];
+    StreamUnit meta = pu.meta;
+    meta.begin = static_cast<int64_t>(ts.tokens.size());
+    const int unit_id = static_cast<int>(ts.units.size());
+    for (size_t ii = 0; ii < pu.items.size(); ++ii) {
+        if (keep && !keep->empty() && (ii >= keep->size() || !(*keep)[ii])) continue;
+        const PreparedItem& it = pu.items[ii];
+        ProvenanceSpan s;
+        s.kind = it.kind;
+        s.source = meta.source;
+        s.unit = unit_id;
+        s.block = it.block;
+        s.ref = it.ref;
+        push_tokens(ts, it.tokens, std::move(s));
+    }
+    meta.end = static_cast<int64_t>(ts.tokens.size());
+    ts.units.push_back(std::move(meta));
+}
+
+}  // namespace
+
 TokenStream ContextBuilder::assemble(const PreparedContext& p, const BudgetPlan* plan) const {
     if (plan && plan->keep.size() != p.units.size())
         throw Error("context builder: the budget plan was made for another set of documents");
     TokenStream ts;
     ts.sources = p.sources;
-    auto push = [&](const std::vector<int32_t>& toks, ProvenanceSpan span) {
-        if (toks.empty()) return;
-        span.begin = static_cast<int64_t>(ts.tokens.size());
-        ts.tokens.insert(ts.tokens.end(), toks.begin(), toks.end());
-        span.end = static_cast<int64_t>(ts.tokens.size());
-        ts.spans.push_back(std::move(span));
-    };
-    push(p.opening, {});
+    push_tokens(ts, p.opening, {});
     for (size_t ui = 0; ui < p.units.size(); ++ui) {
-        const PreparedUnit& pu = p.units[ui];
         if (plan && (plan->keep[ui].empty() || !plan->keep[ui][0])) continue;
-        StreamUnit meta = pu.meta;
-        meta.begin = static_cast<int64_t>(ts.tokens.size());
-        const int unit_id = static_cast<int>(ts.units.size());
-        for (size_t ii = 0; ii < pu.items.size(); ++ii) {
-            if (plan && (ii >= plan->keep[ui].size() || !plan->keep[ui][ii])) continue;
-            const PreparedItem& it = pu.items[ii];
-            ProvenanceSpan s;
-            s.kind = it.kind;
-            s.source = meta.source;
-            s.unit = unit_id;
-            s.block = it.block;
-            s.ref = it.ref;
-            push(it.tokens, std::move(s));
-        }
-        meta.end = static_cast<int64_t>(ts.tokens.size());
-        ts.units.push_back(std::move(meta));
+        push_unit(ts, p, ui, plan ? &plan->keep[ui] : nullptr);
     }
-    push(p.closing, {});
+    push_tokens(ts, p.closing, {});
     ts.prefix_tokens = static_cast<int64_t>(ts.tokens.size());
     return ts;
+}
+
+void ContextBuilder::append(TokenStream& ts, const PreparedContext& p, std::span<const size_t> units,
+                            const BudgetPlan* plan, bool closing) const {
+    if (ts.sources.size() != p.sources.size())
+        throw Error("context builder: appending units of another set of documents");
+    for (size_t ui : units) {
+        if (ui >= p.units.size()) throw Error("context builder: unit " + std::to_string(ui) + " out of range");
+        const std::vector<bool>* keep = nullptr;
+        if (plan && ui < plan->keep.size() && !plan->keep[ui].empty() && plan->keep[ui][0]) keep = &plan->keep[ui];
+        push_unit(ts, p, ui, keep);
+    }
+    if (closing) push_tokens(ts, p.closing, {});
+    ts.prefix_tokens = static_cast<int64_t>(ts.tokens.size());
 }
 
 TokenStream ContextBuilder::build(std::span<const doc::Document* const> docs) const {

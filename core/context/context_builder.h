@@ -96,6 +96,12 @@ public:
     // The stream: opening, then the units (and items) the plan keeps; everything when plan is null.
     TokenStream assemble(const PreparedContext& p, const BudgetPlan* plan = nullptr) const;
 
+    // Appends units p.units[i], i in `units` (in the order given), to `ts` (a stream of the same
+    // PreparedContext, e.g. a clipped prefix: TokenStream::clipped), then the closing when asked;
+    // items are those `plan` keeps of a unit it keeps, else all. prefix_tokens becomes the size.
+    void append(TokenStream& ts, const PreparedContext& p, std::span<const size_t> units, const BudgetPlan* plan,
+                bool closing) const;
+
     // prepare + assemble, everything kept.
     TokenStream build(std::span<const doc::Document* const> docs) const;
 

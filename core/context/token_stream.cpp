@@ -38,6 +38,25 @@ std::vector<int64_t> TokenStream::tokens_per_source() const {
     return n;
 }
 
+TokenStream TokenStream::clipped(int64_t n) const {
+    n = std::clamp<int64_t>(n, 0, static_cast<int64_t>(tokens.size()));
+    TokenStream t;
+    t.sources = sources;
+    t.tokens.assign(tokens.begin(), tokens.begin() + n);
+    for (const auto& s : spans) {
+        if (s.begin >= n) break;
+        t.spans.push_back(s);
+        t.spans.back().end = std::min(s.end, n);
+    }
+    for (const auto& u : units) {
+        if (u.begin >= n) break;
+        t.units.push_back(u);
+        t.units.back().end = std::min(u.end, n);
+    }
+    t.prefix_tokens = n;
+    return t;
+}
+
 void TokenStream::check() const {
     int64_t at = 0;
     for (size_t i = 0; i < spans.size(); ++i) {

@@ -69,6 +69,9 @@ struct TokenStream {
     std::pair<size_t, size_t> spans_in(int64_t begin, int64_t end) const;
     // Tokens per source (index into sources).
     std::vector<int64_t> tokens_per_source() const;
+    // The first n tokens (n <= size): spans and units clipped at n (a unit cut by n keeps its
+    // tokens before n), sources kept; prefix_tokens = n.
+    TokenStream clipped(int64_t n) const;
     // Throws sl::Error naming the first broken invariant (spans not contiguous, indices out of range).
     void check() const;
 };

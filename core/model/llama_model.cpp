@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/attention/attention.h"
+#include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/linear.h"
 #include "core/runtime/thread_pool.h"
@@ -18,6 +19,16 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights)
     if (static_cast<int>(weights_.layers.size()) != config_.n_layer)
         throw FormatError("model: " + std::to_string(weights_.layers.size()) + " layers of weights for " +
                           std::to_string(config_.n_layer) + " layers");
+}
+
+MsaConfig native_msa_config(const LlamaConfig& c, MsaConfig base) {
+    if (!c.has_indexer()) throw Error("model: the file has no MSA indexer (attention.indexer.*): native MSA needs one");
+    base.scoring = BlockScoring::Native;
+    base.top_k = c.indexer.top_k;
+    base.block_size = c.indexer.block_size;
+    base.dense_layers = c.indexer.dense_layers;
+    base.sink = false;  // M3: no init blocks
+    return base;
 }
 
 void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
@@ -55,6 +66,14 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
             embed_row(weights_.tok_embd, tokens[i], s.x.data() + i * d);
     }
 
+    // MSA native index projections: only when the attention uses them and the file has them.
+    const bool want_index = c.has_indexer() && attention.wants_index();
+    const int64_t dih = static_cast<int64_t>(c.indexer.n_head) * c.indexer.head_dim;
+    if (want_index) {
+        s.iq.resize(nn * static_cast<size_t>(dih));
+        s.ik.resize(nn * static_cast<size_t>(c.indexer.head_dim));
+    }
+
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     for (int l = 0; l < c.n_layer; ++l) {
         const LlamaLayer& L = weights_.layers[static_cast<size_t>(l)];
@@ -88,6 +107,26 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         call.rope_freq_scale = c.rope_freq_scale;
         call.rope_neox = c.rope_style == kernels::RopeStyle::Norm ? 0 : 1;
         call.out = s.att.data();
+        if (want_index && L.has_indexer()) {
+            // Index queries (n, idx heads, idx dim) and keys (n, idx dim) from the same normalized
+            // input as q/k; RMSNorm per head with their own weights, then the main q/k's RoPE.
+            const int ih = c.indexer.n_head, id = c.indexer.head_dim;
+            linear(L.idx_wq, s.xn.data(), n, s.iq.data(), pool, s.quant);
+            linear(L.idx_wk, s.xn.data(), n, s.ik.data(), pool, s.quant);
+            for (int i = 0; i < n; ++i) {
+                float* iq = s.iq.data() + i * dih;
+                float* ik = s.ik.data() + static_cast<int64_t>(i) * id;
+                for (int h = 0; h < ih; ++h) kernels::rms_norm(iq + h * id, iq + h * id, L.idx_q_norm, id, c.rms_eps);
+                kernels::rms_norm(ik, ik, L.idx_k_norm, id, c.rms_eps);
+                const int64_t pos = pos0 + i;
+                kernels::rope(iq, ih, id, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
+                kernels::rope(ik, 1, id, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
+            }
+            call.index_n_head = ih;
+            call.index_dim = id;
+            call.index_q = s.iq.data();
+            call.index_k = s.ik.data();
+        }
         attention.forward(call, kv, pool);
         linear(L.wo, s.att.data(), n, s.o.data(), pool, s.quant);
         kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);

@@ -17,6 +17,7 @@ namespace sl {
 
 class Attention;
 class KvCache;
+struct MsaConfig;
 class ThreadPool;
 
 struct LlamaConfig {
@@ -34,6 +35,17 @@ struct LlamaConfig {
     float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
     int rope_dim = 0;              // dims rotated per head (head_dim unless the file says less)
     kernels::RopeStyle rope_style = kernels::RopeStyle::Norm;
+    // MSA indexer (MiniMax-M3 style; /work/shared/MSA.md), from "<arch>.attention.indexer.*" and
+    // "<arch>.leading_dense_block_count". n_head == 0: the file has none (training-free MSA only).
+    struct Indexer {
+        int n_head = 0;        // index query heads; == n_kv_head (index head h serves KV group h)
+        int head_dim = 0;      // key_length: dims of an index query row and of an index key
+        int top_k = 0;         // blocks per (query block, KV group), local included
+        int block_size = 0;    // tokens per block
+        int local_blocks = 1;  // blocks forced at the query's end (1 is supported)
+        int dense_layers = 0;  // layers [0, dense_layers) are dense and have no indexer tensors
+    } indexer;
+    bool has_indexer() const { return indexer.n_head > 0; }
 };
 
 struct LlamaLayer {
@@ -44,6 +56,12 @@ struct LlamaLayer {
     const float* bv = nullptr;
     const float* ffn_norm = nullptr;   // (d_model)
     TensorView gate, up, down;         // gate/up: n_ff rows of d_model; down: d_model rows of n_ff
+    // MSA indexer (sparse layers of files that have one; empty/null otherwise), all F32:
+    TensorView idx_wq;                 // indexer.q_proj: (indexer.n_head * indexer.head_dim) rows of d_model
+    TensorView idx_wk;                 // indexer.k_proj: indexer.head_dim rows of d_model
+    const float* idx_q_norm = nullptr; // (indexer.head_dim), applied per index head
+    const float* idx_k_norm = nullptr; // (indexer.head_dim)
+    bool has_indexer() const { return !idx_wq.empty(); }
 };
 
 struct LlamaWeights {
@@ -56,6 +74,7 @@ struct LlamaWeights {
 // Per-session scratch for forward passes; grows to the largest batch seen.
 struct ForwardScratch {
     std::vector<float> x, xn, q, k, v, att, o, g, u, h, logits_in;
+    std::vector<float> iq, ik;   // MSA index queries (n, idx heads, idx dim) and keys (n, idx dim)
     std::vector<uint8_t> quant;  // activations quantized for the weight type
 };
 
@@ -84,5 +103,10 @@ private:
     LlamaConfig config_;
     LlamaWeights weights_;
 };
+
+// The MSA settings a file with an indexer asks for (native mode): `base` with scoring Native and
+// top_k, block_size and dense_layers from the indexer metadata (callers apply the user's overrides
+// afterwards). Throws Error when the file has no indexer.
+MsaConfig native_msa_config(const LlamaConfig& config, MsaConfig base);
 
 }  // namespace sl

@@ -58,6 +58,42 @@ const float* vector_f32(const GgufFile& f, const std::string& name, int64_t n, b
     return reinterpret_cast<const float*>(t->data);
 }
 
+// MSA indexer metadata ("<arch>.attention.indexer.*", "<arch>.leading_dense_block_count"); absent
+// head_count: no indexer. Needs the rest of `c` (heads, head_dim, rope_dim, n_layer) read first.
+void read_indexer_config(const GgufFile& f, LlamaConfig& c) {
+    if (!f.find(arch_key(f, "attention.indexer.head_count"))) return;
+    LlamaConfig::Indexer& x = c.indexer;
+    x.n_head = static_cast<int>(arch_u32(f, "attention.indexer.head_count"));
+    x.head_dim = static_cast<int>(arch_u32(f, "attention.indexer.key_length", static_cast<uint32_t>(c.head_dim)));
+    x.top_k = static_cast<int>(arch_u32(f, "attention.indexer.top_k", 16));
+    x.block_size = static_cast<int>(arch_u32(f, "attention.indexer.block_size", 128));
+    x.local_blocks = static_cast<int>(arch_u32(f, "attention.indexer.local_blocks", 1));
+    x.dense_layers = static_cast<int>(arch_u32(f, "leading_dense_block_count", 0));
+    const std::string at = fname(f) + ": " + arch_key(f, "attention.indexer.");
+    if (x.n_head != c.n_kv_head) {
+        std::string e = at + "head_count is " + std::to_string(x.n_head);
+        e += ", expected one index head per KV group (" + std::to_string(c.n_kv_head) + ")";
+        throw FormatError(e);
+    }
+    if (x.head_dim <= 0 || x.head_dim > 4096 || x.head_dim < c.rope_dim) {
+        std::string e = at + "key_length " + std::to_string(x.head_dim);
+        e += " is implausible or shorter than rope.dimension_count " + std::to_string(c.rope_dim);
+        throw FormatError(e);
+    }
+    if (x.top_k <= 0 || x.block_size <= 0 || x.block_size > (1 << 20)) {
+        std::string e = at + "top_k " + std::to_string(x.top_k);
+        e += " / block_size " + std::to_string(x.block_size) + " must be positive";
+        throw FormatError(e);
+    }
+    if (x.local_blocks != 1)
+        throw FormatError(at + "local_blocks " + std::to_string(x.local_blocks) + " is not supported (1 is)");
+    if (x.dense_layers < 0 || x.dense_layers > c.n_layer) {
+        std::string e = fname(f) + ": " + arch_key(f, "leading_dense_block_count") + " " + std::to_string(x.dense_layers);
+        e += " exceeds the " + std::to_string(c.n_layer) + " layers";
+        throw FormatError(e);
+    }
+}
+
 }  // namespace
 
 LlamaConfig read_llama_config(const GgufFile& f) {
@@ -89,6 +125,7 @@ LlamaConfig read_llama_config(const GgufFile& f) {
         const float factor = arch_f32(f, "rope.scaling.factor", 1.0f);
         if (factor > 0) c.rope_freq_scale = 1.0f / factor;
     }
+    read_indexer_config(f, c);
     const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
     if (!emb || emb->dims.size() < 2) throw FormatError(fname(f) + ": tensor 'token_embd.weight' is missing");
     c.n_vocab = static_cast<int>(emb->dims[1]);
@@ -152,6 +189,13 @@ std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
         L.gate = tensor(f, p + "ffn_gate.weight", d, c.n_ff);
         L.up = tensor(f, p + "ffn_up.weight", d, c.n_ff);
         L.down = tensor(f, p + "ffn_down.weight", c.n_ff, d);
+        if (c.has_indexer() && l >= c.indexer.dense_layers) {  // sparse layer: the indexer is required
+            const int64_t ih = static_cast<int64_t>(c.indexer.n_head) * c.indexer.head_dim;
+            L.idx_wq = tensor(f, p + "indexer.q_proj.weight", d, ih);
+            L.idx_wk = tensor(f, p + "indexer.k_proj.weight", d, c.indexer.head_dim);
+            L.idx_q_norm = vector_f32(f, p + "indexer.q_norm.weight", c.indexer.head_dim);
+            L.idx_k_norm = vector_f32(f, p + "indexer.k_norm.weight", c.indexer.head_dim);
+        }
         w.layers.push_back(L);
     }
     m->model = std::make_unique<LlamaModel>(c, std::move(w));

@@ -1,6 +1,9 @@
 // Opens a GGUF model file and builds what the runtime needs from it: the model (views into the
 // mapped file), its tokenizer and chat template. Architectures of the llama family are read here;
-// others are refused with a message that names the architecture.
+// others are refused with a message that names the architecture. A file with an MSA indexer
+// ("<arch>.attention.indexer.*", "<arch>.leading_dense_block_count" and blk.N.indexer.{q_proj,
+// k_proj,q_norm,k_norm}.weight for every layer N >= leading_dense_block_count; MSA.md) gets it in
+// LlamaConfig::indexer and LlamaLayer::idx_*; shapes are checked, errors name the file and tensor/key.
 #pragma once
 
 #include <filesystem>

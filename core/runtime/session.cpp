@@ -161,6 +161,21 @@ void Session::reset() {
     attention_->reset_state();
 }
 
+void Session::truncate(int64_t n) {
+    if (n < 0 || n > static_cast<int64_t>(tokens_.size()))
+        throw Error("truncate to " + std::to_string(n) + " tokens: the context holds " + std::to_string(tokens_.size()));
+    if (n == static_cast<int64_t>(tokens_.size())) return;
+    if (gpu_) throw Error("truncate: not supported while the model runs on CUDA");
+    if (n == 0) {
+        reset();
+        return;
+    }
+    tokens_.resize(static_cast<size_t>(n));
+    kv_.set_n_past(n);
+    logits_.clear();
+    // MsaAttention re-summarizes from a lower pos0 by itself; other attentions keep no state.
+}
+
 std::string model_fingerprint(const LoadedModel& model) {
     const GgufFile& f = model.file;
     Sha256 h;

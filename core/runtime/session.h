@@ -72,6 +72,11 @@ public:
     // Drops the whole context.
     void reset();
 
+    // Keeps the first n tokens of the context and forgets the rest (a probe decoded after a prefix,
+    // a question turn), without touching the prefix's KV pages. Afterwards last_logits() is empty
+    // until the next prefill. Throws sl::Error when n exceeds the context or the model runs on CUDA.
+    void truncate(int64_t n);
+
     // Saves the context (tokens, KV pages, logits after the last token) to `path` (format:
     // core/kvcache/kv_file.h). When `path` already holds a saved prefix of this context with the
     // same model and cache settings, only what is new is appended (pages from the prefix's last

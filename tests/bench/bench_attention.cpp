@@ -1,4 +1,6 @@
-// One attention layer, dense vs MSA (training-free, block-max with Quest pruning, and mean-key),
+// One attention layer, dense vs MSA (training-free, block-max with Quest pruning, mean-key, hybrid;
+// and native: a learned indexer's scoring, one index head of head_dim per KV group scoring every
+// index key, as M3 does; here with synthetic index keys = the KV head 0 keys, index queries near one),
 // side by side at SmolLM2's shape (9 q / 3 kv heads, dim 64) and M3's (64 q / 4 kv heads, dim 128),
 // prefill (a query block of 128 tokens at the end of the context) and decode (1 query), at 8K, 32K,
 // 128K and, for SmolLM2, 1M tokens (0.75 GB of f16 K/V for the one layer; SIGHTLINE_BENCH_KV picks
@@ -14,6 +16,7 @@
 // an exact score. A compact table with the dense/MSA ratios is printed at the end.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,9 +39,11 @@ struct Shape {
     int n_head, n_kv, hd;
 };
 
-enum class Variant { Dense, BlockMax, MeanKey, Hybrid };
+enum class Variant { Dense, BlockMax, MeanKey, Hybrid, Native };
+constexpr int kVariants = 5;
 const char* variant_name(Variant v) {
-    return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : v == Variant::MeanKey ? "msa-meankey" : "msa-hybrid";
+    return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : v == Variant::MeanKey ? "msa-meankey"
+           : v == Variant::Hybrid ? "msa-hybrid" : "msa-native";
 }
 
 sl::ThreadPool& pool() {
@@ -89,9 +94,9 @@ sl::KvCache& cache(const Shape& s, int ctx) {
 struct Row {
     std::string shape, phase;
     int ctx = 0;
-    double ms[4] = {0, 0, 0, 0};
-    double mb[4] = {0, 0, 0, 0};
-    double exact_frac[4] = {0, 0, 0, 0};
+    double ms[kVariants] = {};
+    double mb[kVariants] = {};
+    double exact_frac[kVariants] = {};
 };
 std::map<std::string, Row>& table() {
     static std::map<std::string, Row> t;
@@ -120,6 +125,29 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
     c.scale = 1.0f / std::sqrt(static_cast<float>(s.hd));
     c.q = q.data();
     c.out = out.data();
+    // Native: index queries (n_tokens, n_kv, hd) near the query's own keys' head, index keys
+    // (ctx, hd) = KV head 0's keys (structured like them).
+    std::vector<float> iq, ik;
+    if (v == Variant::Native) {
+        iq.resize(static_cast<size_t>(n_tokens) * s.n_kv * s.hd);
+        for (int t = 0; t < n_tokens; ++t)
+            for (int g2 = 0; g2 < s.n_kv; ++g2) {
+                std::vector<float> kbuf(static_cast<size_t>(s.hd));
+                const float* k = kv.k_rows(0, 0, pick(g), 1, kbuf.data());
+                for (int i = 0; i < s.hd; ++i) iq[static_cast<size_t>((t * s.n_kv + g2) * s.hd + i)] = k[i] + nd(g);
+            }
+        ik.resize(static_cast<size_t>(ctx) * s.hd);
+        for (int64_t p0 = 0; p0 < ctx; p0 += 128) {
+            const int n = static_cast<int>(std::min<int64_t>(128, ctx - p0));
+            std::vector<float> kbuf(static_cast<size_t>(n) * s.hd);
+            const float* k = kv.k_rows(0, 0, p0, n, kbuf.data());
+            std::copy(k, k + static_cast<size_t>(n) * s.hd, ik.begin() + p0 * s.hd);
+        }
+        c.index_n_head = s.n_kv;
+        c.index_dim = s.hd;
+        c.index_q = iq.data();
+        c.index_k = ik.data() + pos0 * s.hd;
+    }
     std::unique_ptr<sl::Attention> att;
     sl::MsaAttention* msa = nullptr;
     if (v == Variant::Dense) {
@@ -128,10 +156,12 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
         sl::MsaConfig cfg;  // defaults: B 128, top-k 16
         cfg.scoring = v == Variant::BlockMax ? sl::BlockScoring::BlockMax
                       : v == Variant::MeanKey ? sl::BlockScoring::MeanKey
-                                              : sl::BlockScoring::Hybrid;
+                      : v == Variant::Hybrid  ? sl::BlockScoring::Hybrid
+                                              : sl::BlockScoring::Native;
         auto m = std::make_unique<sl::MsaAttention>(cfg);
         msa = m.get();
         att = std::move(m);
+        if (v == Variant::Native) msa->set_native_keys(0, kv, ik.data(), pos0, s.hd);
         att->forward(c, kv, pool());  // builds the index of the whole context once (not timed)
         msa->reset_stats();
     }
@@ -147,7 +177,9 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
     if (msa) {
         const sl::MsaStats& st = msa->stats();
         mb = static_cast<double>(st.index_bytes + st.exact_key_bytes + st.kv_bytes) / it / 1e6;
-        exact = static_cast<double>(st.select.exact_blocks) / std::max(1.0, static_cast<double>(st.select.candidates));
+        exact = static_cast<double>(v == Variant::Native ? st.select.exact_rows / std::max(1, n_tokens)
+                                                          : st.select.exact_blocks) /
+                std::max(1.0, static_cast<double>(st.select.candidates));
     } else {
         mb = 2.0 * s.n_kv * static_cast<double>(ctx) * s.hd * static_cast<double>(sl::kv_type_size(kv.type())) / 1e6;
     }
@@ -165,19 +197,21 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
 }
 
 void print_table() {
-    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s | %6s %6s %6s | %9s %8s %8s %8s | %6s\n", "shape", "phase", "ctx",
-                "dense ms", "bmax ms", "mean ms", "hyb ms", "d/bmax", "d/mean", "d/hyb", "dense MB", "bmax MB", "mean MB",
-                "hyb MB", "exact");
+    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s %9s | %6s %6s %6s %6s | %9s %8s %8s %8s %8s | %6s\n", "shape", "phase",
+                "ctx", "dense ms", "bmax ms", "mean ms", "hyb ms", "nat ms", "d/bmax", "d/mean", "d/hyb", "d/nat", "dense MB",
+                "bmax MB", "mean MB", "hyb MB", "nat MB", "exact");
     for (const auto& [k, r] : table()) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-        std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f %8.2f | %5.1f%%\n",
-                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], ratio(r.ms[0], r.ms[1]),
-                    ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), r.mb[0], r.mb[1], r.mb[2], r.mb[3],
-                    100.0 * r.exact_frac[1]);
+        std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f %8.2f %8.2f | "
+                    "%5.1f%%\n",
+                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], r.ms[4], ratio(r.ms[0], r.ms[1]),
+                    ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), ratio(r.ms[0], r.ms[4]), r.mb[0], r.mb[1], r.mb[2],
+                    r.mb[3], r.mb[4], 100.0 * r.exact_frac[1]);
     }
     std::printf("(KV storage %s; ", sl::kv_type_name(kv_type()));
     std::printf("%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "
-                "of exactly-scored blocks + K/V of the selected blocks; exact = candidate blocks scored exactly)\n",
+                "of exactly-scored blocks + K/V of the selected blocks (native: + every index key, f32); exact = candidate "
+                "blocks block-max scored exactly)\n",
                 pool().size());
 }
 
@@ -188,7 +222,7 @@ void register_all() {
         for (int ctx : {8192, 32768, 131072, 1048576}) {
             if (ctx == 1048576 && std::string(s.name) == "m3" && !m3_1m) continue;
             for (int n_tokens : {1, 128}) {
-                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey, Variant::Hybrid}) {
+                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey, Variant::Hybrid, Variant::Native}) {
                     const std::string name = std::string("attention/") + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill128") +
                                              "/ctx:" + std::to_string(ctx) + "/" + variant_name(v);
                     // Dense prefill at long contexts takes seconds per call: run it once.

@@ -64,6 +64,8 @@ private Q_SLOTS:
     void budgetSameLogits_data();
     void budgetSameLogits();
     void smollm2SaveRestore();
+    void truncateThenContinue_data();
+    void truncateThenContinue();
 
 private:
     QTemporaryDir dir_;
@@ -288,6 +290,54 @@ void TstSessionSave::smollm2SaveRestore() {
     QVERIFY(logits(a) == logits(b));
     qInfo("SmolLM2: %zu tokens saved in %lld bytes, restored with identical logits", t.size(),
           static_cast<long long>(std::filesystem::file_size(file)));
+}
+
+void TstSessionSave::truncateThenContinue_data() {
+    QTest::addColumn<bool>("msa");
+    QTest::addColumn<bool>("restored");
+    QTest::newRow("dense") << false << false;
+    QTest::newRow("msa") << true << false;
+    QTest::newRow("msa, restored pages") << true << true;
+}
+
+// Session::truncate: prefix, a probe, truncate back to the prefix, then more tokens gives bitwise
+// the logits of a session that never saw the probe (the cut falls inside a page; with `restored`
+// the pages come from a mapped saved file).
+void TstSessionSave::truncateThenContinue() {
+    QFETCH(bool, msa);
+    QFETCH(bool, restored);
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    QVERIFY(m);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 400;
+    so.n_batch = 24;
+    so.kv_type = sl::KvType::F16;
+    so.kv_block = 16;
+    const auto prefix = ids(150, nv), probe = ids(45, nv, 3), more = ids(30, nv, 5);
+    sl::Session ref(*m, so, attention(msa));
+    ref.prefill(prefix);
+    ref.prefill(more);
+
+    sl::Session s(*m, so, attention(msa));
+    if (restored) {
+        sl::Session w(*m, so, attention(msa));
+        w.prefill(prefix);
+        w.prefill(probe);
+        const std::string path = dir_.filePath(QStringLiteral("trunc-%1.slkv").arg(msa)).toStdString();
+        w.save(path);
+        s.restore(path);  // prefix + probe, pages mapped from the file
+    } else {
+        s.prefill(prefix);
+        s.prefill(probe);
+    }
+    s.truncate(static_cast<int64_t>(prefix.size()));
+    QCOMPARE(s.tokens().size(), prefix.size());
+    QVERIFY(s.last_logits().empty());
+    s.prefill(more);
+    QCOMPARE(s.tokens(), ref.tokens());
+    QVERIFY(logits(s) == logits(ref));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, s.truncate(10000));
 }
 
 QTEST_APPLESS_MAIN(TstSessionSave)

@@ -21,6 +21,21 @@ Model (per llama.cpp's `llama` graph):
         x  = x + Wdown( silu(Wgate h) * Wup h )
     logits = W_out rmsnorm(x) * output_norm   (W_out = output.weight, or token_embd.weight when tied)
 
+MSA NATIVE (--msa native; files with a MiniMax-M3 style indexer, /work/shared/MSA.md). Layers
+>= <arch>.leading_dense_block_count replace the causal attention above by:
+    iq = rope(rmsnorm_per_head(Wiq h) * indexer.q_norm)   (T, head_count, key_length)
+    ik = rope(rmsnorm(Wik h) * indexer.k_norm)            (T, key_length), one key shared by all groups
+    (h: the same normalized layer input as q/k; the main q/k's RoPE: same mode, n_rot, base)
+  Queries are grouped like the engine groups them: the positions of one forward call that fall
+  in one block of B tokens (--msa-calls gives the call sizes; default one call, i.e. prefill;
+  calls of 1 are decode, where this is M3's per-token selection). For each group (query block qb)
+  and KV group g (served by index head g):
+    score(b) = max over the group's queries i and tokens j of block b of iq[i, g] . ik[j]
+               (plain dot, no scale), for every block b < qb (fully visible);
+    selected = {qb} + the top (top_k - 1) of those blocks by score (ties: lower b first);
+    every query head of group g attends (softmax, scale 1/sqrt(head_dim), causal) over the tokens
+    of the selected blocks only.
+
 ROPE. llama.cpp's `llama_model_rope_type()` (src/llama.cpp / src/llama-model.cpp)
 lists LLM_ARCH_LLAMA under LLAMA_ROPE_TYPE_NORM ("a normal RoPE, operating on
 pairs of consecutive head values"), because convert_hf_to_gguf.py's
@@ -83,7 +98,7 @@ SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, 
 ROPE_NORM_ARCHS = {"llama"}
 ROPE_NEOX_ARCHS = {"qwen2"}
 # Tensors that would change the graph (fused qkv, per-head q/k norms, MoE, ...): refuse them.
-# (blk.N.indexer.* MSA tensors are ignored: this reference is dense attention only.)
+# (blk.N.indexer.* MSA tensors are used only with --msa native; dense attention ignores them.)
 UNSUPPORTED_TENSORS = ("attn_qkv", "attn_q_norm", "attn_k_norm", "ffn_gate_inp", "ffn_gate_exps",
                        "attn_post_norm", "ffn_post_norm", "attn_output.bias")
 
@@ -122,6 +137,21 @@ class Hparams:
     rope_freq_scale: float
     rope_mode: str
     n_ctx_train: int
+    # MSA indexer (head_count 0: the file has none)
+    idx_heads: int = 0
+    idx_dim: int = 0
+    idx_top_k: int = 0
+    idx_block: int = 0
+    idx_dense: int = 0
+
+
+@dataclass
+class MsaOptions:
+    """Native MSA attention settings (defaults: the file's indexer metadata)."""
+    top_k: int
+    block: int
+    dense_layers: int
+    calls: list | None = None   # sizes of consecutive forward calls; the rest is one call
 
 
 class GGUFModel:
@@ -178,6 +208,11 @@ class GGUFModel:
             rope_freq_scale=freq_scale,
             rope_mode=rope_mode or rope_mode_for_arch(arch),
             n_ctx_train=int(_field(r, a + "context_length", 0)),
+            idx_heads=int(_field(r, a + "attention.indexer.head_count", 0)),
+            idx_dim=int(_field(r, a + "attention.indexer.key_length", head_dim)),
+            idx_top_k=int(_field(r, a + "attention.indexer.top_k", 16)),
+            idx_block=int(_field(r, a + "attention.indexer.block_size", 128)),
+            idx_dense=int(_field(r, a + "leading_dense_block_count", 0)),
         )
         if n_head % n_head_kv:
             raise ValueError("head_count must be a multiple of head_count_kv")
@@ -271,6 +306,72 @@ def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndar
     return o.reshape(T, H * D)
 
 
+def msa_query_groups(T: int, block: int, calls) -> list[tuple[int, int]]:
+    """[start, end) query groups: the positions of one forward call inside one block."""
+    groups = []
+    sizes = list(calls or [])
+    p = 0
+    while p < T:
+        e = min(T, p + sizes.pop(0)) if sizes else T
+        s0 = p
+        while s0 < e:
+            b_end = min(e, (s0 // block + 1) * block)
+            groups.append((s0, b_end))
+            s0 = b_end
+        p = e
+    return groups
+
+
+def msa_native_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, iq: np.ndarray, ik: np.ndarray,
+                         opts: MsaOptions, record: list | None = None) -> np.ndarray:
+    """q: (T, H, D), k/v: (T, Hkv, D), iq: (T, Hkv, Di), ik: (T, Di) -> (T, H*D).
+
+    Written as loops over query groups and KV groups, independently of the engine's code.
+    record (optional) receives (q_pos0, n_queries, g, [selected blocks]) per selection."""
+    T, H, D = q.shape
+    Hkv = k.shape[1]
+    G = H // Hkv
+    B = opts.block
+    scale = q.dtype.type(1.0 / np.sqrt(D))
+    out = np.zeros_like(q)
+    for s0, e in msa_query_groups(T, B, opts.calls):
+        local = s0 // B
+        m = min(max(opts.top_k - 1, 0), local)
+        for g in range(Hkv):
+            if m == local:
+                chosen = list(range(local))
+            elif m == 0:
+                chosen = []
+            else:
+                rows = iq[s0:e, g, :]                                  # (nq, Di)
+                keys = ik[: local * B].reshape(local, B, -1)           # (local, B, Di)
+                sc = np.einsum("rd,bjd->brj", rows, keys).reshape(local, -1).max(axis=1)
+                chosen = sorted(range(local), key=lambda b: (-float(sc[b]), b))[:m]
+            blocks = sorted(chosen + [local])
+            if record is not None:
+                record.append((s0, e - s0, g, blocks))
+            idx = np.concatenate([np.arange(b * B, min((b + 1) * B, e)) for b in blocks])
+            qq = q[s0:e, g * G:(g + 1) * G, :]                         # (nq, G, D)
+            s = np.einsum("tgd,jd->gtj", qq, k[idx, g, :]) * scale      # (G, nq, nj)
+            future = idx[None, :] > np.arange(s0, e)[:, None]          # (nq, nj)
+            s = np.where(future[None], -np.inf, s)
+            s = s - s.max(axis=-1, keepdims=True)
+            p = np.exp(s)
+            p = p / p.sum(axis=-1, keepdims=True)
+            out[s0:e, g * G:(g + 1) * G, :] = np.einsum("gtj,jd->tgd", p, v[idx, g, :])
+    return out.reshape(T, H * D)
+
+
+def msa_options_for(model: "GGUFModel", top_k=None, block=None, dense_layers=None, calls=None) -> MsaOptions:
+    hp = model.hp
+    if hp.idx_heads == 0:
+        raise ValueError(f"{model.path}: no MSA indexer (attention.indexer.head_count) for --msa native")
+    if hp.idx_heads != hp.n_head_kv:
+        raise ValueError(f"{model.path}: indexer.head_count {hp.idx_heads} != head_count_kv {hp.n_head_kv}")
+    return MsaOptions(top_k=top_k or hp.idx_top_k, block=block or hp.idx_block,
+                      dense_layers=hp.idx_dense if dense_layers is None else dense_layers, calls=calls)
+
+
 # ----------------------------------------------------------------------------- forward
 
 # Activation formats llama.cpp pairs with each weight type for its dot products: 8-bit blocks of 32
@@ -293,9 +394,13 @@ def fake_quant_q8(x: np.ndarray, block: int) -> np.ndarray:
     return (q * d).reshape(shape).astype(x.dtype)
 
 
-def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False) -> np.ndarray:
+def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, msa: MsaOptions | None = None,
+            msa_record: dict | None = None) -> np.ndarray:
     """Logits for every position: (T, n_vocab) in model.dtype.
 
+    msa: native MSA attention in layers >= msa.dense_layers (see MSA NATIVE above); msa_record
+    (optional dict) receives each such layer's selections as msa_record[layer] = [(q_pos0,
+    n_queries, group, blocks), ...].
     act_quant: round the input of every matmul as llama.cpp's 8-bit activation formats do, to
     separate the engine's rounding from its arithmetic when comparing quantized paths."""
     hp = model.hp
@@ -330,7 +435,21 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False) -
         v = v.reshape(T, hp.n_head_kv, hp.head_dim)
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_mode)
         k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_mode)
-        a = causal_gqa_attention(q, k, v)
+        if msa is not None and il >= msa.dense_layers:
+            if not model.has(p + "indexer.q_proj.weight"):
+                raise ValueError(f"{model.path}: layer {il} has no indexer tensors for native MSA")
+            iq = mm(h, p + "indexer.q_proj.weight").reshape(T, hp.idx_heads, hp.idx_dim)
+            ik = mm(h, p + "indexer.k_proj.weight").reshape(T, 1, hp.idx_dim)
+            iq = rmsnorm(iq, W(p + "indexer.q_norm.weight"), hp.rms_eps)   # per index head
+            ik = rmsnorm(ik, W(p + "indexer.k_norm.weight"), hp.rms_eps)
+            iq = apply_rope(iq, cos, sin, hp.n_rot, hp.rope_mode)
+            ik = apply_rope(ik, cos, sin, hp.n_rot, hp.rope_mode)[:, 0, :]
+            rec = [] if msa_record is not None else None
+            a = msa_native_attention(q, k, v, iq, ik, msa, rec)
+            if rec is not None:
+                msa_record[il] = rec
+        else:
+            a = causal_gqa_attention(q, k, v)
         x = x + mm(a.reshape(T, -1), p + "attn_output.weight")
         h = rmsnorm(x, W(p + "ffn_norm.weight"), hp.rms_eps)
         gate = mm(h, p + "ffn_gate.weight")
@@ -341,12 +460,18 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False) -
     return mm(x, "token_embd.weight" if model.tied else "output.weight")
 
 
-def greedy(model: GGUFModel, tokens, n: int, stop_ids=(), act_quant: bool = False) -> list[int]:
-    """n greedy steps, recomputing the full sequence each step (reference, not fast)."""
+def greedy(model: GGUFModel, tokens, n: int, stop_ids=(), act_quant: bool = False,
+           msa: MsaOptions | None = None) -> list[int]:
+    """n greedy steps, recomputing the full sequence each step (reference, not fast). With msa,
+    the prompt is one call (or msa.calls) and each generated token a decode call of 1."""
     seq = list(tokens)
     out = []
     for _ in range(n):
-        nxt = int(np.argmax(forward(model, seq, act_quant=act_quant)[-1]))
+        step_msa = None
+        if msa is not None:
+            calls = list(msa.calls) if msa.calls else [len(tokens)]
+            step_msa = MsaOptions(msa.top_k, msa.block, msa.dense_layers, calls + [1] * (len(seq) - len(tokens)))
+        nxt = int(np.argmax(forward(model, seq, act_quant=act_quant, msa=step_msa)[-1]))
         out.append(nxt)
         seq.append(nxt)
         if nxt in stop_ids:
@@ -458,6 +583,13 @@ def main(argv=None) -> int:
     ap.add_argument("--rope-mode", choices=["norm", "neox"], help="override the arch-derived RoPE mode")
     ap.add_argument("--act-quant", action="store_true",
                     help="round matmul inputs like llama.cpp's 8-bit activation formats")
+    ap.add_argument("--msa", choices=["dense", "native"], default="dense",
+                    help="native: MSA with the file's indexer in layers >= leading_dense_block_count")
+    ap.add_argument("--msa-top-k", type=int, help="override indexer.top_k")
+    ap.add_argument("--msa-block-size", type=int, help="override indexer.block_size")
+    ap.add_argument("--msa-dense-layers", type=int, help="override leading_dense_block_count")
+    ap.add_argument("--msa-calls", help="comma-separated sizes of the engine's forward calls (query grouping)")
+    ap.add_argument("--msa-selections", action="store_true", help="print each MSA layer's selections in the JSON")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -466,8 +598,13 @@ def main(argv=None) -> int:
         ids = [int(s) for s in args.tokens.replace(" ", "").split(",") if s]
     else:
         ids = SimpleBPE(model.reader).encode(args.text)
+    msa = None
+    record = {} if args.msa_selections else None
+    if args.msa == "native":
+        calls = [int(c) for c in args.msa_calls.split(",") if c] if args.msa_calls else None
+        msa = msa_options_for(model, args.msa_top_k, args.msa_block_size, args.msa_dense_layers, calls)
     t1 = time.perf_counter()
-    logits = forward(model, ids, act_quant=args.act_quant)
+    logits = forward(model, ids, act_quant=args.act_quant, msa=msa, msa_record=record)
     t2 = time.perf_counter()
     res = {
         "model": os.path.basename(args.model),
@@ -479,12 +616,17 @@ def main(argv=None) -> int:
         "top5_last": top_k(logits[-1], 5),
         "seconds": {"load": round(t1 - t0, 3), "forward_incl_dequant": round(t2 - t1, 3)},
     }
+    if msa is not None:
+        res["msa"] = {"mode": "native", "top_k": msa.top_k, "block": msa.block, "dense_layers": msa.dense_layers}
+    if record is not None:
+        res["msa_selections"] = {str(layer): [[s0, n, g, blocks] for s0, n, g, blocks in sel]
+                                 for layer, sel in record.items()}
     if args.logits_out:
         write_logits(args.logits_out, logits)
         res["logits_out"] = {"path": args.logits_out, "shape": list(logits.shape), "dtype": "float32 LE"}
     if args.greedy > 0:
         t3 = time.perf_counter()
-        g = greedy(model, ids, args.greedy, act_quant=args.act_quant)
+        g = greedy(model, ids, args.greedy, act_quant=args.act_quant, msa=msa)
         res["greedy"] = g
         vocab = model.vocab()
         if vocab:

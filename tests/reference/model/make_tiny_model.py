@@ -37,8 +37,9 @@ and every layer N >= leading_dense_block_count gets F32 tensors
   blk.N.indexer.q_norm.weight {key_length}
   blk.N.indexer.k_norm.weight {key_length}
 Real M3 files use arch "minimax-m3" (NeoX RoPE); this llama-arch variant exists only so the
-engine's native-MSA path can be tested on tiny llama models. gguf_llama_ref.py ignores the
-indexer tensors (dense attention).
+engine's native-MSA path can be tested on tiny llama models. gguf_llama_ref.py uses the indexer
+tensors with --msa native (dense attention otherwise). For hostile-file tests,
+--msa-bad-q-rows N writes every indexer.q_proj with N rows instead of head_count*key_length.
 """
 from __future__ import annotations
 
@@ -324,7 +325,7 @@ def build(args) -> dict:
         put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
         put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
         if msa_dense is not None and il >= msa_dense:
-            put(p + "indexer.q_proj.weight", mat(ih * ik, D))
+            put(p + "indexer.q_proj.weight", mat(args.msa_bad_q_rows or ih * ik, D))
             put(p + "indexer.k_proj.weight", mat(ik, D))
             put(p + "indexer.q_norm.weight", norm(ik))
             put(p + "indexer.k_norm.weight", norm(ik))
@@ -374,6 +375,8 @@ def parse_args(argv=None):
     ap.add_argument("--msa-block-size", type=int, default=16)
     ap.add_argument("--msa-local-blocks", type=int, default=1)
     ap.add_argument("--msa-dense-layers", type=int, default=1, help="leading_dense_block_count")
+    ap.add_argument("--msa-bad-q-rows", type=int, default=0,
+                    help="hostile files: rows of every indexer.q_proj (default head_count*key_length)")
     args = ap.parse_args(argv)
     args.wtype_q = TYPE_NAMES[args.wtype]
     args.embd_q = TYPE_NAMES[args.embd_type or args.wtype]

@@ -1,0 +1,117 @@
+#include "app/common/library_prefill.h"
+
+#include "app/common/ask.h"
+#include "core/library/library.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/session.h"
+#include "core/util/error.h"
+#include "core/util/sha256.h"
+
+#include <algorithm>
+
+namespace sl::app {
+
+LibraryContext library_context(Library& lib, const LoadedModel& model, int64_t max_tokens) {
+    std::vector<DocId> ids;
+    const std::vector<doc::Document> docs = ready_documents(lib, ids);
+    return library_context(docs, ids, lib, model, max_tokens);
+}
+
+LibraryContext library_context(const std::vector<doc::Document>& docs, const std::vector<DocId>& ids, Library& lib,
+                               const LoadedModel& model, int64_t max_tokens) {
+    LibraryContext c;
+    c.ids = ids;
+    std::vector<const doc::Document*> ptrs;
+    for (const auto& d : docs) ptrs.push_back(&d);
+
+    const EffortSettings es = effort_settings(Effort::Medium);
+    ContextOptions co;
+    co.sink_block = c.msa.block_size;
+    co.render_px = es.render_px;
+    c.builder_options = co;
+    const ContextBuilder builder(*model.tokenizer, *model.chat, co);
+    c.prepared = builder.prepare(ptrs);
+    c.plan = plan_budget(c.prepared, max_tokens, es);
+    c.stream = builder.assemble(c.prepared, &c.plan);
+
+    c.msa.top_k = es.top_k;
+    // Hybrid scoring (mean-key shortlist of 4k blocks, exact block-max within it): the blocks
+    // block-max picks at a fraction of its cost on long contexts (bench_attention, tst_msa_recall).
+    c.msa.scoring = BlockScoring::Hybrid;
+    // A model with its own learned indexer (MiniMax-M3 style) selects with it.
+    if (model.model->config().has_indexer()) c.msa = native_msa_config(model.model->config(), c.msa);
+    const int64_t n_train = model.model->config().n_ctx_train;
+    if (n_train > 0 && static_cast<int64_t>(c.stream.tokens.size()) > n_train) {
+        c.msa.positions = PositionMode::Remap;
+        c.msa.remap_window = static_cast<int>(std::min<int64_t>(4096, n_train / 2));
+    }
+
+    const std::string hash = sha256_hex(std::string_view(reinterpret_cast<const char*>(c.stream.tokens.data()),
+                                                         c.stream.tokens.size() * sizeof(int32_t)));
+    c.path = (lib.kv_dir() / ("library-" + hash.substr(0, 24) + ".slkv")).string();
+    c.settings = "{\"attention\":\"msa\",\"block\":";
+    c.settings += std::to_string(c.msa.block_size);
+    c.settings += ",\"top_k\":";
+    c.settings += std::to_string(c.msa.top_k);
+    c.settings += c.msa.scoring == BlockScoring::Native ? ",\"scoring\":\"native\"" : ",\"scoring\":\"hybrid\"";
+    if (c.msa.positions == PositionMode::Remap) {
+        c.settings += ",\"remap\":";
+        c.settings += std::to_string(c.msa.remap_window);
+    }
+    c.settings += ",\"library_prefill\":true,\"max_tokens\":";
+    c.settings += std::to_string(max_tokens);
+    c.settings += ",\"prefix_sha256\":\"";
+    c.settings += hash;
+    c.settings += "\"}";
+    c.fingerprint = model_fingerprint(model);
+    return c;
+}
+
+LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPrefillOptions o)
+    : lib_(lib), context_(library_context(lib, model, o.max_tokens)) {
+    SessionOptions so;
+    so.n_ctx = static_cast<int>(context_.stream.tokens.size()) + 1024;  // room for a question and an answer
+    so.kv_block = context_.msa.block_size;
+    so.device = "cpu";  // saved as it goes: Session::save is CPU-only (and MSA runs on the CPU)
+    session_ = std::make_unique<Session>(model, so, std::make_unique<MsaAttention>(context_.msa));
+    PrefillOptions po;
+    po.save_every = o.save_every;
+    po.progress_interval = o.progress_interval;
+    prefill_ = std::make_unique<ProgressivePrefill>(*session_, context_.stream.tokens, context_.path, po);
+    if (auto old = lib_.find_kv_cache(context_.fingerprint, context_.ids, context_.settings)) record_id_ = old->id;
+}
+
+LibraryPrefill::~LibraryPrefill() {
+    if (prefill_) {
+        prefill_->cancel();
+        prefill_->wait();
+    }
+}
+
+void LibraryPrefill::start() { prefill_->start(); }
+void LibraryPrefill::run() { prefill_->run(); }
+void LibraryPrefill::cancel() { prefill_->cancel(); }
+void LibraryPrefill::wait() { prefill_->wait(); }
+bool LibraryPrefill::running() const { return prefill_->running(); }
+PrefillStatus LibraryPrefill::status() const { return prefill_->status(); }
+
+void LibraryPrefill::record() {
+    const PrefillStatus st = prefill_->status();
+    const bool complete = st.finished && st.saved == st.total;
+    if (st.saved == recorded_ && complete == recorded_complete_) return;
+    if (st.saved == 0 && !complete) return;  // nothing saved yet: nothing a reader could use
+    KvCacheRecord rec;
+    rec.id = record_id_;
+    rec.path = context_.path;
+    rec.model_fingerprint = context_.fingerprint;
+    rec.documents = context_.ids;
+    rec.n_tokens = st.saved;
+    rec.total_tokens = static_cast<int64_t>(context_.stream.tokens.size());
+    rec.settings = context_.settings;
+    rec.state = complete ? KvCacheState::Complete : KvCacheState::Partial;
+    record_id_ = lib_.save_kv_cache(rec);
+    recorded_ = st.saved;
+    recorded_complete_ = complete;
+}
+
+}  // namespace sl::app
