@@ -1,5 +1,6 @@
 #include "app/desktop/answer_format.h"
 
+#include <QObject>
 #include <QRegularExpression>
 #include <QStringList>
 
@@ -81,6 +82,9 @@ QString answer_html(const Answer& a, int index, bool dark) {
         }
         html += QStringLiteral("</table>");
     }
+    if (a.finished && !a.read_summary.empty())
+        html += QStringLiteral("<p style='color:%1'><small>%2</small></p>")
+                    .arg(muted, QObject::tr("Read: %1").arg(QString::fromStdString(a.read_summary)).toHtmlEscaped());
     if (a.finished && !a.method.empty())
         html += QStringLiteral("<p style='color:%1'><small>%2 · %3 · %4 context tokens</small></p>")
                     .arg(muted, QString::fromStdString(a.model).toHtmlEscaped(),
@@ -125,6 +129,7 @@ QString answer_markdown(const Answer& a) {
         if (excerpt.size() > 300) excerpt = excerpt.left(300) + QStringLiteral("…");
         md += QStringLiteral(" — %1\n").arg(excerpt);
     }
+    if (!a.read_summary.empty()) md += QStringLiteral("\n_Read: %1._\n").arg(QString::fromStdString(a.read_summary));
     if (!a.method.empty()) md += QStringLiteral("\n_%1; model %2._\n").arg(QString::fromStdString(a.method), QString::fromStdString(a.model));
     return md + QLatin1Char('\n');
 }

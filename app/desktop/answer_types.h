@@ -27,6 +27,9 @@ struct Answer {
     std::string method;               // how the sources were chosen (shown under the answer)
     std::string model;                // model file name
     int context_tokens = 0;           // tokens prefilled for this answer
+    // What the answer read when that is not the whole context (the library's prefill so far plus a
+    // preselection of the rest): shown under the answer as "Read: ...". Empty otherwise.
+    std::string read_summary;
     bool finished = false;
     std::string error;                // non-empty when answering failed
 };

@@ -120,14 +120,19 @@ void IngestQueue::loadStored() {
 void IngestQueue::forget(const QString& path) {
     if (library_dir_.empty()) return;
     // Runs on the pool's thread, after the file's own ingest (if any) has stopped.
-    (void)QtConcurrent::run(&pool_, [dir = library_dir_, p = path.toStdString()] {
+    auto* w = new QFutureWatcher<void>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w] {
+        w->deleteLater();
+        Q_EMIT storeChanged();
+    });
+    w->setFuture(QtConcurrent::run(&pool_, [dir = library_dir_, p = path.toStdString()] {
         try {
             Library lib = Library::open(dir);
             if (auto info = lib.find_any_by_path(p)) lib.remove_document(info->id);
         } catch (const std::exception& e) {
             qWarning("library store: %s", e.what());
         }
-    });
+    }));
 }
 
 void IngestQueue::enqueue(quint64 id) {
@@ -193,6 +198,7 @@ void IngestQueue::finished() {
     }
     else if (r.document) model_->setReady(id, r.document);
     else model_->setFailed(id, r.error);
+    if (!r.cancelled && !library_dir_.empty()) Q_EMIT storeChanged();
     startNext();
 }
 

@@ -54,6 +54,9 @@ public:
 Q_SIGNALS:
     void idle();    // the queue ran dry
     void loaded();  // loadStored() finished
+    // The store's documents may have changed: a file's ingest ended (stored, loaded back or failed)
+    // or forget() removed one. Only with a library dir.
+    void storeChanged();
 
 private:
     void startNext();

@@ -9,7 +9,11 @@
 namespace sl::desktop {
 
 LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir, std::string model_path, int n_ctx)
-    : dir_(std::move(library_dir)), model_path_(std::move(model_path)), n_ctx_(n_ctx) {}
+    : LibraryAnswerService(std::move(library_dir), std::make_shared<SharedModel>(std::move(model_path)), n_ctx) {}
+
+LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir, std::shared_ptr<SharedModel> model,
+                                           int n_ctx)
+    : dir_(std::move(library_dir)), model_(std::move(model)), n_ctx_(n_ctx) {}
 
 LibraryAnswerService::~LibraryAnswerService() = default;
 
@@ -17,7 +21,7 @@ Answer LibraryAnswerService::answer(const std::string& question, const DocumentL
                                     const std::function<bool(std::string_view)>& on_text,
                                     const std::atomic<bool>* cancel) {
     const std::lock_guard lock(mutex_);
-    if (!model_) model_ = load_model(model_path_);
+    const std::shared_ptr<const LoadedModel> model = model_->get();
     Library lib = Library::open(dir_);
     app::AskOptions o;
     o.question = question;
@@ -25,22 +29,39 @@ Answer LibraryAnswerService::answer(const std::string& question, const DocumentL
                : options.effort == Effort::High ? sl::Effort::High
                                                 : sl::Effort::Medium;
     o.n_ctx = n_ctx_;
+    o.cancel = cancel;
+    std::string streamed;
     app::AskCallbacks cb;
-    // app::ask has no cancellation hook; pieces stop being shown once cancelled.
     cb.on_text = [&](std::string_view t) {
+        streamed += t;
         if (on_text && !(cancel && cancel->load())) on_text(t);
     };
-    const app::AskResult r = app::ask(lib, *model_, o, cb);
-    const sl::Answer& in = r.answer;
-
     Answer a;
     a.question = question;
+    a.model = model_->path().filename().string();
+    app::AskResult r;
+    try {
+        r = app::ask(lib, *model, o, cb);
+    } catch (const app::Cancelled&) {
+        // Stopped: keep what was streamed (no citations: they come at the end).
+        a.text = streamed;
+        a.method = "stopped before the end";
+        a.finished = true;
+        return a;
+    }
+    const sl::Answer& in = r.answer;
+
     a.text = in.with_markers();
-    a.model = std::filesystem::path(model_path_).filename().string();
     a.context_tokens = static_cast<int>(r.context_tokens);
+    a.read_summary = r.read_summary;
     a.method = "one long context with MSA; citations from the engine's block selections, verified " +
-               std::string(o.embedder ? "lexically and semantically" : "lexically") +
-               (r.restored ? "; prefill restored from the library" : "");
+               std::string(o.embedder ? "lexically and semantically" : "lexically");
+    if (r.from_library_prefill) {
+        const bool all = r.library_saved >= r.library_tokens;
+        a.method += all ? "; the library's prefilled context" : "; the library's prefill so far plus a preselection";
+    } else if (r.restored) {
+        a.method += "; prefill restored from the library";
+    }
     for (size_t i = 0; i < in.citations.size(); ++i) {
         const sl::Citation& c = in.citations[i];
         Citation d;

@@ -111,6 +111,8 @@ QString LibraryModel::statusText(const LibraryItem& it) {
             return s;
         }
         case ItemState::Ready:
+            if (it.seconds < 0)  // loaded back from the library store, not read in this session
+                return tr("ready · %1").arg(it.document ? units_text(*it.document) : QString());
             return tr("ready · %1 · %2").arg(it.document ? units_text(*it.document) : QString(),
                                             QString::number(it.seconds, 'f', 1) + QStringLiteral(" s"));
         case ItemState::Failed: return tr("failed: %1").arg(it.error);
@@ -221,7 +223,7 @@ void LibraryModel::setReady(quint64 id, std::shared_ptr<const doc::Document> doc
     it->state = ItemState::Ready;
     it->progress = 1;
     it->stage.clear();
-    it->seconds = static_cast<double>(it->clock.elapsed()) / 1000.0;
+    it->seconds = it->clock.isValid() ? static_cast<double>(it->clock.elapsed()) / 1000.0 : -1;
     if (document) it->kind = kind_of(document->kind);
     it->document = std::move(document);
     changed(id);

@@ -35,7 +35,7 @@ struct LibraryItem {
     QString stage;                                 // what the reader is doing ("page 12 of 113")
     double eta_seconds = -1;                       // < 0: unknown
     QString error;                                 // the reason, when failed
-    double seconds = 0;                            // ingest time, when ready
+    double seconds = 0;                            // ingest time, when ready (< 0: loaded from the store)
     std::shared_ptr<const doc::Document> document; // when ready
     QElapsedTimer clock;                           // since ingest started
 };

@@ -27,7 +27,9 @@
 #include "app/desktop/library_model.h"
 #include "app/desktop/library_pane.h"
 #include "app/desktop/model_manager.h"
+#include "app/desktop/prefill_gate.h"
 #include "app/desktop/report_export.h"
+#include "app/desktop/shared_model.h"
 #include "app/desktop/viewer_pane.h"
 
 namespace sl::desktop {
@@ -72,6 +74,13 @@ void MainWindow::build() {
     queue_->setOptions(io);
     if (!options_.library_dir.isEmpty()) queue_->setLibraryDir(options_.library_dir.toStdString());
     probe_ = new EventLoopProbe(10, this);
+    if (!options_.library_dir.isEmpty() && options_.background_prefill &&
+        settings_->raw().value(QStringLiteral("prefill/background"), true).toBool()) {
+        prefill_ = new PrefillController(options_.library_dir.toStdString(), options_.prefill, this);
+        // At startup (the stored library loaded), after each ingest and each removal.
+        connect(queue_, &IngestQueue::loaded, prefill_, &PrefillController::libraryChanged);
+        connect(queue_, &IngestQueue::storeChanged, prefill_, &PrefillController::libraryChanged);
+    }
 
     library_pane_ = new LibraryPane(library_, queue_, this);
     viewer_ = new ViewerPane(this);
@@ -100,6 +109,7 @@ void MainWindow::build() {
     connect(library_, &LibraryModel::stateChanged, this, [this](quint64, ItemState) { updateStatus(); });
     connect(library_, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateStatus);
     connect(queue_, &IngestQueue::idle, this, [this] { probe_->stop(); });
+    if (prefill_) connect(prefill_, &PrefillController::progressChanged, this, &MainWindow::showPrefill);
 
     applyModel();
     queue_->loadStored();
@@ -164,6 +174,10 @@ void MainWindow::createStatusBar() {
     device_label_->setAccessibleName(tr("Device"));
     context_label_ = new QLabel(this);
     context_label_->setAccessibleName(tr("Context used and budget"));
+    prefill_label_ = new QLabel(this);
+    prefill_label_->setObjectName(QStringLiteral("prefillStatus"));
+    prefill_label_->setAccessibleName(tr("Background prefill of the library's context"));
+    prefill_label_->setVisible(false);
     effort_ = new QComboBox(this);
     effort_->setAccessibleName(tr("Effort"));
     effort_->setToolTip(tr("Effort: how many sources are read and how long answers are"));
@@ -183,24 +197,33 @@ void MainWindow::createStatusBar() {
     statusBar()->addPermanentWidget(model_label_);
     statusBar()->addPermanentWidget(device_label_);
     statusBar()->addPermanentWidget(context_label_);
+    statusBar()->addPermanentWidget(prefill_label_);
     statusBar()->addPermanentWidget(effort_);
 }
 
 void MainWindow::applyModel() {
     const QString path = settings_->modelPath();
+    const bool exists = QFileInfo::exists(path);
+    if (!exists) model_.reset();
+    else if (!model_ || model_->path() != std::filesystem::path(path.toStdString()))
+        model_ = std::make_shared<SharedModel>(path.toStdString());  // loaded on first use, on a worker
+    std::shared_ptr<AnswerService> service;
     if (options_.service) {
-        chat_->setService(options_.service);
-    } else if (QFileInfo::exists(path) && !options_.library_dir.isEmpty() &&
+        service = options_.service;
+    } else if (exists && !options_.library_dir.isEmpty() &&
                settings_->raw().value(QStringLiteral("answer/pipeline"), QStringLiteral("library")).toString() ==
                    QLatin1String("library")) {
-        // The library's long context with MSA citations (app::ask).
-        chat_->setService(std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), path.toStdString()));
-    } else if (QFileInfo::exists(path)) {
+        // The library's long context with MSA citations (app::ask), from the background prefill
+        // when it has one.
+        service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_);
+    } else if (exists) {
         // BM25-chosen pages given to the model as numbered sources.
-        chat_->setService(std::make_shared<LexicalAnswerService>(path.toStdString()));
-    } else {
-        chat_->setService(nullptr);
+        service = std::make_shared<LexicalAnswerService>(path.toStdString());
     }
+    // The prefill stands still while a question is answered (the CPU is the bottleneck).
+    if (service && prefill_) service = std::make_shared<PausingAnswerService>(service, prefill_->gate());
+    chat_->setService(service);
+    if (prefill_) prefill_->setModel(model_);
     model_context_ = 0;
     model_label_->setText(QFileInfo::exists(path) ? tr("Model: %1").arg(QFileInfo(path).completeBaseName())
                                                   : tr("Model: none (Ctrl+M)"));
@@ -218,6 +241,23 @@ void MainWindow::applyModel() {
 
 QString MainWindow::statusModelText() const { return model_label_->text() + QStringLiteral(" · ") + device_label_->text(); }
 QString MainWindow::statusContextText() const { return context_label_->text(); }
+QString MainWindow::statusPrefillText() const { return prefill_label_->text(); }
+
+void MainWindow::showPrefill(const PrefillProgress& p) {
+    const QString text = prefill_status_text(p);
+    prefill_label_->setText(text);
+    prefill_label_->setVisible(!text.isEmpty());
+    QStringList tip;
+    if (p.state == PrefillState::Prefilling && p.tokens_per_second > 0)
+        tip << tr("%1 tokens per second").arg(p.tokens_per_second, 0, 'f', 0);
+    if (p.resumed_from > 0) tip << tr("resumed from %1 saved tokens").arg(QLocale().toString(p.resumed_from));
+    if (p.documents > 0) tip << tr("%n document(s)", nullptr, p.documents);
+    if (!p.file.isEmpty()) tip << p.file;
+    prefill_label_->setToolTip(tr("The library's context is prefilled in the background and saved as it goes; "
+                                  "questions asked before it finishes read what is prefilled so far.") +
+                               (tip.isEmpty() ? QString() : QStringLiteral("\n") + tip.join(QStringLiteral(" · "))));
+    prefill_label_->setStyleSheet(p.state == PrefillState::Failed ? QStringLiteral("color: #c0392b;") : QString());
+}
 
 void MainWindow::updateStatus() {
     const bool gpu = settings_->device() == Device::Gpu;

@@ -1,5 +1,5 @@
 // The Sightline main window: the library (left), the viewer (centre) and the chat (right), a
-// status bar (model, device, context used / budget, effort), menus with shortcuts, drops of files
+// status bar (model, device, context used / budget, the background prefill's progress, effort), menus with shortcuts, drops of files
 // and folders anywhere on the window, the model manager, the budget dialog and report export.
 // Lives on the GUI thread; every method runs there. Ingest, answers, page renders, budget probes
 // and report writing run on worker threads (QtConcurrent) and come back through watchers.
@@ -13,6 +13,7 @@
 
 #include "app/desktop/answer_service.h"
 #include "app/desktop/app_settings.h"
+#include "app/desktop/prefill_controller.h"
 
 class QComboBox;
 class QLabel;
@@ -25,6 +26,7 @@ class EventLoopProbe;
 class IngestQueue;
 class LibraryModel;
 class LibraryPane;
+class SharedModel;
 class ViewerPane;
 struct Citation;
 
@@ -32,6 +34,10 @@ struct MainWindowOptions {
     QString settings_file;                   // empty: the platform's default QSettings
     std::shared_ptr<AnswerService> service;  // null: chosen by the settings (see applyModel)
     QString library_dir;                     // the library store (sl::Library); empty: none
+    // Prefill the library's context in the background (prefill_controller.h) with the settings'
+    // model; needs library_dir. The setting "prefill/background" (default true) can turn it off.
+    bool background_prefill = true;
+    PrefillControllerOptions prefill;        // its context size, save interval, report interval
 };
 
 class MainWindow : public QMainWindow {
@@ -57,8 +63,10 @@ public:
     ChatPane* chat() const { return chat_; }
     AppSettings* settings() const { return settings_.get(); }
     EventLoopProbe* probe() const { return probe_; }
+    PrefillController* prefill() const { return prefill_; }  // null without a library or when off
     QString statusModelText() const;
     QString statusContextText() const;
+    QString statusPrefillText() const;  // "Context: prefilled 31,744 / 78,379 tokens (40%) · ETA 12:30"; empty when idle
 
 Q_SIGNALS:
     void reportWritten(const QString& path, const QString& error);  // error empty on success
@@ -85,6 +93,7 @@ private:
     void applyModel();
     void updateStatus();
     void openLibraryItem(quint64 id);
+    void showPrefill(const PrefillProgress& progress);
 
     MainWindowOptions options_;
     std::unique_ptr<AppSettings> settings_;
@@ -98,6 +107,9 @@ private:
     QLabel* model_label_ = nullptr;
     QLabel* device_label_ = nullptr;
     QLabel* context_label_ = nullptr;
+    QLabel* prefill_label_ = nullptr;
+    PrefillController* prefill_ = nullptr;
+    std::shared_ptr<SharedModel> model_;  // the settings' model, shared by the answer service and the prefill
     QComboBox* effort_ = nullptr;
     int model_context_ = 0;  // the model's trained context (tokens), 0 when unknown
 };

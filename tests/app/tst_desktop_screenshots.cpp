@@ -75,6 +75,7 @@ void TstDesktopScreenshots::initTestCase() {
     MainWindowOptions o;
     o.settings_file = ini;
     o.library_dir = dir_.filePath(QStringLiteral("library"));
+    o.background_prefill = false;  // its own tests: tst_desktop_prefill
     o.service = std::make_shared<LibraryAnswerService>(o.library_dir.toStdString(), model.string(), 2048);
     window_ = std::make_unique<MainWindow>(o);
     window_->resize(1500, 920);

@@ -44,6 +44,7 @@ std::unique_ptr<MainWindow> TstDesktopStore::window(const QTemporaryDir& dir, st
     o.settings_file = ini;
     o.library_dir = dir.filePath(QStringLiteral("library"));
     o.service = std::move(service);
+    o.background_prefill = false;  // its own tests: tst_desktop_prefill
     return std::make_unique<MainWindow>(o);
 }
 

@@ -1,0 +1,79 @@
+// While a question is answered the background prefill stands still: the CPU is the bottleneck,
+// and the answer reads what the prefill saved so far. PrefillGate is the meeting point: an answer
+// holds it for its duration (PausingAnswerService does so around any AnswerService), the prefill
+// controller's worker stops at the next chunk boundary (the chunk in flight is saved and recorded
+// in the library) and starts again, resuming from the saved file, when the last hold is released.
+//
+// Threading: every method may be called from any thread. The listener and the canceller run on
+// the thread that calls hold()/release(), under the gate's lock: they must only post work or set
+// flags (they may not call back into the gate).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "app/desktop/answer_service.h"
+
+namespace sl::desktop {
+
+class PrefillGate {
+public:
+    // ---- answer side ----
+    void hold();     // pauses the prefill: cancels a running one (it stops after its chunk in flight)
+    void release();  // the last release lets the prefill resume
+    bool held() const;
+    // Waits until no prefill runs (stopped and recorded, or none was running), at most `max`, and
+    // gives up early when *cancel becomes true. True when stopped.
+    bool waitStopped(std::chrono::milliseconds max, const std::atomic<bool>* cancel = nullptr);
+
+    // ---- prefill side (the controller's worker) ----
+    void setCanceller(std::function<void()> cancel);    // stops the running prefill; {} while none runs
+    void setBusy(bool busy);                            // a prefill is being prepared or runs
+    void setListener(std::function<void()> on_change);  // after each hold() / last release()
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable stopped_;
+    int holds_ = 0;
+    bool busy_ = false;
+    std::function<void()> cancel_;
+    std::function<void()> listener_;
+};
+
+// Holds a gate for a scope (null gate: nothing).
+class PrefillHold {
+public:
+    explicit PrefillHold(std::shared_ptr<PrefillGate> gate) : gate_(std::move(gate)) {
+        if (gate_) gate_->hold();
+    }
+    ~PrefillHold() {
+        if (gate_) gate_->release();
+    }
+    PrefillHold(const PrefillHold&) = delete;
+    PrefillHold& operator=(const PrefillHold&) = delete;
+
+private:
+    std::shared_ptr<PrefillGate> gate_;
+};
+
+// Any AnswerService with the background prefill paused while it answers: holds the gate, waits
+// (at most max_wait) for the prefill's chunk in flight to be saved, answers, releases.
+class PausingAnswerService : public AnswerService {
+public:
+    PausingAnswerService(std::shared_ptr<AnswerService> inner, std::shared_ptr<PrefillGate> gate,
+                         std::chrono::milliseconds max_wait = std::chrono::seconds(30));
+    std::string name() const override { return inner_->name(); }
+    Answer answer(const std::string& question, const DocumentList& docs, const AnswerOptions& options,
+                  const std::function<bool(std::string_view)>& on_text, const std::atomic<bool>* cancel) override;
+    const std::shared_ptr<AnswerService>& inner() const { return inner_; }
+
+private:
+    std::shared_ptr<AnswerService> inner_;
+    std::shared_ptr<PrefillGate> gate_;
+    std::chrono::milliseconds max_wait_;
+};
+
+}  // namespace sl::desktop
