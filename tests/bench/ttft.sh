@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
-# Time to the first answer token on a ~100K-token library, cached vs uncached, MSA vs dense
-# (issue #6's benchmark). Uses the CLI as a user does:
-#   1. add R-intro.pdf and R-exts.pdf to a library (276K tokens in full);
-#   2. `prefill --max-tokens 100000`: the library context (99,402 tokens: pages spread over both
-#      books) prefilled once with MSA and saved; its time is the uncached prefill (resumable: a
-#      rerun resumes, and then only the remainder is timed: rerun on a fresh LIB for a clean figure);
-#   3. `ask` twice with MSA and once with dense attention on the saved context (cached): each
-#      prints "first answer text after X s" (restore + positional probe + question turn).
-# Uncached time to first token = the prefill's time + the cached ask's question part. Dense
-# uncached at 100K (quadratic attention: hours on two cores) is not run; scripts/bench.sh
-# bench_attention gives the dense/MSA ratio per layer for the estimate.
-#   tests/bench/ttft.sh [BUILD_DIR (build/release)] [LIB (build/ttft/library)]
+# Time to the first answer token (issue #6's benchmark): cached vs uncached, MSA vs dense, on a
+# library of R-intro.pdf + R-exts.pdf (276K tokens in full) cut to MAX_TOKENS (default 100000) by
+# the budget planner. Uses the CLI as a user does; every `ask` prints "first answer text after X s".
+#   cached:   `prefill --max-tokens MAX` once (its wall time is printed), then `ask` restores the
+#             saved library context (MSA; and dense: the same saved K/V attended densely);
+#   uncached: `ask --no-library-prefill --no-cache --ctx MAX+1024`, which prefills a context of the
+#             same size for the question, MSA and (UNCACHED_DENSE=1) dense. Dense at 100K is
+#             quadratic: hours on two cores, so it is off by default.
+# The library prefill resumes when rerun: use a fresh LIB for a clean prefill time.
+#   MAX_TOKENS=8192 UNCACHED_DENSE=1 tests/bench/ttft.sh [BUILD_DIR] [LIB]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build/release}"
-lib="${2:-$root/build/ttft/library}"
+max="${MAX_TOKENS:-100000}"
+lib="${2:-$root/build/ttft/library-$max}"
 cli="$build/app/sightline-cli"
 samples="${SIGHTLINE_CACHE:-$HOME/.cache/sightline}/samples/pdf"
-"$cli" add --library "$lib" "$samples/R-intro.pdf" "$samples/R-exts.pdf"
+q="Which function reads a data frame from a file?"
+"$cli" add --library "$lib" "$samples/R-intro.pdf" "$samples/R-exts.pdf" | tail -2
 start=$(date +%s.%N)
-"$cli" prefill --library "$lib" --max-tokens 100000 --save-every 4096 2>/dev/null
+"$cli" prefill --library "$lib" --max-tokens "$max" --save-every 4096 2>/dev/null | tail -1
 end=$(date +%s.%N)
-echo "prefill wall: $(echo "$end - $start" | bc) s"
-ask() { "$cli" ask --library "$lib" --effort low "$@" | grep -E "^Read:|first answer text|^KV cache"; }
-echo "== MSA, cached (1)"; ask "How do I register native routines in a package?"
-echo "== MSA, cached (2)"; ask "Which function reads a data frame from a file?"
-echo "== dense, cached";   ask --attention dense "Which function reads a data frame from a file?"
+echo "library prefill wall: $(echo "$end - $start" | bc) s"
+ask() { "$cli" ask --library "$lib" --effort low --no-semantic "$@" | grep -E "^Read:|first answer text"; }
+echo "== cached, MSA";   ask "$q"
+echo "== cached, dense"; ask --attention dense "$q"
+echo "== uncached, MSA"; ask --no-library-prefill --no-cache --ctx $((max + 1024)) "$q"
+if [ "${UNCACHED_DENSE:-0}" = 1 ]; then
+  echo "== uncached, dense"; ask --no-library-prefill --no-cache --attention dense --ctx $((max + 1024)) "$q"
+fi

@@ -1,18 +1,42 @@
-// Recall of MSA's training-free selections on real SmolLM2 activations: SmolLM2 prefills a long
-// real text (refman.pdf) with dense attention; a probe attention sees every layer's call (the real
-// RoPE'd q and K/V cache), runs MSA in each mode on the same inputs, and measures the fraction of the
-// exact (dense) softmax mass that falls in the blocks MSA selected. Reported per layer and mode;
-// a sane floor is asserted for the default mode. Length: SIGHTLINE_MSA_RECALL_TOKENS (default 2048,
-// a minute or two of prefill on two cores); block 64, top-k 8 (a quarter of the context at 2K).
+// Recall of MSA's training-free selections on real SmolLM2 activations over a long real text
+// (refman.pdf). SmolLM2 prefills the text with the engine's own MSA attention, the mode under test
+// (default: block 128, top-k 16, block-max scoring, head-max index queries; positions as the
+// library prefill picks them: remapped past the model's training context), so the queries and the
+// K/V measured are the ones the product sees. A probe wraps that attention; at every layer call it
+// samples query rows (the query blocks qb with qb % stride == stride - 1, stride chosen so that
+// about SIGHTLINE_MSA_RECALL_QBLOCKS blocks are sampled over the context, and in each the rows at
+// offsets B/R - 1, 2B/R - 1, ..., B - 1) and, for every sampled row and head:
+//   - the exact dense softmax mass per KV block over ALL visible keys (read from the KvCache, true
+//     positions), and
+//   - for every variant, the blocks MSA would select for the row's query block (the part of it in
+//     this call) and KV group: select_blocks over the MSA's own block index with the index-query
+//     rows MsaAttention builds (the max over the block's queries, and over the group's heads for
+//     head-max). The mode under test's selection is read from the MSA itself, and recomputed on
+//     every 4th sampled query block: the two must match exactly (the reproduction is faithful).
+// Recall = Σ mass over the selected blocks, averaged over sampled (row, head) pairs whose row sees
+// more than top-k blocks (otherwise it is 1 trivially). Reported per layer and variant: the mean
+// over layers, the worst layer, and the mean over layers of the rows in the last quarter of the
+// context. Asserted: the mode under test's mean over layers >= 0.95 (the issue's floor).
+//
+// Environment: SIGHTLINE_MSA_RECALL_TOKENS (default 4096, a few minutes on two cores, where the
+// default mode measured 0.979; the issue's 32K goal is NOT met: a run with 32768 measured 0.80 for
+// block-max and hybrid, and fails this assertion — see issue #5's note), _BLOCK (128), _TOPK (16), _MODE (block-max | hybrid |
+// mean-key: the prefill mode under test, head-max index queries), _POSITIONS (auto | original |
+// remap), _QBLOCKS (about how many query blocks to sample, default 32), _ROWS (rows per sampled
+// query block, default 8).
 #include <QTest>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "core/attention/dense_attention.h"
+#include "core/attention/block_index.h"
+#include "core/attention/block_select.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/model/model_loader.h"
@@ -24,91 +48,230 @@
 
 namespace {
 
+int env_int(const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+
+std::string env_str(const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::string(v) : std::string(fallback);
+}
+
+// One way of selecting blocks, measured on the same sampled rows.
 struct Variant {
     const char* name;
-    std::unique_ptr<sl::MsaAttention> msa;
-    std::vector<double> recall_sum, count;  // per layer, over (query, head) pairs with more blocks than top-k
+    sl::BlockScoring scoring;
+    sl::IndexQuery index_query;
+    bool sink;
+    // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter.
+    std::vector<double> sum, count, tail_sum, tail_count;
+    sl::SelectStats stats;  // index-branch work of the sampled selections
 };
 
-// Runs dense attention for the model and, beside it, every MSA variant on the same call.
+std::vector<Variant> make_variants(int n_layer) {
+    using S = sl::BlockScoring;
+    using Q = sl::IndexQuery;
+    std::vector<Variant> v = {
+        {"block-max/head-max", S::BlockMax, Q::HeadMax, false, {}, {}, {}, {}, {}},
+        {"block-max/group-mean", S::BlockMax, Q::GroupMean, false, {}, {}, {}, {}, {}},
+        {"hybrid4/head-max", S::Hybrid, Q::HeadMax, false, {}, {}, {}, {}, {}},
+        {"mean-key/head-max", S::MeanKey, Q::HeadMax, false, {}, {}, {}, {}, {}},
+        {"mean-key/group-mean", S::MeanKey, Q::GroupMean, false, {}, {}, {}, {}, {}},
+        {"block-max/head+sink", S::BlockMax, Q::HeadMax, true, {}, {}, {}, {}, {}},
+    };
+    for (Variant& x : v) {
+        x.sum.assign(static_cast<size_t>(n_layer), 0.0);
+        x.count = x.tail_sum = x.tail_count = x.sum;
+    }
+    return v;
+}
+
+struct Sampling {
+    int stride = 1;          // query blocks qb with qb % stride == stride - 1
+    int rows = 8;            // rows per sampled query block
+    int64_t tail_from = 0;   // positions >= tail_from count in the last-quarter figure
+};
+
+// Runs the MSA under test for the model and measures every variant's recall on sampled rows.
 class RecallProbe final : public sl::Attention {
 public:
-    RecallProbe(int block, int top_k, int n_layer) : block_(block), top_k_(top_k) {
-        auto add = [&](const char* name, sl::BlockScoring s, sl::IndexQuery iq, bool sink = false) {
-            sl::MsaConfig cfg;
-            cfg.block_size = block;
-            cfg.top_k = top_k;
-            cfg.sink = sink;
-            cfg.scoring = s;
-            cfg.index_query = iq;
-            variants.push_back({name, std::make_unique<sl::MsaAttention>(cfg), std::vector<double>(static_cast<size_t>(n_layer)),
-                                std::vector<double>(static_cast<size_t>(n_layer))});
-        };
-        add("block-max/head-max", sl::BlockScoring::BlockMax, sl::IndexQuery::HeadMax);
-        add("block-max/group-mean", sl::BlockScoring::BlockMax, sl::IndexQuery::GroupMean);
-        add("mean-key/head-max", sl::BlockScoring::MeanKey, sl::IndexQuery::HeadMax);
-        add("mean-key/group-mean", sl::BlockScoring::MeanKey, sl::IndexQuery::GroupMean);
-        add("block-max/head+sink", sl::BlockScoring::BlockMax, sl::IndexQuery::HeadMax, true);
-        add("hybrid4/head-max", sl::BlockScoring::Hybrid, sl::IndexQuery::HeadMax);
+    RecallProbe(const sl::MsaConfig& config, int tested, Sampling sampling, int n_layer)
+        : variants(make_variants(n_layer)), msa_(config), tested_(tested), sampling_(sampling) {
+        const int B = config.block_size;
+        is_row_.assign(static_cast<size_t>(B), 0);
+        const int R = std::clamp(sampling.rows, 1, B);
+        for (int i = 0; i < R; ++i) is_row_[static_cast<size_t>((static_cast<int64_t>(i) + 1) * B / R - 1)] = 1;
     }
 
     void forward(const sl::AttentionCall& c, const sl::KvCache& kv, sl::ThreadPool& pool) override {
-        dense_.forward(c, kv, pool);
-        const int64_t end = c.pos0 + c.n_tokens;
-        const int64_t nb = (end + block_ - 1) / block_;
-        // Exact softmax mass per block for every (query, head).
-        mass_.assign(static_cast<size_t>(c.n_tokens) * c.n_head * static_cast<size_t>(nb), 0.0f);
-        scratch_.resize(static_cast<size_t>(pool.size()));
-        const int G = c.n_head / c.n_kv_head;
-        pool.parallel_for(static_cast<int64_t>(c.n_tokens) * c.n_head, [&](int64_t b, int64_t e, int ti) {
-            std::vector<float>& s = scratch_[static_cast<size_t>(ti)];
-            const size_t kb = static_cast<size_t>(kv.block_size()) * static_cast<size_t>(c.head_dim);
-            s.resize(static_cast<size_t>(end) + kb);
-            float* kbuf = s.data() + end;
-            for (int64_t it = b; it < e; ++it) {
-                const int64_t t = it / c.n_head;
-                const int h = static_cast<int>(it % c.n_head);
-                const int64_t n_keys = c.pos0 + t + 1;
-                const float* q = c.q + it * c.head_dim;
-                for (int64_t j0 = 0; j0 < n_keys; j0 += kv.block_size()) {
-                    const int n = static_cast<int>(std::min<int64_t>(kv.block_size(), n_keys - j0));
-                    const float* K = kv.k_rows(c.layer, h / G, j0, n, kbuf);
-                    for (int j = 0; j < n; ++j)
-                        s[static_cast<size_t>(j0 + j)] = sl::kernels::dot_f32(q, K + static_cast<int64_t>(j) * c.head_dim, c.head_dim) * c.scale;
-                }
-                sl::kernels::softmax(s.data(), n_keys);
-                float* m = mass_.data() + it * nb;
-                for (int64_t j = 0; j < n_keys; ++j) m[j / block_] += s[static_cast<size_t>(j)];
-            }
-        });
-        out_.resize(static_cast<size_t>(c.n_tokens) * c.n_head * c.head_dim);
-        sl::AttentionCall mc = c;
-        mc.out = out_.data();
-        for (Variant& v : variants) {
-            v.msa->forward(mc, kv, pool);
-            for (const sl::Selection& sel : v.msa->last_selections(c.layer)) {
-                const int64_t local = sel.q_pos0 / block_;
-                if (local + 1 <= top_k_) continue;  // every block selected: recall 1 trivially
-                for (int64_t t = sel.q_pos0 - c.pos0; t < sel.q_pos0 - c.pos0 + sel.n_queries; ++t)
-                    for (int h = sel.kv_head * G; h < (sel.kv_head + 1) * G; ++h) {
-                        const float* m = mass_.data() + (t * c.n_head + h) * nb;
-                        double r = 0;
-                        for (int32_t blk : sel.blocks) r += m[blk];
-                        v.recall_sum[static_cast<size_t>(c.layer)] += r;
-                        v.count[static_cast<size_t>(c.layer)] += 1;
-                    }
-            }
-        }
+        msa_.forward(c, kv, pool);
+        const auto start = std::chrono::steady_clock::now();
+        measure(c, kv, pool);
+        probe_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    const char* name() const override { return "recall-probe"; }
+    const char* name() const override { return msa_.name(); }
+    std::string signature() const override { return msa_.signature(); }
+    void reset_state() override { msa_.reset_state(); }
+
+    const sl::MsaAttention& msa() const { return msa_; }
 
     std::vector<Variant> variants;
+    int64_t checked = 0, mismatches = 0;  // selections of the mode under test recomputed / differing
+    double probe_seconds = 0;
 
 private:
-    int block_, top_k_;
-    sl::DenseAttention dense_;
-    std::vector<float> mass_, out_;
-    std::vector<std::vector<float>> scratch_;
+    // Per pool thread.
+    struct Scratch {
+        std::vector<float> rows_head, rows_mean;    // index-query rows as MsaAttention builds them
+        sl::SelectScratch select;
+        std::vector<std::vector<int32_t>> blocks;   // per variant: the selection
+        std::vector<int32_t> check;
+        std::vector<int64_t> ts;                    // sampled rows (call-relative)
+        std::vector<float> scores;                  // (pairs, keys): scores, then probabilities
+        std::vector<double> mass;                   // (blocks): one pair's mass per block
+        std::vector<float> kbuf;                    // (B, head_dim)
+        std::vector<double> sum, count, tail_sum, tail_count;  // per variant
+        std::vector<sl::SelectStats> stats;                    // per variant
+        int64_t checked = 0, mismatches = 0;
+    };
+
+    void measure(const sl::AttentionCall& c, const sl::KvCache& kv, sl::ThreadPool& pool) {
+        const sl::BlockIndex* index = msa_.index(c.layer);
+        const std::vector<sl::Selection>& sels = msa_.last_selections(c.layer);
+        if (!index || sels.empty()) return;  // dense layer
+        const int B = msa_.config().block_size, top_k = msa_.config().top_k;
+        const int G = c.n_head / c.n_kv_head, hd = c.head_dim;
+        const size_t nv = variants.size();
+        items_.clear();
+        for (size_t i = 0; i < sels.size(); ++i) {
+            const sl::Selection& s = sels[i];
+            const int64_t qb = s.q_pos0 / B;
+            if (qb + 1 <= top_k || qb % sampling_.stride != sampling_.stride - 1) continue;
+            for (int64_t p = s.q_pos0; p < s.q_pos0 + s.n_queries; ++p)
+                if (is_row_[static_cast<size_t>(p % B)]) {
+                    items_.push_back(i);
+                    break;
+                }
+        }
+        if (items_.empty()) return;
+        if (scratch_.size() < static_cast<size_t>(pool.size())) scratch_.resize(static_cast<size_t>(pool.size()));
+        for (Scratch& s : scratch_) {
+            s.blocks.resize(nv);
+            s.sum.assign(nv, 0.0);
+            s.count = s.tail_sum = s.tail_count = s.sum;
+            s.stats.assign(nv, {});
+            s.checked = s.mismatches = 0;
+        }
+        std::vector<sl::SelectParams> params(nv);
+        for (size_t v = 0; v < nv; ++v) {
+            params[v].top_k = top_k;
+            params[v].sink = variants[v].sink;
+            params[v].scoring = variants[v].scoring;
+            params[v].prune = msa_.config().prune;
+            params[v].hybrid_factor = msa_.config().hybrid_factor;
+        }
+        pool.parallel_for(static_cast<int64_t>(items_.size()), [&](int64_t begin, int64_t stop, int ti) {
+            Scratch& s = scratch_[static_cast<size_t>(ti)];
+            for (int64_t it = begin; it < stop; ++it) {
+                const sl::Selection& sel = sels[items_[static_cast<size_t>(it)]];
+                const int g = sel.kv_head;
+                const int64_t local = sel.q_pos0 / B;
+                const int64_t t0 = sel.q_pos0 - c.pos0, t1 = t0 + sel.n_queries;
+                const int nq = sel.n_queries;
+                // Index-query rows exactly as MsaAttention::forward builds them.
+                s.rows_head.resize(static_cast<size_t>(nq) * G * hd);
+                for (int64_t t = t0; t < t1; ++t) {
+                    const float* src = c.q + (t * c.n_head + static_cast<int64_t>(g) * G) * hd;
+                    std::copy(src, src + static_cast<int64_t>(G) * hd, s.rows_head.data() + (t - t0) * G * hd);
+                }
+                s.rows_mean.assign(static_cast<size_t>(nq) * hd, 0.0f);
+                const float inv = 1.0f / static_cast<float>(G);
+                for (int64_t t = t0; t < t1; ++t)
+                    for (int hh = 0; hh < G; ++hh)
+                        sl::kernels::axpy_f32(s.rows_mean.data() + (t - t0) * hd, inv,
+                                              c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd, hd);
+                for (size_t v = 0; v < nv; ++v) {
+                    const bool head = variants[v].index_query == sl::IndexQuery::HeadMax || G == 1;
+                    const float* rows = head ? s.rows_head.data() : s.rows_mean.data();
+                    const int n_rows = head ? nq * G : nq;
+                    if (static_cast<int>(v) == tested_) {
+                        s.blocks[v] = sel.blocks;  // what the MSA attended
+                        // Recomputed on every 4th sampled query block: the reproduction check.
+                        if ((local / sampling_.stride) % 4 != 0) continue;
+                        sl::select_blocks(*index, kv, c.layer, g, rows, n_rows, hd, local, params[v], s.select,
+                                          s.check, s.stats[v]);
+                        ++s.checked;
+                        if (s.check != sel.blocks) ++s.mismatches;
+                    } else {
+                        sl::select_blocks(*index, kv, c.layer, g, rows, n_rows, hd, local, params[v], s.select,
+                                          s.blocks[v], s.stats[v]);
+                    }
+                }
+                // Exact dense softmax mass per block of the sampled rows, every head of the group.
+                s.ts.clear();
+                for (int64_t t = t0; t < t1; ++t)
+                    if (is_row_[static_cast<size_t>((c.pos0 + t) % B)]) s.ts.push_back(t);
+                const int64_t n_keys_max = c.pos0 + s.ts.back() + 1;
+                const size_t n_pairs = s.ts.size() * static_cast<size_t>(G);
+                s.scores.resize(n_pairs * static_cast<size_t>(n_keys_max));
+                s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
+                for (int64_t j0 = 0; j0 < n_keys_max; j0 += B) {
+                    const int n = static_cast<int>(std::min<int64_t>(B, n_keys_max - j0));
+                    const float* K = kv.k_span(c.layer, g, j0, n, s.kbuf.data());
+                    for (size_t r = 0; r < s.ts.size(); ++r) {
+                        const int64_t t = s.ts[r];
+                        const int n_vis = static_cast<int>(std::min<int64_t>(n, c.pos0 + t - j0 + 1));
+                        for (int hh = 0; hh < G; ++hh) {
+                            const float* q = c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd;
+                            float* sc = s.scores.data() + (r * static_cast<size_t>(G) + static_cast<size_t>(hh)) *
+                                                              static_cast<size_t>(n_keys_max) + static_cast<size_t>(j0);
+                            for (int j = 0; j < n_vis; ++j)
+                                sc[j] = sl::kernels::dot_f32(q, K + static_cast<int64_t>(j) * hd, hd) * c.scale;
+                        }
+                    }
+                }
+                for (size_t pair = 0; pair < n_pairs; ++pair) {
+                    const int64_t p = c.pos0 + s.ts[pair / static_cast<size_t>(G)];
+                    float* pr = s.scores.data() + pair * static_cast<size_t>(n_keys_max);
+                    sl::kernels::softmax(pr, p + 1);
+                    s.mass.assign(static_cast<size_t>(local) + 1, 0.0);
+                    for (int64_t j = 0; j <= p; ++j) s.mass[static_cast<size_t>(j / B)] += pr[j];
+                    const bool tail = p >= sampling_.tail_from;
+                    for (size_t v = 0; v < nv; ++v) {
+                        double r = 0;
+                        for (const int32_t b : s.blocks[v]) r += s.mass[static_cast<size_t>(b)];
+                        s.sum[v] += r;
+                        s.count[v] += 1;
+                        if (tail) {
+                            s.tail_sum[v] += r;
+                            s.tail_count[v] += 1;
+                        }
+                    }
+                }
+            }
+        });
+        const auto l = static_cast<size_t>(c.layer);
+        for (const Scratch& s : scratch_) {
+            for (size_t v = 0; v < nv; ++v) {
+                if (l >= variants[v].sum.size()) continue;
+                variants[v].sum[l] += s.sum[v];
+                variants[v].count[l] += s.count[v];
+                variants[v].tail_sum[l] += s.tail_sum[v];
+                variants[v].tail_count[l] += s.tail_count[v];
+                variants[v].stats.add(s.stats[v]);
+            }
+            checked += s.checked;
+            mismatches += s.mismatches;
+        }
+    }
+
+    sl::MsaAttention msa_;
+    int tested_;
+    Sampling sampling_;
+    std::vector<char> is_row_;  // (B): offsets in a query block that are sampled
+    std::vector<size_t> items_; // selections of the call that hold sampled rows
+    std::vector<Scratch> scratch_;
 };
 
 }  // namespace
@@ -123,8 +286,14 @@ private Q_SLOTS:
 void TstMsaRecall::recallOnRefman() {
     REQUIRE_ASSET(model_path, sl::assets::kDefaultModel);
     REQUIRE_ASSET(pdf, "samples/pdf/refman.pdf");
-    const char* env = std::getenv("SIGHTLINE_MSA_RECALL_TOKENS");
-    const int n_tokens = env ? std::atoi(env) : 2048;
+    const int n_tokens = env_int("SIGHTLINE_MSA_RECALL_TOKENS", 4096);
+    const int block = env_int("SIGHTLINE_MSA_RECALL_BLOCK", 128), top_k = env_int("SIGHTLINE_MSA_RECALL_TOPK", 16);
+    const int want_qblocks = env_int("SIGHTLINE_MSA_RECALL_QBLOCKS", 32);
+    const int rows = env_int("SIGHTLINE_MSA_RECALL_ROWS", 8);
+    const std::string mode = env_str("SIGHTLINE_MSA_RECALL_MODE", "block-max");
+    const std::string positions = env_str("SIGHTLINE_MSA_RECALL_POSITIONS", "auto");
+    QVERIFY2(n_tokens > 0 && block > 0 && top_k > 0 && want_qblocks > 0 && rows > 0, "bad SIGHTLINE_MSA_RECALL_* value");
+
     const int last_page = std::max(60, 5 + n_tokens / 250);  // ~400-600 tokens per page
     QByteArray text;
     if (!sl::test::run_process(QStringLiteral("pdftotext"),
@@ -133,55 +302,99 @@ void TstMsaRecall::recallOnRefman() {
                                 QStringLiteral("-")},
                                &text))
         return;
-    // SIGHTLINE_MSA_RECALL_TOKENS / _BLOCK / _TOPK: e.g. 32768 / 128 / 16 for the issue's goal
-    // (>= 0.95 in the default mode at 32K; a 32K prefill with the dense probe takes long on 2 cores).
-    const char* env_b = std::getenv("SIGHTLINE_MSA_RECALL_BLOCK");
-    const char* env_k = std::getenv("SIGHTLINE_MSA_RECALL_TOPK");
-    const int block = env_b ? std::atoi(env_b) : 64, top_k = env_k ? std::atoi(env_k) : 8;
     auto m = sl::load_model(model_path);
     std::vector<int32_t> ids = m->tokenizer->encode(text.toStdString(), true, false);
     QVERIFY2(static_cast<int>(ids.size()) >= n_tokens, "refman.pdf's pages give fewer tokens than asked");
     ids.resize(static_cast<size_t>(n_tokens));
     const int n_layer = m->model->config().n_layer;
-    auto probe_owned = std::make_unique<RecallProbe>(block, top_k, n_layer);
+
+    // The mode under test, configured as the library prefill does (app/common/library_prefill.cpp).
+    const std::vector<Variant> names = make_variants(0);
+    int tested = -1;
+    const std::string tested_name = mode + "/head-max";
+    for (size_t i = 0; i < names.size(); ++i)
+        if (tested_name == names[i].name || (mode == "hybrid" && std::strcmp(names[i].name, "hybrid4/head-max") == 0))
+            tested = static_cast<int>(i);
+    QVERIFY2(tested >= 0, "SIGHTLINE_MSA_RECALL_MODE must be block-max, hybrid or mean-key");
+    sl::MsaConfig cfg;
+    cfg.block_size = block;
+    cfg.top_k = top_k;
+    cfg.scoring = names[static_cast<size_t>(tested)].scoring;
+    cfg.index_query = names[static_cast<size_t>(tested)].index_query;
+    const int64_t n_train = m->model->config().n_ctx_train;
+    const bool remap = positions == "remap" || (positions == "auto" && n_train > 0 && n_tokens > n_train);
+    QVERIFY2(positions == "auto" || positions == "remap" || positions == "original",
+             "SIGHTLINE_MSA_RECALL_POSITIONS must be auto, original or remap");
+    if (remap) {
+        cfg.positions = sl::PositionMode::Remap;
+        cfg.remap_window = static_cast<int>(std::min<int64_t>(4096, n_train > 0 ? n_train / 2 : 4096));
+    }
+
+    Sampling sampling;
+    const int n_qb = (n_tokens + block - 1) / block;
+    sampling.stride = std::max(1, n_qb / want_qblocks);
+    sampling.rows = std::min(rows, block);
+    sampling.tail_from = n_tokens - n_tokens / 4;
+    auto probe_owned = std::make_unique<RecallProbe>(cfg, tested, sampling, n_layer);
     RecallProbe* probe = probe_owned.get();
     sl::SessionOptions so;
     so.n_ctx = n_tokens + 8;
+    so.kv_block = block;
+    so.device = "cpu";
     sl::Session session(*m, so, std::move(probe_owned));
+    const auto t_start = std::chrono::steady_clock::now();
     session.prefill(ids);
-    qInfo("%d tokens of refman.pdf, block %d, top-k %d (%.0f%% of the context at the end); recall of the dense "
-          "attention mass by the selected blocks, over (query, head) pairs that see more than top-k blocks:",
-          n_tokens, block, top_k, 100.0 * top_k * block / n_tokens);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+    qInfo("%d tokens of refman.pdf prefilled with %s (%.0f s, of which %.0f s measuring); top-k %d of %d blocks at "
+          "the end (%.0f%% of the context)",
+          n_tokens, probe->msa().signature().c_str(), wall, probe->probe_seconds, top_k, n_qb, 100.0 * top_k / n_qb);
+    qInfo("sampled: every %d-th query block, %d rows each; recall of the exact dense attention mass by the selected "
+          "blocks, over sampled (row, head) pairs that see more than top-k blocks (last quarter: positions >= %lld):",
+          sampling.stride, sampling.rows, static_cast<long long>(sampling.tail_from));
     QString header = QStringLiteral("layer");
     for (const auto& v : probe->variants) header += QStringLiteral(" | %1").arg(QString::fromLatin1(v.name), 20);
     qInfo("%s", qPrintable(header));
-    std::vector<double> mean(probe->variants.size(), 0.0), worst(probe->variants.size(), 1.0);
+    const size_t nv = probe->variants.size();
+    std::vector<double> mean(nv, 0.0), worst(nv, 1.0), tail(nv, 0.0);
+    int worst_layer = 0;
     for (int l = 0; l < n_layer; ++l) {
         QString line = QStringLiteral("%1").arg(l, 5);
-        for (size_t i = 0; i < probe->variants.size(); ++i) {
+        for (size_t i = 0; i < nv; ++i) {
             const auto& v = probe->variants[i];
-            const double r = v.recall_sum[static_cast<size_t>(l)] / std::max(1.0, v.count[static_cast<size_t>(l)]);
+            const auto li = static_cast<size_t>(l);
+            const double r = v.sum[li] / std::max(1.0, v.count[li]);
             mean[i] += r / n_layer;
-            worst[i] = std::min(worst[i], r);
+            tail[i] += v.tail_sum[li] / std::max(1.0, v.tail_count[li]) / n_layer;
+            if (r < worst[i]) {
+                worst[i] = r;
+                if (static_cast<int>(i) == tested) worst_layer = l;
+            }
             line += QStringLiteral(" | %1").arg(r, 20, 'f', 4);
         }
         qInfo("%s", qPrintable(line));
     }
-    for (size_t i = 0; i < probe->variants.size(); ++i) {
+    for (size_t i = 0; i < nv; ++i) {
         const auto& v = probe->variants[i];
-        const sl::MsaStats& st = v.msa->stats();
-        qInfo("%-20s mean recall %.4f, worst layer %.4f; exact block scores for %.1f%% of candidate blocks, "
-              "%.1f%% of brute-force (row, block) pairs",
-              v.name, mean[i], worst[i],
-              100.0 * static_cast<double>(st.select.exact_blocks) / std::max<double>(1, static_cast<double>(st.select.candidates)),
-              100.0 * static_cast<double>(st.select.exact_rows) / std::max<double>(1, static_cast<double>(st.select.brute_rows)));
+        const sl::SelectStats& st = v.stats;
+        qInfo("RECALL tokens=%d mode=%-20s mean %.4f  worst layer %.4f  last quarter %.4f  (pairs per layer %.0f; "
+              "exact block scores for %.1f%% of candidate blocks, %.1f%% of brute-force (row, block) pairs)%s",
+              n_tokens, v.name, mean[i], worst[i], tail[i], v.count[0],
+              100.0 * static_cast<double>(st.exact_blocks) / std::max<double>(1, static_cast<double>(st.candidates)),
+              100.0 * static_cast<double>(st.exact_rows) / std::max<double>(1, static_cast<double>(st.brute_rows)),
+              static_cast<int>(i) == tested ? "  <- under test" : "");
     }
-    QVERIFY2(mean[0] >= 0.8, qPrintable(QString::number(mean[0])));
+    qInfo("under test: worst layer %d; selections recomputed %lld, differing from the MSA's %lld", worst_layer,
+          static_cast<long long>(probe->checked), static_cast<long long>(probe->mismatches));
+    QVERIFY2(probe->checked > 0, "no query block was sampled (context shorter than top-k blocks?)");
+    QCOMPARE(probe->mismatches, int64_t{0});
+    QVERIFY2(mean[static_cast<size_t>(tested)] >= 0.95, qPrintable(QString::number(mean[static_cast<size_t>(tested)])));
 }
 
-// The prefill takes minutes on a busy two-core machine: lift QtTest's 5-minute watchdog.
+// The prefill takes minutes on a two-core machine, and a 32K block-max run over an hour when the
+// machine is shared: run by hand, QtTest's watchdog gets a day (CTest sets it from the TIMEOUT).
 int main(int argc, char** argv) {
-    if (qEnvironmentVariableIsEmpty("QTEST_FUNCTION_TIMEOUT")) qputenv("QTEST_FUNCTION_TIMEOUT", "1200000");
+    if (qEnvironmentVariableIsEmpty("QTEST_FUNCTION_TIMEOUT")) qputenv("QTEST_FUNCTION_TIMEOUT", "86400000");
     TstMsaRecall t;
     return QTest::qExec(&t, argc, argv);
 }
