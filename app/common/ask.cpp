@@ -56,6 +56,15 @@ std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids
 
 namespace {
 
+// MSA with `mc` (msa set to it) or dense attention (msa null).
+std::unique_ptr<Attention> make_attention(bool use_msa, const MsaConfig& mc, MsaAttention*& msa) {
+    msa = nullptr;
+    if (!use_msa) return std::make_unique<DenseAttention>();
+    auto m = std::make_unique<MsaAttention>(mc);
+    msa = m.get();
+    return m;
+}
+
 void check_cancel(const AskOptions& o) {
     if (o.cancel && o.cancel->load()) throw Cancelled("the question was cancelled");
 }
@@ -210,15 +219,8 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     // (Session::restore accepts a file of another attention), without selections to cite.
     MsaConfig mc = c.msa;
     mc.top_k = effort.top_k;
-    std::unique_ptr<Attention> attention;
     MsaAttention* msa = nullptr;
-    if (o.msa) {
-        auto m = std::make_unique<MsaAttention>(mc);
-        msa = m.get();
-        attention = std::move(m);
-    } else {
-        attention = std::make_unique<DenseAttention>();
-    }
+    std::unique_ptr<Attention> attention = make_attention(o.msa, mc, msa);
     SessionOptions so;
     so.kv_block = mc.block_size;
     so.device = "cpu";  // restores a saved context: CPU sessions only (core/runtime/session.h)
@@ -331,15 +333,8 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
         mc.top_k = effort.top_k;
         mc.block_size = o.block_size;
     }
-    std::unique_ptr<Attention> attention;
     MsaAttention* msa = nullptr;
-    if (o.msa) {
-        auto m = std::make_unique<MsaAttention>(mc);
-        msa = m.get();
-        attention = std::move(m);
-    } else {
-        attention = std::make_unique<DenseAttention>();
-    }
+    std::unique_ptr<Attention> attention = make_attention(o.msa, mc, msa);
     SessionOptions so;
     so.n_ctx = static_cast<int>(ts.prefix_tokens + q_size) + effort.answer_tokens + 8;
     so.kv_block = o.block_size;
