@@ -77,6 +77,12 @@ LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPr
     PrefillOptions po;
     po.save_every = o.save_every;
     po.progress_interval = o.progress_interval;
+    // Seeds: the library's other saved contexts for this model (before a document was added, the
+    // context was the same up to the new document): the longest shared prefix is not prefilled again.
+    for (const KvCacheRecord& r : lib_.list_kv_caches())
+        if (r.model_fingerprint == context_.fingerprint && r.path != context_.path && r.n_tokens > 0 &&
+            r.settings.find("\"library_prefill\":true") != std::string::npos)
+            po.seeds.push_back(r.path);
     prefill_ = std::make_unique<ProgressivePrefill>(*session_, context_.stream.tokens, context_.path, po);
     if (auto old = lib_.find_kv_cache(context_.fingerprint, context_.ids, context_.settings)) record_id_ = old->id;
 }

@@ -10,7 +10,9 @@
 // the library's kv/ folder as library-<sha256 of the tokens>.slkv and is recorded in the library
 // (KvCacheRecord, Partial with the saved extent, then Complete) under settings_key(), so that ask
 // finds it by (model fingerprint, documents, settings). Adding or removing a document changes the
-// context and so the file: the prefill of the new context starts over.
+// context and so the file: the prefill of the new context starts from the longest prefix it shares
+// with one of the library's other saved contexts (PrefillOptions::seeds: after a document is added,
+// everything before it), else from the start.
 //
 // Attention: MSA with the block 128 and top-k 16, hybrid block scoring. For a context
 // longer than the model's training context (SmolLM2: 8K) positions are remapped

@@ -24,19 +24,35 @@ struct UnitMass {
 std::vector<UnitMass> step_units(const SelectionCollector::Step& step, const TokenStream& ts, int B,
                                  const std::vector<float>* baseline) {
     std::vector<UnitMass> out;
-    for (auto [b, m] : step.blocks) {
+    for (size_t bi = 0; bi < step.blocks.size(); ++bi) {
+        auto [b, m] = step.blocks[bi];
         if (baseline && static_cast<size_t>(b) < baseline->size()) m = std::max(0.0f, m - (*baseline)[static_cast<size_t>(b)]);
         if (m <= 0) continue;
         const int64_t lo = static_cast<int64_t>(b) * B;
         const int64_t hi = std::min<int64_t>(lo + B, ts.prefix_tokens);
         if (hi <= lo) continue;
+        // A block's mass goes to the units of its tokens: by the attention each token received
+        // when the step recorded it, else by token count.
+        const std::vector<float>* tok = bi < step.tokens.size() && step.tokens[bi].size() == static_cast<size_t>(B)
+                                            ? &step.tokens[bi] : nullptr;
+        double tok_total = 0;
+        if (tok)
+            for (const float x : *tok) tok_total += x;
+        if (tok_total <= 0) tok = nullptr;
         const auto [s0, s1] = ts.spans_in(lo, hi);
         for (size_t si = s0; si < s1; ++si) {
             const auto& sp = ts.spans[si];
             if (sp.unit < 0 || sp.kind == SpanKind::Marker) continue;  // reading a marker is not reading the unit
-            const int64_t n = std::min(hi, sp.end) - std::max(lo, sp.begin);
-            if (n <= 0) continue;
-            const double part = static_cast<double>(m) * static_cast<double>(n) / static_cast<double>(B);
+            const int64_t b0 = std::max(lo, sp.begin), b1 = std::min(hi, sp.end);
+            if (b1 <= b0) continue;
+            double share = static_cast<double>(b1 - b0) / static_cast<double>(B);
+            if (tok) {
+                double x = 0;
+                for (int64_t p = b0; p < b1; ++p) x += (*tok)[static_cast<size_t>(p - lo)];
+                share = x / tok_total;
+            }
+            const double part = static_cast<double>(m) * share;
+            if (part <= 0) continue;
             if (!out.empty() && out.back().unit == sp.unit && out.back().block == b) out.back().mass += part;
             else out.push_back({sp.unit, b, part});
         }

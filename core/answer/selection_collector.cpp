@@ -8,27 +8,43 @@ SelectionCollector::SelectionCollector(const TokenStream& stream, int block_size
     : stream_(stream), block_size_(std::max(1, block_size)), exclude_block0_(exclude_block0) {}
 
 void SelectionCollector::attach(MsaAttention& msa) {
+    msa.set_token_mass(true);
     msa.set_observer([this](int layer, const AttentionCall& call, const std::vector<Selection>& s) {
         observe(layer, call, s);
     });
 }
 
-void SelectionCollector::detach(MsaAttention& msa) { msa.set_observer({}); }
+void SelectionCollector::detach(MsaAttention& msa) {
+    msa.set_observer({});
+    msa.set_token_mass(false);
+}
 
 void SelectionCollector::observe(int /*layer*/, const AttentionCall& call, const std::vector<Selection>& selections) {
     if (call.n_tokens != 1) return;
-    if (steps_.empty() || steps_.back().pos != call.pos0) steps_.push_back({call.pos0, {}});
+    if (steps_.empty() || steps_.back().pos != call.pos0) steps_.push_back({call.pos0, {}, {}});
     Step& step = steps_.back();
     const int64_t local = call.pos0 / block_size_;
+    const auto B = static_cast<size_t>(block_size_);
     for (const Selection& sel : selections) {
+        const bool has_tokens = sel.token_mass.size() == sel.blocks.size() * B;
         for (size_t i = 0; i < sel.blocks.size() && i < sel.mass.size(); ++i) {
             const int32_t b = sel.blocks[i];
             if (b == local || (exclude_block0_ && b == 0)) continue;
             if (static_cast<int64_t>(b) * block_size_ >= stream_.prefix_tokens) continue;
             auto it = std::lower_bound(step.blocks.begin(), step.blocks.end(), b,
                                        [](const std::pair<int32_t, float>& e, int32_t v) { return e.first < v; });
-            if (it != step.blocks.end() && it->first == b) it->second += sel.mass[i];
-            else step.blocks.insert(it, {b, sel.mass[i]});
+            const auto at = static_cast<size_t>(it - step.blocks.begin());
+            if (it != step.blocks.end() && it->first == b) {
+                it->second += sel.mass[i];
+            } else {
+                step.blocks.insert(it, {b, sel.mass[i]});
+                step.tokens.insert(step.tokens.begin() + static_cast<std::ptrdiff_t>(at), std::vector<float>{});
+            }
+            if (!has_tokens) continue;
+            std::vector<float>& t = step.tokens[at];
+            if (t.empty()) t.assign(B, 0.0f);
+            const float* src = sel.token_mass.data() + i * B;
+            for (size_t j = 0; j < B; ++j) t[j] += src[j];
         }
     }
 }

@@ -33,6 +33,7 @@ class SelectionCollector {
 public:
     SelectionCollector(const TokenStream& stream, int block_size, bool exclude_block0 = true);
 
+    // Sets msa's observer and turns on its per-token mass (MsaConfig::token_mass); detach undoes both.
     void attach(MsaAttention& msa);
     static void detach(MsaAttention& msa);
 
@@ -46,6 +47,9 @@ public:
     struct Step {
         int64_t pos = 0;                                // the query's position
         std::vector<std::pair<int32_t, float>> blocks;  // (KV block, mass), ascending block ids
+        // Parallel to blocks: the mass per token of the block (block_size entries, summed like
+        // the block's), or empty when the attention recorded none (Selection::token_mass).
+        std::vector<std::vector<float>> tokens;
     };
     // Text up to byte text_end was streamed after steps_end steps.
     struct Mark {

@@ -3,18 +3,53 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/kvcache/kv_cache.h"
 #include "core/util/error.h"
 
 namespace sl {
 
-BlockIndex::BlockIndex(int block_size, int n_kv_head, int head_dim)
-    : block_(block_size), n_kv_head_(n_kv_head), head_dim_(head_dim),
+BlockIndex::BlockIndex(int block_size, int n_kv_head, int head_dim, RopeShift relative)
+    : block_(block_size), n_kv_head_(n_kv_head), head_dim_(head_dim), relative_(std::move(relative)),
       sums_(static_cast<size_t>(std::max(n_kv_head, 0))), absmax_(static_cast<size_t>(std::max(n_kv_head, 0))) {
     if (block_size <= 0 || n_kv_head <= 0 || head_dim <= 0)
         throw Error("block index: invalid shape (block " + std::to_string(block_size) + ", " +
                     std::to_string(n_kv_head) + " KV heads, head dim " + std::to_string(head_dim) + ")");
+    if (relative_.active() && relative_.head_dim() != head_dim)
+        throw Error("block index: the RoPE shift's head dim differs from the keys'");
+}
+
+// min, max, mean (3 rows of d at mn) and the largest |component| of n keys.
+void BlockIndex::summarize(const float* keys, int n, size_t d, float* mn, float* absmax) {
+    float* mx = mn + d;
+    float* mean = mx + d;
+    std::copy(keys, keys + d, mn);
+    std::copy(keys, keys + d, mx);
+    std::fill(mean, mean + d, 0.0f);
+    for (int j = 0; j < n; ++j) {
+        const float* k = keys + static_cast<size_t>(j) * d;
+        for (size_t i = 0; i < d; ++i) {
+            mn[i] = std::min(mn[i], k[i]);
+            mx[i] = std::max(mx[i], k[i]);
+            mean[i] += k[i];
+        }
+    }
+    float a = 0.0f;
+    const float inv = 1.0f / static_cast<float>(n);
+    for (size_t i = 0; i < d; ++i) {
+        mean[i] *= inv;
+        a = std::max(a, std::max(std::fabs(mn[i]), std::fabs(mx[i])));
+    }
+    *absmax = a;
+}
+
+void BlockIndex::relative_keys(const KvCache& kv, int layer, int h, int64_t b, float* out, std::vector<float>& cs) const {
+    const int n = block_tokens(b);
+    const auto d = static_cast<size_t>(head_dim_);
+    const float* keys = kv.k_span(layer, h, b * block_, n, out);
+    if (keys != out) std::copy(keys, keys + static_cast<size_t>(n) * d, out);
+    relative_.rotate(out, n, head_dim_, -b * block_, cs);
 }
 
 int BlockIndex::block_tokens(int64_t b) const {
@@ -30,37 +65,26 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to) 
     n_tokens_ = to;
     const int64_t nb = n_blocks();
     const auto d = static_cast<size_t>(head_dim_);
+    const size_t sets = n_sets();
     for (int h = 0; h < n_kv_head_; ++h) {
-        sums_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * 3 * d);
-        absmax_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb));
+        sums_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * sets * 3 * d);
+        absmax_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * sets);
     }
     kbuf_.resize(static_cast<size_t>(block_) * d);
+    if (sets > 1) rbuf_.resize(static_cast<size_t>(block_) * d);
     for (int64_t b = from / block_; b < nb; ++b) {
         const int64_t p0 = b * block_;
         const int n = block_tokens(b);
         for (int h = 0; h < n_kv_head_; ++h) {
-            float* mn = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * 3 * d;
-            float* mx = mn + d;
-            float* mean = mx + d;
+            float* mn = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets * 3 * d;
+            float* am = absmax_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets;
             const float* keys = kv.k_span(layer, h, p0, n, kbuf_.data());
-            std::copy(keys, keys + d, mn);
-            std::copy(keys, keys + d, mx);
-            std::fill(mean, mean + d, 0.0f);
-            for (int j = 0; j < n; ++j) {
-                const float* k = keys + static_cast<size_t>(j) * d;
-                for (size_t i = 0; i < d; ++i) {
-                    mn[i] = std::min(mn[i], k[i]);
-                    mx[i] = std::max(mx[i], k[i]);
-                    mean[i] += k[i];
-                }
+            summarize(keys, n, d, mn, am);
+            if (sets > 1) {
+                std::copy(keys, keys + static_cast<size_t>(n) * d, rbuf_.data());
+                relative_.rotate(rbuf_.data(), n, head_dim_, -p0, cs_);
+                summarize(rbuf_.data(), n, d, mn + 3 * d, am + 1);
             }
-            float a = 0.0f;
-            const float inv = 1.0f / static_cast<float>(n);
-            for (size_t i = 0; i < d; ++i) {
-                mean[i] *= inv;
-                a = std::max(a, std::max(std::fabs(mn[i]), std::fabs(mx[i])));
-            }
-            absmax_[static_cast<size_t>(h)][static_cast<size_t>(b)] = a;
         }
     }
 }

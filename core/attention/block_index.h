@@ -3,6 +3,10 @@
 // |k| component (used to size the rounding slack of the bounds). Blocks are full, or the partial last
 // block.
 //
+// With a RopeShift (MSA position remapping, rope_shift.h) it also keeps the same summaries of the
+// block-relative keys k^ = R(-b*B) k (each key as if its block began at position 0), which score
+// far blocks at their remapped distance for every block with one rotation per query.
+//
 // Maintained incrementally by its owner (MsaAttention): update() re-summarizes the blocks that hold
 // positions [from, to) from the cache, and forgets blocks at or beyond `to`.
 // Threading: update() writes; the accessors may be called from many threads while nobody updates.
@@ -12,13 +16,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/attention/rope_shift.h"
+
 namespace sl {
 
 class KvCache;
 
 class BlockIndex {
 public:
-    BlockIndex(int block_size, int n_kv_head, int head_dim);
+    BlockIndex(int block_size, int n_kv_head, int head_dim, RopeShift relative = {});
 
     int block_size() const { return block_; }
     int n_kv_head() const { return n_kv_head_; }
@@ -41,22 +47,36 @@ public:
     const float* kmax(int64_t b, int h) const { return summary(b, h) + head_dim_; }
     const float* kmean(int64_t b, int h) const { return summary(b, h) + 2 * head_dim_; }
     // max over the block's keys and channels of |k| (of head h).
-    float kabs_max(int64_t b, int h) const { return absmax_[static_cast<size_t>(h)][static_cast<size_t>(b)]; }
+    float kabs_max(int64_t b, int h) const { return absmax_[static_cast<size_t>(h)][static_cast<size_t>(b) * n_sets()]; }
 
-    // Bytes of summary per block and KV head (min, max, mean, absmax).
-    size_t bytes_per_block() const { return (3 * static_cast<size_t>(head_dim_) + 1) * sizeof(float); }
+    // Block-relative summaries (has_relative() only): the same of k^ = R(-b*B) k.
+    bool has_relative() const { return relative_.active(); }
+    const RopeShift& relative() const { return relative_; }
+    const float* rkmin(int64_t b, int h) const { return summary(b, h) + 3 * head_dim_; }
+    const float* rkmax(int64_t b, int h) const { return summary(b, h) + 4 * head_dim_; }
+    const float* rkmean(int64_t b, int h) const { return summary(b, h) + 5 * head_dim_; }
+    float rkabs_max(int64_t b, int h) const { return absmax_[static_cast<size_t>(h)][static_cast<size_t>(b) * 2 + 1]; }
+    // Block b's keys of head h as k^ (rotated by -b*B) into `out` (block_tokens(b) rows of head_dim).
+    void relative_keys(const KvCache& kv, int layer, int h, int64_t b, float* out, std::vector<float>& cs) const;
+
+    // Bytes of summary per block and KV head (min, max, mean, absmax; twice with relative ones).
+    size_t bytes_per_block() const { return n_sets() * (3 * static_cast<size_t>(head_dim_) + 1) * sizeof(float); }
     size_t bytes() const;
 
 private:
+    size_t n_sets() const { return relative_.active() ? 2 : 1; }
     const float* summary(int64_t b, int h) const {
-        return sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * 3 * static_cast<size_t>(head_dim_);
+        return sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * n_sets() * 3 * static_cast<size_t>(head_dim_);
     }
+    static void summarize(const float* keys, int n, size_t d, float* mn, float* absmax);
 
     int block_, n_kv_head_, head_dim_;
+    RopeShift relative_;
     int64_t n_tokens_ = 0;
-    std::vector<std::vector<float>> sums_;    // per KV head: (n_blocks, 3, head_dim): min, max, mean
-    std::vector<std::vector<float>> absmax_;  // per KV head: (n_blocks)
-    std::vector<float> kbuf_;                 // update(): one block's keys as f32
+    // Per KV head: (n_blocks, sets, 3, head_dim): min, max, mean of k, then (relative) of k^.
+    std::vector<std::vector<float>> sums_;
+    std::vector<std::vector<float>> absmax_;  // per KV head: (n_blocks, sets)
+    std::vector<float> kbuf_, rbuf_, cs_;     // update(): one block's keys as f32, as k^; cos/sin
 };
 
 }  // namespace sl

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/attention/block_index.h"
 #include "core/kvcache/kv_cache.h"
@@ -17,14 +18,12 @@ inline bool better(const std::pair<float, int32_t>& a, const std::pair<float, in
 }
 
 
-// Exact max over rows and the block's keys of q · k, skipping rows whose bound (plus `slack`)
-// cannot beat the running max. row_bound holds each row's Quest bound for this block, or is null
-// (no skipping). The result does not depend on the skipping: skipped rows score below it.
-// `kbuf` holds at least block * head_dim floats (the block's keys as f32).
-float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, int n_rows, int64_t row_stride,
-                  int64_t b, int block, int n_keys, const float* row_bound, float slack, float* kbuf, SelectStats& st) {
-    const int d = kv.head_dim();
-    const float* k = kv.k_span(layer, kv_head, b * block, n_keys, kbuf);
+// Exact max over rows and the keys k (n_keys rows of d) of q · k, skipping rows whose bound (plus
+// `slack`) cannot beat the running max. row_bound holds each row's Quest bound for this block, or is
+// null (no skipping). The result does not depend on the skipping: skipped rows score below it.
+// Counts the rows scored into `st` (exact_rows, exact_keys; the caller counts the block).
+float exact_max(const float* k, int n_keys, int d, const float* rows, int n_rows, int64_t row_stride,
+                const float* row_bound, float slack, SelectStats& st) {
     int first = 0;
     if (row_bound)
         first = static_cast<int>(std::max_element(row_bound, row_bound + n_rows) - row_bound);
@@ -36,10 +35,16 @@ float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, 
         best = std::max(best, kernels::max_dot(rows + r * row_stride, k, d, n_keys, d));
         ++done;
     }
-    ++st.exact_blocks;
     st.exact_rows += done;
     st.exact_keys += done * n_keys;
     return best;
+}
+
+float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, int n_rows, int64_t row_stride,
+                  int64_t b, int block, int n_keys, const float* row_bound, float slack, float* kbuf, SelectStats& st) {
+    const float* k = kv.k_span(layer, kv_head, b * block, n_keys, kbuf);
+    ++st.exact_blocks;
+    return exact_max(k, n_keys, kv.head_dim(), rows, n_rows, row_stride, row_bound, slack, st);
 }
 
 }  // namespace
@@ -85,7 +90,7 @@ void select_blocks_native(const float* keys, int block, int dim, const float* ro
 
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
-                   std::vector<int32_t>& out, SelectStats& st) {
+                   std::vector<int32_t>& out, SelectStats& st, const RemapRows* remap) {
     const int d = index.head_dim();
     const int B = index.block_size();
     out.clear();
@@ -109,14 +114,32 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     s.top.clear();
     s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(d));
 
+    // Remap: rows [0, near(b)) score block b with their own q and true keys, rows [near(b), n_rows)
+    // with far_rows and the block-relative keys (candidates are full blocks: last token b*B + B - 1).
+    const bool rm = remap && remap->window > 0 && remap->far_rows && remap->pos && index.has_relative();
+    const float* far_rows = rm ? remap->far_rows : nullptr;
+    auto near = [&](int64_t b) -> int {
+        if (!rm) return n_rows;
+        const int64_t from = b * B + B - 1 + remap->window;
+        return static_cast<int>(std::lower_bound(remap->pos, remap->pos + n_rows, from) - remap->pos);
+    };
+    // max over rows of q · (block summary vector): the near rows against v, the far rows against rv.
+    auto summary_max = [&](const float* v, const float* rv, int split) {
+        float best = -std::numeric_limits<float>::infinity();
+        if (split > 0) best = kernels::max_dot(v, rows, row_stride, split, d);
+        if (split < n_rows) best = std::max(best, kernels::max_dot(rv, far_rows + split * row_stride, row_stride, n_rows - split, d));
+        return best;
+    };
+    auto mean_score = [&](int64_t b) {
+        return summary_max(index.kmean(b, kv_head), rm ? index.rkmean(b, kv_head) : nullptr, near(b));
+    };
+
     // Hybrid: shortlist by mean key, then exact block-max over the shortlist only.
     const bool hybrid = p.scoring == BlockScoring::Hybrid && m * std::max(1, p.hybrid_factor) < n_cand;
     s.shortlist.clear();
     if (hybrid) {
         st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
-        for (int64_t b = first; b < local; ++b)
-            s.cand.emplace_back(kernels::max_dot(index.kmean(b, kv_head), rows, row_stride, n_rows, d),
-                                static_cast<int32_t>(b));
+        for (int64_t b = first; b < local; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
         const int64_t keep = m * std::max(1, p.hybrid_factor);
         std::nth_element(s.cand.begin(), s.cand.begin() + (keep - 1), s.cand.end(), better);
         for (int64_t i = 0; i < keep; ++i) s.shortlist.push_back(s.cand[static_cast<size_t>(i)].second);
@@ -131,21 +154,33 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
 
     if (p.scoring == BlockScoring::MeanKey) {
         st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
-        for (int64_t b = first; b < local; ++b)
-            s.cand.emplace_back(kernels::max_dot(index.kmean(b, kv_head), rows, row_stride, n_rows, d),
-                                static_cast<int32_t>(b));
+        for (int64_t b = first; b < local; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
         std::sort(out.begin(), out.end());
         return;
     }
 
+    // Exact block-max of block b: near rows against its keys, far rows against its keys as k^.
+    if (rm) s.rbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(d));
+    auto exact = [&](int64_t b, const float* row_bound, float slack) {
+        const int split = near(b);
+        float best = -std::numeric_limits<float>::infinity();
+        if (split > 0)
+            best = exact_score(kv, layer, kv_head, rows, split, row_stride, b, B, B, row_bound, slack, s.kbuf.data(), st);
+        else
+            ++st.exact_blocks;
+        if (split < n_rows) {
+            index.relative_keys(kv, layer, kv_head, b, s.rbuf.data(), s.cs);
+            best = std::max(best, exact_max(s.rbuf.data(), B, d, far_rows + split * row_stride, n_rows - split, row_stride,
+                                            row_bound ? row_bound + split : nullptr, slack, st));
+        }
+        return best;
+    };
+
     st.brute_rows += n_cand * n_rows;
     if (!p.prune) {  // brute force: exact block-max of every candidate
-        for_each_candidate([&](int64_t b) {
-            s.cand.emplace_back(exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, nullptr, 0.0f, s.kbuf.data(), st),
-                                static_cast<int32_t>(b));
-        });
+        for_each_candidate([&](int64_t b) { s.cand.emplace_back(exact(b, nullptr, 0.0f), static_cast<int32_t>(b)); });
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
         std::sort(out.begin(), out.end());
@@ -159,16 +194,28 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     s.row_bound.resize(static_cast<size_t>(n_rows));
     float l1 = 0.0f;
     for (int r = 0; r < n_rows; ++r) {
-        float a = 0.0f;
-        for (int i = 0; i < d; ++i) a += std::fabs(rows[r * row_stride + i]);
-        l1 = std::max(l1, a);
+        float a = 0.0f, fa = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            a += std::fabs(rows[r * row_stride + i]);
+            if (rm) fa += std::fabs(far_rows[r * row_stride + i]);
+        }
+        l1 = std::max(l1, std::max(a, fa));
     }
     const float eps = 4.0f * static_cast<float>(d + 2) * 0x1p-24f * l1;
+    auto bounds = [&](int64_t b) {
+        const int split = near(b);
+        if (split > 0)
+            kernels::quest_bounds(s.row_bound.data(), rows, split, row_stride, index.kmin(b, kv_head), index.kmax(b, kv_head), d);
+        if (split < n_rows)
+            kernels::quest_bounds(s.row_bound.data() + split, far_rows + split * row_stride, n_rows - split, row_stride,
+                                  index.rkmin(b, kv_head), index.rkmax(b, kv_head), d);
+        const float amax = rm ? std::max(index.kabs_max(b, kv_head), index.rkabs_max(b, kv_head)) : index.kabs_max(b, kv_head);
+        return eps * amax;  // the slack
+    };
     for_each_candidate([&](int64_t b) {
-        kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, index.kmin(b, kv_head),
-                              index.kmax(b, kv_head), d);
+        const float slack = bounds(b);
         const float u = *std::max_element(s.row_bound.begin(), s.row_bound.end());
-        s.cand.emplace_back(u + eps * index.kabs_max(b, kv_head), static_cast<int32_t>(b));
+        s.cand.emplace_back(u + slack, static_cast<int32_t>(b));
     });
     // Visit candidates by descending bound; `top` is a heap whose front is the worst of the best m.
     auto by_bound = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
@@ -181,11 +228,8 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
         if (static_cast<int64_t>(s.top.size()) == m && bound < s.top.front().first) break;
         std::pop_heap(s.cand.begin(), end, by_bound);
         --end;
-        kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, index.kmin(b, kv_head),
-                              index.kmax(b, kv_head), d);
-        const float slack = eps * index.kabs_max(b, kv_head);
-        const float score =
-            exact_score(kv, layer, kv_head, rows, n_rows, row_stride, b, B, B, s.row_bound.data(), slack, s.kbuf.data(), st);
+        const float slack = bounds(b);
+        const float score = exact(b, s.row_bound.data(), slack);
         const std::pair<float, int32_t> e{score, b};
         if (static_cast<int64_t>(s.top.size()) < m) {
             s.top.push_back(e);

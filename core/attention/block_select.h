@@ -53,6 +53,18 @@ struct SelectStats {
     }
 };
 
+// Position remapping (MsaConfig::positions = Remap, rope_shift.h): a row whose query position is
+// >= `window` past a candidate block's last token scores that block at the block's remapped
+// distance, with `far_rows` (each row as R(window - pos) q, same layout and stride as the rows)
+// against the index's block-relative summaries and keys (BlockIndex::has_relative()). Rows nearer
+// than that score with their own q and the true-position keys, as without remapping. The scores
+// are then exactly those the sparse branch attends with (M3's max pooling of the attended logits).
+struct RemapRows {
+    int64_t window = 0;
+    const float* far_rows = nullptr;  // (n_rows, row_stride)
+    const int64_t* pos = nullptr;     // (n_rows), ascending: each row's query position
+};
+
 // Per-thread scratch; grows to the largest call and is reused (no allocation in steady state).
 struct SelectScratch {
     std::vector<float> row_bound;                 // (n_rows)
@@ -60,6 +72,7 @@ struct SelectScratch {
     std::vector<std::pair<float, int32_t>> top;   // (exact score, block)
     std::vector<float> kbuf;                      // (B, head_dim): a block's keys as f32
     std::vector<int32_t> shortlist;               // Hybrid: candidate blocks passed to BlockMax
+    std::vector<float> rbuf, cs;                  // Remap: a block's keys as k^; cos/sin
 };
 
 // Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of
@@ -67,10 +80,11 @@ struct SelectScratch {
 // (so blocks < local are fully visible, blocks > local invisible). Candidates are blocks [0, local)
 // minus the sink. `out` receives the selected block ids, ascending: local, the sink when asked,
 // and the top (top_k - forced) candidates by score. local < index.n_blocks(); `kv` holds the keys
-// the index summarizes. Thread-safe for distinct scratch/out/stats.
+// the index summarizes. `remap` (optional): see RemapRows. Thread-safe for distinct scratch/out/stats.
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,
-                   SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats);
+                   SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats,
+                   const RemapRows* remap = nullptr);
 
 // Native MSA (models with a learned indexer; MSA.md): block score of block b < local = max over rows
 // r and tokens j of block b of iq_r · ik_j (plain f32 dots, no scale), index rows `rows` (n_rows,

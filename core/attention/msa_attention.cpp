@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/attention/rope_shift.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
@@ -24,29 +25,17 @@ struct MsaAttention::Scratch {
     std::vector<float> bsum;    // (rows, k): Σ exp(s - bref) over the block's tokens
     std::vector<float> scores;  // (B)
     std::vector<float> kbuf, vbuf;  // (B, head_dim): a block's keys / values as f32
-    std::vector<double> qrot;       // Remap: (queries, rope_dim / 2, 2) cos, sin of p * theta_i
-    std::vector<float> qr;          // Remap: one rotated query row (head_dim)
+    // Remap (rope_shift.h): index rows as R(W - p) q and their positions; the item's query rows
+    // as R(W - p) q; a far block's keys as k^ = R(-b*B) k; cos/sin.
+    std::vector<float> far_rows;    // (n_rows, head_dim)
+    std::vector<int64_t> row_pos;   // (n_rows)
+    std::vector<float> qhat;        // (queries * heads of the item, head_dim)
+    std::vector<float> rk;          // (B, head_dim)
+    std::vector<float> cs;
+    std::vector<float> tok;         // token_mass: (rows, k, B) exp(s - bref) per token
 };
 
 namespace {
-
-// q' = R(target - p) q for one head: the RoPE rotation that moves a query from position p to
-// `target`, from cos/sin of p * theta (cs_p, pairs) and theta (inv_freq). Dims past rot_dim as is.
-void shift_query(float* out, const float* q, int hd, int rot_dim, bool neox, const double* cs_p, const double* inv_freq,
-                 int64_t target) {
-    std::copy(q, q + hd, out);
-    const int half = rot_dim / 2;
-    for (int i = 0; i < half; ++i) {
-        const double a = static_cast<double>(target) * inv_freq[i];
-        const double ca = std::cos(a), sa = std::sin(a);
-        const double c = ca * cs_p[2 * i] + sa * cs_p[2 * i + 1];   // cos(a - p theta)
-        const double sn = sa * cs_p[2 * i] - ca * cs_p[2 * i + 1];  // sin(a - p theta)
-        const int x = neox ? i : 2 * i, y = neox ? i + half : 2 * i + 1;
-        const double x0 = q[x], x1 = q[y];
-        out[x] = static_cast<float>(x0 * c - x1 * sn);
-        out[y] = static_cast<float>(x0 * sn + x1 * c);
-    }
-}
 
 std::string scoring_name(const MsaConfig& c) {
     switch (c.scoring) {
@@ -64,6 +53,8 @@ MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
     if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
     if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
+    if (config_.positions == PositionMode::Remap && config_.remap_window <= 0)
+        throw Error("MSA: the remap window must be positive, got " + std::to_string(config_.remap_window));
 }
 
 MsaAttention::~MsaAttention() = default;
@@ -73,7 +64,8 @@ std::string MsaAttention::signature() const {
     return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") + " d" +
            std::to_string(c.dense_layers) + scoring_name(c) +
            (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
-           (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "");
+           // "v2": far blocks are selected at their remapped distance (before: at their true one).
+           (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) + " v2" : "");
 }
 
 const std::vector<Selection>& MsaAttention::last_selections(int layer) const {
@@ -145,8 +137,14 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         L.ikeys.clear();
         L.ik_n = 0;
     }
+    const bool remap = config_.positions == PositionMode::Remap;
+    if (remap && c.rope_dim <= 0)
+        throw Error("MSA: position remapping needs the call's RoPE parameters (layer " + std::to_string(c.layer) + " has none)");
+    const RopeShift rope = remap ? RopeShift::of(c) : RopeShift{};
+    const int64_t W = config_.remap_window;
+    if (L.index && remap && !L.index->relative().same(rope)) L.index.reset();
     if (!L.index) {
-        L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd);
+        L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd, rope);
         L.kv = &kv;
     }
     L.index->update(kv, c.layer, std::min(L.index->n_tokens(), c.pos0), end);
@@ -236,8 +234,23 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                         kernels::axpy_f32(dst, inv, c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd, hd);
                 }
             }
+            // Remap: the rows as R(W - p) q when some candidate block lies W or more before them.
+            RemapRows rr;
+            if (remap && c.pos0 + t1 - 1 - (B - 1) >= W) {
+                const int per_t = n_rows / nq;
+                s.far_rows = s.rows;
+                s.row_pos.resize(static_cast<size_t>(n_rows));
+                for (int64_t t = t0; t < t1; ++t) {
+                    const int64_t p = c.pos0 + t;
+                    std::fill_n(s.row_pos.begin() + (t - t0) * per_t, per_t, p);
+                    rope.rotate(s.far_rows.data() + (t - t0) * per_t * hd, per_t, hd, W - p, s.cs);
+                }
+                rr.window = W;
+                rr.far_rows = s.far_rows.data();
+                rr.pos = s.row_pos.data();
+            }
             select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb0 + qbi, sp, s.select, sel.blocks,
-                          s.stats);
+                          s.stats, rr.window > 0 ? &rr : nullptr);
         }
     });
 
@@ -248,14 +261,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     for (const auto& sel : L.selections) kmax = std::max(kmax, sel.blocks.size());
     const int64_t n_att = n_items * n_split;
     mass_parts_.assign(static_cast<size_t>(n_att) * kmax, 0.0f);
+    const bool rec_tokens = config_.token_mass && c.n_tokens == 1;
+    if (rec_tokens) token_parts_.assign(static_cast<size_t>(n_att) * kmax * static_cast<size_t>(B), 0.0f);
     const int64_t row = hd;  // rows of a block's keys and values as read from the cache
-    const bool remap = config_.positions == PositionMode::Remap;
-    if (remap && (c.rope_dim <= 0 || c.rope_dim > hd))
-        throw Error("MSA: position remapping needs the call's RoPE parameters (rope_dim " + std::to_string(c.rope_dim) + ")");
-    const int64_t W = config_.remap_window;
-    std::vector<double> inv_freq(remap ? static_cast<size_t>(c.rope_dim / 2) : 0);
-    for (size_t i = 0; i < inv_freq.size(); ++i)
-        inv_freq[i] = std::pow(static_cast<double>(c.rope_base), -2.0 * static_cast<double>(i) / c.rope_dim) * c.rope_freq_scale;
     pool.parallel_for(n_att, [&](int64_t begin, int64_t stop, int ti) {
         Scratch& s = *scratch_[static_cast<size_t>(ti)];
         s.scores.resize(static_cast<size_t>(B));
@@ -276,18 +284,17 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             s.acc.assign(n_rows * hd, 0.0f);
             s.bref.resize(n_rows * nk);
             s.bsum.resize(n_rows * nk);
-            // Remap: cos/sin of p * theta for the item's queries, when some selected block is far.
-            const bool any_far = remap && c.pos0 + t0 - (static_cast<int64_t>(sel.blocks.front()) * B + index.block_tokens(sel.blocks.front()) - 1) >= W;
+            if (rec_tokens) s.tok.assign(n_rows * nk * static_cast<size_t>(B), 0.0f);
+            // Remap: the item's queries as R(W - p) q, when some selected block is far from the last.
+            const bool any_far = remap && c.pos0 + t1 - 1 - (static_cast<int64_t>(sel.blocks.front()) * B + index.block_tokens(sel.blocks.front()) - 1) >= W;
             if (any_far) {
-                const size_t half = inv_freq.size();
-                s.qrot.resize(static_cast<size_t>(t1 - t0) * half * 2);
-                s.qr.resize(static_cast<size_t>(hd));
-                for (int64_t t = t0; t < t1; ++t)
-                    for (size_t i = 0; i < half; ++i) {
-                        const double a = static_cast<double>(c.pos0 + t) * inv_freq[i];
-                        s.qrot[(static_cast<size_t>(t - t0) * half + i) * 2] = std::cos(a);
-                        s.qrot[(static_cast<size_t>(t - t0) * half + i) * 2 + 1] = std::sin(a);
-                    }
+                s.qhat.resize(n_rows * hd);
+                for (int64_t t = t0; t < t1; ++t) {
+                    float* dst = s.qhat.data() + static_cast<size_t>(t - t0) * nh * hd;
+                    std::copy(c.q + (t * c.n_head + h0) * hd, c.q + (t * c.n_head + h1) * hd, dst);
+                    rope.rotate(dst, nh, hd, W - (c.pos0 + t), s.cs);
+                }
+                s.rk.resize(static_cast<size_t>(B) * hd);
             }
             // KV-block outer: each selected block is streamed once for all rows of the item.
             for (size_t bi = 0; bi < nk; ++bi) {
@@ -295,21 +302,20 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                 const int n_in = index.block_tokens(sel.blocks[bi]);
                 const float* K = kv.k_span(c.layer, g, p0, n_in, s.kbuf.data());
                 const float* V = kv.v_span(c.layer, g, p0, n_in, s.vbuf.data());
+                // Far for the item's last query: the block's keys as k^ too.
+                const bool block_far = any_far && c.pos0 + t1 - 1 - (p0 + n_in - 1) >= W;
+                if (block_far) index.relative_keys(kv, c.layer, g, sel.blocks[bi], s.rk.data(), s.cs);
                 for (int64_t t = t0; t < t1; ++t) {
                     const int n_vis = static_cast<int>(std::min<int64_t>(n_in, c.pos0 + t - p0 + 1));
-                    const bool far = any_far && c.pos0 + t - (p0 + n_in - 1) >= W;
+                    const bool far = block_far && c.pos0 + t - (p0 + n_in - 1) >= W;
+                    const float* Kt = far ? s.rk.data() : K;
                     for (int h = h0; h < h1; ++h) {
                         const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
-                        const float* q = c.q + (t * c.n_head + h) * hd;
-                        if (far) {
-                            shift_query(s.qr.data(), q, hd, c.rope_dim, c.rope_neox != 0,
-                                        s.qrot.data() + static_cast<size_t>(t - t0) * inv_freq.size() * 2, inv_freq.data(), p0 + W);
-                            q = s.qr.data();
-                        }
+                        const float* q = far ? s.qhat.data() + r * hd : c.q + (t * c.n_head + h) * hd;
                         float* acc = s.acc.data() + r * hd;
                         float bm = -std::numeric_limits<float>::infinity();
                         for (int j = 0; j < n_vis; ++j) {
-                            const float sc = kernels::dot_f32(q, K + j * row, hd) * c.scale;
+                            const float sc = kernels::dot_f32(q, Kt + j * row, hd) * c.scale;
                             s.scores[static_cast<size_t>(j)] = sc;
                             bm = std::max(bm, sc);
                         }
@@ -321,9 +327,11 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                         }
                         const float mr = s.m[r];
                         float sum = 0.0f;
+                        float* tok = rec_tokens ? s.tok.data() + (r * nk + bi) * static_cast<size_t>(B) : nullptr;
                         for (int j = 0; j < n_vis; ++j) {
                             const float e = std::exp(s.scores[static_cast<size_t>(j)] - mr);
                             sum += e;
+                            if (tok) tok[j] = e;
                             kernels::axpy_f32(acc, e, V + j * row, hd);
                         }
                         s.l[r] += sum;
@@ -340,8 +348,14 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                     const float* acc = s.acc.data() + r * hd;
                     float* out = c.out + (t * c.n_head + h) * hd;
                     for (int i = 0; i < hd; ++i) out[i] = acc[i] * inv;
-                    for (size_t bi = 0; bi < nk; ++bi)
-                        mass[bi] += s.bsum[r * nk + bi] * std::exp(s.bref[r * nk + bi] - s.m[r]) * inv;
+                    for (size_t bi = 0; bi < nk; ++bi) {
+                        const float w = std::exp(s.bref[r * nk + bi] - s.m[r]) * inv;
+                        mass[bi] += s.bsum[r * nk + bi] * w;
+                        if (!rec_tokens) continue;
+                        float* dst = token_parts_.data() + (static_cast<size_t>(it) * kmax + bi) * static_cast<size_t>(B);
+                        const float* e = s.tok.data() + (r * nk + bi) * static_cast<size_t>(B);
+                        for (int j = 0; j < B; ++j) dst[j] += e[j] * w;
+                    }
                 }
             }
         }
@@ -360,6 +374,15 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         }
         const float norm = 1.0f / static_cast<float>(sel.n_queries * G);
         for (auto& x : sel.mass) x *= norm;
+        sel.token_mass.clear();
+        if (rec_tokens) {
+            sel.token_mass.assign(sel.blocks.size() * static_cast<size_t>(B), 0.0f);
+            for (int part = 0; part < n_split; ++part) {
+                const float* src = token_parts_.data() + static_cast<size_t>(si * n_split + part) * kmax * static_cast<size_t>(B);
+                for (size_t i = 0; i < sel.token_mass.size(); ++i) sel.token_mass[i] += src[i];
+            }
+            for (auto& x : sel.token_mass) x *= norm;
+        }
         ++stats_.selections;
         stats_.visible_blocks += (sel.q_pos0 + sel.n_queries - 1) / B + 1;
         stats_.selected_blocks += static_cast<int64_t>(sel.blocks.size());

@@ -52,8 +52,11 @@ enum class IndexQuery { HeadMax, GroupMean };
 // models trained on shorter contexts than they are given, InfLLM-style): blocks whose last token is
 // within `remap_window` positions of the query keep their true distances; a farther selected block
 // is attended as if it began `remap_window` positions before the query (its tokens at distances
-// remap_window - i, i the offset in the block). RoPE composes, so this rotates q once per (query,
-// far block) by the position shift. Selection itself uses the true positions.
+// remap_window - i, i the offset in the block). Computed as q^ · k^ with q^ = R(W - p) q per query
+// and k^ = R(-b*B) k per block (rope_shift.h). The index branch scores far blocks the same way
+// (block-relative summaries, RemapRows), so it ranks blocks by the logits the sparse branch attends
+// with; scoring them at their true distances, beyond the model's training context, picked blocks
+// the attention then gave little mass (tst_msa_recall).
 enum class PositionMode { Original, Remap };
 
 struct MsaConfig {
@@ -67,6 +70,7 @@ struct MsaConfig {
     int hybrid_factor = 4;  // Hybrid scoring: shortlist of hybrid_factor x (top_k - forced) blocks by mean key
     PositionMode positions = PositionMode::Original;
     int remap_window = 4096;  // Remap: tokens attended at their true distance
+    bool token_mass = false;  // calls of one query (decode): also record Selection::token_mass
 };
 
 // The blocks one (query block, KV group) attended in the last call of a layer.
@@ -77,6 +81,11 @@ struct Selection {
     std::vector<int32_t> blocks;    // selected block ids, ascending (block b = positions [b*B, (b+1)*B))
     std::vector<float> mass;        // per block: softmax probability summed over the block's tokens,
                                     // averaged over the group's heads and the block's queries
+    // MsaConfig::token_mass, calls of one query only: (blocks, B) the probability of each token of
+    // each selected block, averaged over the group's heads (0 past a block's tokens); a block's
+    // entries sum to its mass. Empty otherwise. (Which tokens of a block were read: citations
+    // split a block shared by several units with it.)
+    std::vector<float> token_mass;
 };
 
 // Work of the calls since reset_stats(), summed over layers (sparse layers only).
@@ -104,6 +113,9 @@ public:
     std::string signature() const override;
 
     const MsaConfig& config() const { return config_; }
+    // MsaConfig::token_mass (does not change what is computed, only what is recorded). Not during
+    // a forward call.
+    void set_token_mass(bool on) { config_.token_mass = on; }
 
     // Selections of the last forward call of `layer`, ordered by query block then KV group; empty
     // for dense layers and layers not run yet. Valid until the next forward call of that layer.
@@ -151,6 +163,7 @@ private:
     std::vector<Layer> layers_;
     std::vector<std::unique_ptr<Scratch>> scratch_;  // per pool thread
     std::vector<float> mass_parts_;                  // (items, top_k): per-item block masses
+    std::vector<float> token_parts_;                 // token_mass: (items, top_k, B) per-item token masses
     MsaStats stats_;
     SelectionObserver observer_;
 };

@@ -22,18 +22,31 @@ bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
     return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
 }
 
-}  // namespace
+int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    const size_t n = std::min(a.size(), b.size());
+    return static_cast<int64_t>(std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin()).first - a.begin());
+}
 
-std::vector<int32_t> saved_context_tokens(const std::string& path) {
+// The tokens and attention signature a saved context records (headers only); empty when unreadable.
+struct SavedHead {
+    std::vector<int32_t> tokens;
+    std::string attention;
+};
+SavedHead saved_head(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) return {};
     try {
         MappedFile file(path);
-        return parse_kv_file(file.bytes(), path, KvVerify::Headers).tokens;
+        KvFileContents c = parse_kv_file(file.bytes(), path, KvVerify::Headers);
+        return {std::move(c.tokens), c.info.attention};
     } catch (const Error&) {
         return {};
     }
 }
+
+}  // namespace
+
+std::vector<int32_t> saved_context_tokens(const std::string& path) { return saved_head(path).tokens; }
 
 ProgressivePrefill::ProgressivePrefill(Session& session, std::vector<int32_t> tokens, std::string path,
                                        PrefillOptions options)
@@ -88,8 +101,38 @@ void ProgressivePrefill::resume() {
         note = "saved context not used: " + path_ + " changed while it was read";
         session_.reset();
     }
+    // Nothing of our own: the seed sharing the longest prefix, made by the same attention.
+    std::string seed;
+    if (session_.tokens().empty() && !options_.seeds.empty()) {
+        const std::string want = session_.attention().signature();
+        int64_t best = 0;
+        for (const std::string& s : options_.seeds) {
+            if (s == path_) continue;
+            const SavedHead h = saved_head(s);
+            const int64_t n = common_prefix(h.tokens, tokens_);
+            if (h.attention == want && n >= std::max<int64_t>(1, options_.min_seed_tokens) && n > best) {
+                best = n;
+                seed = s;
+            }
+        }
+        if (!seed.empty()) {
+            try {
+                session_.restore(seed);
+                session_.truncate(common_prefix(session_.tokens(), tokens_));
+                if (!note.empty()) note += "; ";
+                note += "reused the first " + std::to_string(session_.tokens().size()) + " tokens of " + seed;
+            } catch (const Error& e) {
+                if (!note.empty()) note += "; ";
+                note += std::string("seed not used: ") + e.what();
+                session_.reset();
+                seed.clear();
+            }
+        }
+    }
     std::lock_guard lock(mutex_);
-    status_.done = status_.saved = status_.resumed_from = static_cast<int64_t>(session_.tokens().size());
+    status_.done = status_.resumed_from = static_cast<int64_t>(session_.tokens().size());
+    status_.saved = seed.empty() ? status_.done : 0;  // a seed's prefix is in `path` after the first save
+    status_.seed = seed;
     status_.note = note;
 }
 
@@ -103,6 +146,11 @@ void ProgressivePrefill::run() {
         const double t0 = now_seconds();
         const int64_t start_done = static_cast<int64_t>(session_.tokens().size());
         bool saved_all = start_done == total && start_done > 0;
+        if (saved_all && !status().seed.empty()) {  // a seed held the whole context: write it to our file
+            session_.save(path_);
+            std::lock_guard lock(mutex_);
+            status_.saved = total;
+        }
         while (!cancel_.load()) {
             const auto done = static_cast<int64_t>(session_.tokens().size());
             if (done >= total) break;

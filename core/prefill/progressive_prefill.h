@@ -13,8 +13,8 @@
 //   p.wait();
 //
 // A file that does not hold a prefix of `tokens` (another library state), or that Session::restore
-// refuses (corrupt, other model, other settings), is not used: prefill starts over and overwrites
-// it; status().note says why.
+// refuses (corrupt, other model, other settings), is not used: prefill starts over (from a seed's
+// shared prefix when PrefillOptions::seeds has one) and overwrites it; status().note says why.
 //
 // Threading: the Session belongs to the prefill while it runs (between start() and the end of
 // wait()/the destructor): nobody else may touch it. status(), cancel() and running() may be called
@@ -37,13 +37,21 @@ class Session;
 struct PrefillOptions {
     int64_t save_every = 2048;         // tokens prefilled between saves (rounded up to whole chunks)
     double progress_interval = 0.1;    // seconds between on_progress calls (10 Hz)
+    // Other saved contexts that may share a prefix with the tokens (the library's context before a
+    // document was added: the same opening and documents up to the new one). When the file itself
+    // holds nothing usable, the seed sharing the longest prefix (at least min_seed_tokens, made by
+    // the same attention: its recorded signature equals the session's) is restored and cut to that
+    // prefix (Session::truncate), and the prefill goes on from there into `path`; seeds are only read.
+    std::vector<std::string> seeds = {};
+    int64_t min_seed_tokens = 256;
 };
 
 struct PrefillStatus {
     int64_t total = 0;          // tokens to prefill in all
     int64_t done = 0;           // tokens in the session (prefilled or restored)
     int64_t saved = 0;          // tokens in the file as of the last save (a valid prefix)
-    int64_t resumed_from = 0;   // tokens restored from the file at the start (0: from scratch)
+    int64_t resumed_from = 0;   // tokens restored from the file (or a seed) at the start (0: from scratch)
+    std::string seed;           // the seed the prefix came from, or empty
     double seconds = 0;         // prefill time spent by this object (not counting restore)
     double tokens_per_second = 0;
     double eta_seconds = -1;    // < 0 while unknown

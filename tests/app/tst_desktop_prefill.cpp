@@ -5,8 +5,9 @@
 //     continues from the saved prefix;
 //   - a new controller on the same library (a restart) reports it complete without prefilling
 //     again (resumed_from == total, the file untouched);
-//   - a document added starts the prefill of the new context; removed while that runs, the
-//     prefill is cancelled, its record and file are gone, and the old context is complete again;
+//   - a document added starts the prefill of the new context from the old context's prefix (the
+//     old file is its seed); removed, the new context's record and file are gone (cancelled if it
+//     still ran), and the old context is complete again;
 //   - in the window: the status bar shows the progress, "paused while answering" while the chat
 //     answers, then "ready"; a file added through the app's ingest path starts the prefill again;
 //   - the app's own answer service (LibraryAnswerService on the shared model) asked while the
@@ -198,10 +199,14 @@ void TstDesktopPrefill::controllerPausesResumesAndRestarts() {
             hello = lib.store_document(sl::ingest::read_document(hello_path_.string(), ctx), fi);
         }
         c.libraryChanged();
-        QTRY_VERIFY_WITH_TIMEOUT(c.progress().state == PrefillState::Prefilling && c.progress().documents == 2 &&
-                                     c.progress().saved >= 128,
+        // It starts from the old context's prefix (everything before the added document), so it may
+        // be complete before the poll sees it prefilling.
+        QTRY_VERIFY_WITH_TIMEOUT(c.progress().documents == 2 &&
+                                     (c.progress().state == PrefillState::Complete ||
+                                      (c.progress().state == PrefillState::Prefilling && c.progress().saved >= 128)),
                                  kLong);
         QVERIFY(c.progress().total > total);
+        QVERIFY2(c.progress().resumed_from > total / 2, qPrintable(QString::number(c.progress().resumed_from)));
         const QString grown = c.progress().file;
         QVERIFY(grown != file);
         QTRY_COMPARE_WITH_TIMEOUT(records(dir).size(), size_t{2}, 10000);  // its Partial record
@@ -279,11 +284,14 @@ void TstDesktopPrefill::windowShowsProgressAndPausesWhileAnswering() {
     const QString hello = QString::fromStdString(hello_path_.string());
     w->addPaths({hello});
     QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), hello), ItemState::Ready, kLong);
-    QTRY_VERIFY_WITH_TIMEOUT(w->prefill()->progress().state == PrefillState::Prefilling &&
+    // (From the old context's prefix: it may be complete before the poll sees it prefilling.)
+    QTRY_VERIFY_WITH_TIMEOUT((w->prefill()->progress().state == PrefillState::Prefilling ||
+                              w->prefill()->progress().state == PrefillState::Complete) &&
                                  w->prefill()->progress().documents == 2,
                              kLong);
     QVERIFY(w->prefill()->progress().total > total);
-    QVERIFY(w->statusPrefillText().startsWith(QStringLiteral("Context: prefilled ")));
+    QVERIFY(w->statusPrefillText().startsWith(QStringLiteral("Context: prefilled ")) ||
+            w->statusPrefillText().startsWith(QStringLiteral("Context: ready")));
 }
 
 void TstDesktopPrefill::answersFromPartialPrefill() {

@@ -133,6 +133,7 @@ private Q_SLOTS:
     void citesWhatWasAttended();
     void ignoresLocalSinkAndQuestionBlocks();
     void straddlingBlockSplitsByTokens();
+    void straddlingBlockSplitsByAttention();
     void videoTimeRange();
     void verificationFlagsUnrelated();
     void semanticVerification();
@@ -197,7 +198,7 @@ void TstCitations::ignoresLocalSinkAndQuestionBlocks() {
     // Prefill calls (n_tokens > 1) are not recorded.
     sl::AttentionCall pre;
     pre.n_tokens = 16;
-    c.observe(0, pre, {sl::Selection{0, 0, 16, {f.block_in("Report.pdf p. 3")}, {9.0f}}});
+    c.observe(0, pre, {sl::Selection{0, 0, 16, {f.block_in("Report.pdf p. 3")}, {9.0f}, {}}});
     QCOMPARE(c.steps().size(), size_t{2});
     for (const auto& st : c.steps())
         for (auto [b, m] : st.blocks) {
@@ -245,6 +246,48 @@ void TstCitations::straddlingBlockSplitsByTokens() {
         const double want = ci.locator == l1 ? 3 * in_p1 : 3 * in_p2;
         QVERIFY2(std::abs(ci.mass - want) < 1e-4, ci.locator.c_str());
     }
+}
+
+void TstCitations::straddlingBlockSplitsByAttention() {
+    // With the tokens' attention recorded (Selection::token_mass), a block holding the text of two
+    // units gives its mass to them by what was read: here only the second unit's tokens.
+    Fixture f;
+    int u1 = -1;
+    int32_t b = -1;
+    for (int u = 0; u + 1 < static_cast<int>(f.ts.units.size()) && u1 < 0; ++u) {
+        const auto& p1 = f.ts.units[static_cast<size_t>(u)];
+        const auto& p2 = f.ts.units[static_cast<size_t>(u + 1)];
+        const auto blk = static_cast<int32_t>(p1.end / B);
+        if (p1.end == p2.begin && f.text_tokens(u, blk * int64_t{B}, (blk + 1) * int64_t{B}) > 0 &&
+            f.text_tokens(u + 1, blk * int64_t{B}, (blk + 1) * int64_t{B}) > 0) {
+            u1 = u;
+            b = blk;
+        }
+    }
+    QVERIFY2(u1 >= 0, "no block holds the text of two units");
+    const std::string l2 = f.ts.units[static_cast<size_t>(u1 + 1)].locator;
+    // Token mass: uniform over the second unit's text tokens in the block, summing to the mass.
+    std::vector<float> tok(B, 0.0f);
+    const int64_t lo = int64_t{b} * B;
+    const int64_t n2 = f.text_tokens(u1 + 1, lo, lo + B);
+    for (int j = 0; j < B; ++j) tok[static_cast<size_t>(j)] = f.text_tokens(u1 + 1, lo + j, lo + j + 1) > 0 ? 1.0f / n2 : 0.0f;
+    sl::SelectionCollector c(f.ts, B);
+    sl::AttentionCall call;
+    call.pos0 = f.answer_pos(0);
+    call.n_tokens = 1;
+    sl::Selection sel{0, call.pos0, 1, {b, static_cast<int32_t>(call.pos0 / B)}, {1.0f, 0.9f}, {}};
+    sel.token_mass = tok;
+    sel.token_mass.resize(2 * B, 0.9f / B);  // the local block's: ignored
+    c.observe(0, call, {sel});
+    QCOMPARE(c.steps().size(), size_t{1});
+    QCOMPARE(c.steps()[0].tokens.size(), size_t{1});
+    c.on_text("x.");
+    sl::CiteOptions o;
+    o.min_share = 0;
+    const auto a = sl::cite(c, *f.tok, o);
+    QCOMPARE(a.citations.size(), size_t{1});
+    QCOMPARE(a.citations[0].locator, l2);
+    QVERIFY(std::abs(a.citations[0].mass - 1.0) < 1e-4);
 }
 
 void TstCitations::videoTimeRange() {

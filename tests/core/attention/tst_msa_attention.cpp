@@ -67,6 +67,27 @@ sl::AttentionCall make_call(int n_head, int n_kv, int hd, int64_t pos0, int n_to
     return c;
 }
 
+// RoPE at their true positions on the keys of `kv` (all n_ctx positions, filled) and on random
+// queries for positions [pos0, n_ctx); the call for them, with its RoPE parameters set (base
+// 10000). q0: the queries before RoPE.
+struct Roped {
+    std::vector<float> q0, q, out;
+    sl::AttentionCall call;
+    Roped(sl::test::HostKv& kv, int n_head, int pos0, int rope_dim, bool neox) {
+        const auto style = neox ? sl::kernels::RopeStyle::Neox : sl::kernels::RopeStyle::Norm;
+        const int n_ctx = static_cast<int>(kv.n_ctx()), n_kv = kv.n_kv_head(), hd = kv.head_dim(), nt = n_ctx - pos0;
+        for (int p = 0; p < n_ctx; ++p) sl::kernels::rope(kv.k(0, p), n_kv, hd, rope_dim, p, 10000.0f, 1.0f, style);
+        kv.set_n_past(n_ctx);
+        q0 = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd));
+        q = q0;
+        out.resize(q.size());
+        for (int t = 0; t < nt; ++t) sl::kernels::rope(q.data() + t * n_head * hd, n_head, hd, rope_dim, pos0 + t, 10000.0f, 1.0f, style);
+        call = make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data());
+        call.rope_dim = rope_dim;
+        call.rope_neox = neox ? 1 : 0;
+    }
+};
+
 // Double-precision attention of query t (position pos0 + t), head h, over the tokens of `blocks`
 // only (causal), writing out (hd) and the mass per block.
 void restricted_ref(const sl::test::HostKv& kv, const sl::AttentionCall& c, int t, int h, const std::vector<int32_t>& blocks,
@@ -114,6 +135,9 @@ private Q_SLOTS:
     void incrementalIndexAndDecode();
     void remapPositions_data();
     void remapPositions();
+    void remapSelection_data();
+    void remapSelection();
+    void tokenMass();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -456,15 +480,11 @@ void TstMsaAttention::remapPositions() {
     const auto style = neox ? sl::kernels::RopeStyle::Neox : sl::kernels::RopeStyle::Norm;
     sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_random(kv, 0, 0, n_ctx);
-    for (int p = 0; p < n_ctx; ++p) sl::kernels::rope(kv.k(0, p), n_kv, hd, rope_dim, p, 10000.0f, 1.0f, style);
-    kv.set_n_past(n_ctx);
     const int pos0 = 50, nt = n_ctx - pos0;
-    const auto q0 = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd));
-    std::vector<float> q = q0, out(q.size());
-    for (int t = 0; t < nt; ++t) sl::kernels::rope(q.data() + t * n_head * hd, n_head, hd, rope_dim, pos0 + t, 10000.0f, 1.0f, style);
-    sl::AttentionCall c = make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data());
-    c.rope_dim = rope_dim;
-    c.rope_neox = neox ? 1 : 0;
+    Roped r(kv, n_head, pos0, rope_dim, neox);
+    const std::vector<float>& q0 = r.q0;
+    std::vector<float>& out = r.out;
+    sl::AttentionCall& c = r.call;
     sl::MsaConfig cfg;
     cfg.block_size = B;
     cfg.top_k = 100;
@@ -513,6 +533,195 @@ void TstMsaAttention::remapPositions() {
     c.out = out2.data();
     orig.forward(c, kv, pool);
     QVERIFY(sl::test::normalized_error(out2.data(), ref.data(), ref.size()) > 1e-3);
+}
+
+void TstMsaAttention::remapSelection_data() {
+    QTest::addColumn<bool>("neox");
+    QTest::addColumn<int>("rope_dim");
+    QTest::addColumn<int>("scoring");  // sl::BlockScoring
+    QTest::addColumn<bool>("group_mean");
+    QTest::newRow("block-max adjacent") << false << 16 << static_cast<int>(sl::BlockScoring::BlockMax) << false;
+    QTest::newRow("block-max neox partial") << true << 10 << static_cast<int>(sl::BlockScoring::BlockMax) << false;
+    QTest::newRow("block-max group-mean") << false << 16 << static_cast<int>(sl::BlockScoring::BlockMax) << true;
+    QTest::newRow("mean-key") << false << 16 << static_cast<int>(sl::BlockScoring::MeanKey) << false;
+}
+
+void TstMsaAttention::remapSelection() {
+    // Remap: the index branch must rank a block that lies >= W before a query by that query's
+    // logits at the remapped distance (the query moved to block_start + W), and nearer blocks at
+    // their true distance: the logits the sparse branch attends with. Reference: double precision,
+    // from un-rotated q rotated to the target position with kernels::rope. Pruned block-max must
+    // also pick what brute force picks. And true-position ranking must differ (the test can fail).
+    QFETCH(bool, neox);
+    QFETCH(int, rope_dim);
+    QFETCH(int, scoring);
+    QFETCH(bool, group_mean);
+    const int n_head = 6, n_kv = 2, G = n_head / n_kv, hd = 16, B = 8, W = 36, n_ctx = 8 * 30 + 5, top_k = 5;
+    const auto style = neox ? sl::kernels::RopeStyle::Neox : sl::kernels::RopeStyle::Norm;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    const int pos0 = 120;
+    Roped r(kv, n_head, pos0, rope_dim, neox);
+    const std::vector<float>& q0 = r.q0;
+    std::vector<float>& out = r.out;
+    sl::AttentionCall& c = r.call;
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = top_k;
+    cfg.scoring = static_cast<sl::BlockScoring>(scoring);
+    cfg.index_query = group_mean ? sl::IndexQuery::GroupMean : sl::IndexQuery::HeadMax;
+    cfg.positions = sl::PositionMode::Remap;
+    cfg.remap_window = W;
+    sl::ThreadPool pool(2);
+    sl::MsaAttention msa(cfg);
+    msa.forward(c, kv, pool);
+    cfg.prune = false;
+    sl::MsaAttention brute(cfg);
+    std::vector<float> out_b(out.size());
+    c.out = out_b.data();
+    brute.forward(c, kv, pool);
+    const auto& sels = msa.last_selections(0);
+    const auto& sels_b = brute.last_selections(0);
+    QCOMPARE(sels.size(), sels_b.size());
+    int differ_true = 0, far_blocks = 0;
+    for (size_t i = 0; i < sels.size(); ++i) {
+        const sl::Selection& sel = sels[i];
+        QCOMPARE(sel.blocks, sels_b[i].blocks);
+        const int g = sel.kv_head;
+        const int64_t local = sel.q_pos0 / B;
+        if (local < top_k) continue;
+        // Reference score of each candidate block: the max over the query block's queries (and
+        // group's heads, or their mean) of q · k at the remapped (and at the true) positions.
+        std::vector<std::pair<double, int32_t>> remapped, truepos;
+        for (int32_t b = 0; b < local; ++b) {
+            double best = -1e300, best_true = -1e300;
+            const int64_t last = static_cast<int64_t>(b) * B + B - 1;
+            for (int64_t p = sel.q_pos0; p < sel.q_pos0 + sel.n_queries; ++p) {
+                const bool far = p - last >= W;
+                far_blocks += far;
+                std::vector<std::vector<float>> qs;
+                for (int hh = 0; hh < G; ++hh) {
+                    const float* src = q0.data() + ((p - pos0) * n_head + g * G + hh) * hd;
+                    qs.emplace_back(src, src + hd);
+                }
+                if (group_mean) {
+                    std::vector<float> mean(hd, 0.0f);
+                    for (auto& x : qs)
+                        for (int d = 0; d < hd; ++d) mean[static_cast<size_t>(d)] += x[static_cast<size_t>(d)] / G;
+                    qs = {mean};
+                }
+                for (const auto& qq : qs) {
+                    std::vector<float> at_true = qq, at_remap = qq;
+                    sl::kernels::rope(at_true.data(), 1, hd, rope_dim, p, 10000.0f, 1.0f, style);
+                    sl::kernels::rope(at_remap.data(), 1, hd, rope_dim, far ? b * B + W : p, 10000.0f, 1.0f, style);
+                    if (scoring == static_cast<int>(sl::BlockScoring::MeanKey)) {
+                        double st = 0, sr = 0;
+                        for (int j = 0; j < B; ++j)
+                            for (int d = 0; d < hd; ++d) {
+                                const float kk = kv.k(0, b * B + j)[g * hd + d];
+                                st += static_cast<double>(at_true[static_cast<size_t>(d)]) * kk / B;
+                                sr += static_cast<double>(at_remap[static_cast<size_t>(d)]) * kk / B;
+                            }
+                        best = std::max(best, sr);
+                        best_true = std::max(best_true, st);
+                        continue;
+                    }
+                    for (int j = 0; j < B; ++j) {
+                        double st = 0, sr = 0;
+                        for (int d = 0; d < hd; ++d) {
+                            const float kk = kv.k(0, b * B + j)[g * hd + d];
+                            st += static_cast<double>(at_true[static_cast<size_t>(d)]) * kk;
+                            sr += static_cast<double>(at_remap[static_cast<size_t>(d)]) * kk;
+                        }
+                        best = std::max(best, sr);
+                        best_true = std::max(best_true, st);
+                    }
+                }
+            }
+            remapped.emplace_back(best, b);
+            truepos.emplace_back(best_true, b);
+        }
+        auto by_score = [](auto& x, auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); };
+        std::sort(remapped.begin(), remapped.end(), by_score);
+        std::sort(truepos.begin(), truepos.end(), by_score);
+        const size_t m = static_cast<size_t>(top_k - 1);  // the local block is forced
+        // Every picked candidate scores >= the m-th best (to rounding), every other one <= it.
+        const double kth = remapped[m - 1].first, tol = 1e-4 * (1.0 + std::fabs(kth));
+        std::set<int32_t> picked(sel.blocks.begin(), sel.blocks.end());
+        picked.erase(static_cast<int32_t>(local));
+        QCOMPARE(picked.size(), m);
+        for (const auto& [score, b] : remapped) {
+            if (picked.count(b)) QVERIFY2(score >= kth - tol, qPrintable(QStringLiteral("picked block %1 scores %2 < %3").arg(b).arg(score).arg(kth)));
+            else QVERIFY2(score <= kth + tol, qPrintable(QStringLiteral("block %1 scores %2 > %3, not picked").arg(b).arg(score).arg(kth)));
+        }
+        std::set<int32_t> want_true;
+        for (size_t j = 0; j < m; ++j) want_true.insert(truepos[j].second);
+        differ_true += want_true != picked;
+    }
+    qInfo("%zu selections, %d far (query, block) pairs; %d selections differ from true-position ranking", sels.size(),
+          far_blocks, differ_true);
+    QVERIFY(far_blocks > 0);
+    QVERIFY(differ_true > 0);
+}
+
+void TstMsaAttention::tokenMass() {
+    // MsaConfig::token_mass: a decode call records, per selected block, each token's softmax
+    // probability averaged over the group's heads (double-precision reference over the selected
+    // blocks), summing to the block's mass; prefill calls record none; off by default.
+    const int n_head = 6, n_kv = 2, G = n_head / n_kv, hd = 24, B = 16, n_ctx = 16 * 11 + 7;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    kv.set_n_past(n_ctx);
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = 4;
+    sl::MsaAttention msa(cfg);
+    sl::ThreadPool pool(2);
+    const auto qp = sl::test::random_floats(static_cast<size_t>(8 * n_head * hd));
+    std::vector<float> out(qp.size());
+    msa.forward(make_call(n_head, n_kv, hd, n_ctx - 9, 8, qp.data(), out.data()), kv, pool);  // prefill: none
+    for (const auto& sel : msa.last_selections(0)) QVERIFY(sel.token_mass.empty());
+    const auto q = sl::test::random_floats(static_cast<size_t>(n_head * hd));
+    const auto call = make_call(n_head, n_kv, hd, n_ctx - 1, 1, q.data(), out.data());
+    msa.forward(call, kv, pool);
+    for (const auto& sel : msa.last_selections(0)) QVERIFY(sel.token_mass.empty());  // off
+    msa.set_token_mass(true);
+    msa.forward(call, kv, pool);
+    const auto& sels = msa.last_selections(0);
+    QCOMPARE(sels.size(), size_t{n_kv});
+    double worst = 0;
+    for (const auto& sel : sels) {
+        QCOMPARE(sel.token_mass.size(), sel.blocks.size() * B);
+        std::vector<double> ref(sel.token_mass.size(), 0.0);
+        for (int hh = 0; hh < G; ++hh) {
+            const int h = sel.kv_head * G + hh;
+            std::vector<double> sc(ref.size(), -1e300);
+            double mx = -1e300;
+            for (size_t bi = 0; bi < sel.blocks.size(); ++bi)
+                for (int j = 0; j < B; ++j) {
+                    const int64_t p = static_cast<int64_t>(sel.blocks[bi]) * B + j;
+                    if (p > call.pos0) continue;
+                    double d = 0;
+                    for (int i = 0; i < hd; ++i) d += static_cast<double>(q[static_cast<size_t>(h * hd + i)]) * kv.k(0, p)[sel.kv_head * hd + i];
+                    sc[bi * B + static_cast<size_t>(j)] = d * call.scale;
+                    mx = std::max(mx, d * call.scale);
+                }
+            double z = 0;
+            for (double& x : sc) z += x = x < -1e299 ? 0.0 : std::exp(x - mx);
+            for (size_t i = 0; i < ref.size(); ++i) ref[i] += sc[i] / z / G;
+        }
+        for (size_t bi = 0; bi < sel.blocks.size(); ++bi) {
+            double sum = 0;
+            for (int j = 0; j < B; ++j) {
+                const size_t i = bi * B + static_cast<size_t>(j);
+                worst = std::max(worst, std::fabs(sel.token_mass[i] - ref[i]));
+                sum += sel.token_mass[i];
+            }
+            QVERIFY2(std::fabs(sum - sel.mass[bi]) < 1e-5, qPrintable(QString::number(sum - sel.mass[bi])));
+        }
+    }
+    qInfo("token mass vs reference: max abs error %.2e", worst);
+    QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)

@@ -6,23 +6,33 @@
 // samples query rows (the query blocks qb with qb % stride == stride - 1, stride chosen so that
 // about SIGHTLINE_MSA_RECALL_QBLOCKS blocks are sampled over the context, and in each the rows at
 // offsets B/R - 1, 2B/R - 1, ..., B - 1) and, for every sampled row and head:
-//   - the exact dense softmax mass per KV block over ALL visible keys (read from the KvCache, true
-//     positions), and
+//   - the exact dense softmax mass per KV block over ALL visible keys (read from the KvCache) of
+//     the attention the MSA approximates: "as attended" — at the positions the sparse branch uses
+//     (with Remap, a block W or more before the query at its remapped distance, see
+//     msa_attention.h; the same as true positions without Remap) — and at the true positions, and
 //   - for every variant, the blocks MSA would select for the row's query block (the part of it in
 //     this call) and KV group: select_blocks over the MSA's own block index with the index-query
 //     rows MsaAttention builds (the max over the block's queries, and over the group's heads for
-//     head-max). The mode under test's selection is read from the MSA itself, and recomputed on
-//     every 4th sampled query block: the two must match exactly (the reproduction is faithful).
+//     head-max; with Remap, far blocks scored at their remapped distance as the MSA does). The mode
+//     under test's selection is read from the MSA itself, and recomputed on every 4th sampled query
+//     block: the two must match exactly (the reproduction is faithful). The variant "true-pos"
+//     selects as the MSA did before remap-aware selection (every block at its true distance).
 // Recall = Σ mass over the selected blocks, averaged over sampled (row, head) pairs whose row sees
 // more than top-k blocks (otherwise it is 1 trivially). Reported per layer and variant: the mean
 // over layers, the worst layer, and the mean over layers of the rows in the last quarter of the
-// context. Asserted: the mode under test's mean over layers >= 0.95 (the issue's floor).
+// context, against both references. Asserted: the mode under test's mean over layers against the
+// attention as attended >= 0.95 (the issue's floor). Without Remap the two references are equal.
+// With Remap the true-position reference is the attention an 8K-trained model would compute at
+// distances it never saw in training; it is printed for comparison, not asserted.
 //
 // Environment: SIGHTLINE_MSA_RECALL_TOKENS (default 4096, a few minutes on two cores, where the
-// default mode measured 0.979; the issue's 32K goal is NOT met: a run with 32768 measured 0.80 for
-// block-max and hybrid, and fails this assertion — see issue #5's note), _BLOCK (128), _TOPK (16), _MODE (block-max | hybrid |
+// default mode measured 0.979; the issue's 32K goal is NOT met and this assertion fails there: at
+// 32768 (remapped positions) block-max measured 0.839, block-max/group-mean 0.861, hybrid 0.775,
+// against an oracle bound of 0.890 — no choice of 16 blocks per row and head captures 0.95 of
+// that attention; see issue #5's note), _BLOCK (128), _TOPK (16), _MODE (block-max | hybrid |
 // mean-key: the prefill mode under test, head-max index queries), _POSITIONS (auto | original |
-// remap), _QBLOCKS (about how many query blocks to sample, default 32), _ROWS (rows per sampled
+// remap), _WINDOW (the remap window; default as the library prefill: min(4096, n_ctx_train / 2)),
+// _QBLOCKS (about how many query blocks to sample, default 32), _ROWS (rows per sampled
 // query block, default 8).
 #include <QTest>
 
@@ -31,6 +41,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +49,7 @@
 #include "core/attention/block_index.h"
 #include "core/attention/block_select.h"
 #include "core/attention/msa_attention.h"
+#include "core/attention/rope_shift.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
@@ -60,31 +72,52 @@ std::string env_str(const char* name, const char* fallback) {
 
 // One way of selecting blocks, measured on the same sampled rows.
 struct Variant {
-    const char* name;
+    std::string name;
     sl::BlockScoring scoring;
     sl::IndexQuery index_query;
-    bool sink;
-    // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter.
-    std::vector<double> sum, count, tail_sum, tail_count;
-    sl::SelectStats stats;  // index-branch work of the sampled selections
+    bool sink = false;
+    bool true_pos = false;  // select with every block at its true distance (no remap-aware scoring)
+    int top_k = 0;          // 0: the configuration's
+    // The upper bound of any selection of top-k blocks: for each (row, head) on its own, the local
+    // block and the top_k - 1 blocks of most mass in the reference (selections are shared by a
+    // query block's rows and a group's heads, so none can do better).
+    bool oracle = false;
+    // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter;
+    // against the attention as attended, and (_t) at true positions.
+    std::vector<double> sum = {}, count = {}, tail_sum = {}, tail_count = {}, sum_t = {}, tail_sum_t = {};
+    sl::SelectStats stats = {};  // index-branch work of the sampled selections
 };
 
-std::vector<Variant> make_variants(int n_layer) {
+std::vector<Variant> make_variants(int n_layer, int top_k) {
     using S = sl::BlockScoring;
     using Q = sl::IndexQuery;
     std::vector<Variant> v = {
-        {"block-max/head-max", S::BlockMax, Q::HeadMax, false, {}, {}, {}, {}, {}},
-        {"block-max/group-mean", S::BlockMax, Q::GroupMean, false, {}, {}, {}, {}, {}},
-        {"hybrid4/head-max", S::Hybrid, Q::HeadMax, false, {}, {}, {}, {}, {}},
-        {"mean-key/head-max", S::MeanKey, Q::HeadMax, false, {}, {}, {}, {}, {}},
-        {"mean-key/group-mean", S::MeanKey, Q::GroupMean, false, {}, {}, {}, {}, {}},
-        {"block-max/head+sink", S::BlockMax, Q::HeadMax, true, {}, {}, {}, {}, {}},
+        {"block-max/head-max", S::BlockMax, Q::HeadMax},
+        {"block-max/group-mean", S::BlockMax, Q::GroupMean},
+        {"hybrid4/head-max", S::Hybrid, Q::HeadMax},
+        {"mean-key/head-max", S::MeanKey, Q::HeadMax},
+        {"mean-key/group-mean", S::MeanKey, Q::GroupMean},
+        {"block-max/head+sink", S::BlockMax, Q::HeadMax, true},
+        {"block-max/true-pos", S::BlockMax, Q::HeadMax, false, true},
+        {"block-max/group+sink", S::BlockMax, Q::GroupMean, true},
+        {"block-max/group-mean/k" + std::to_string(2 * top_k), S::BlockMax, Q::GroupMean, false, false, 2 * top_k},
+        {"oracle (bound)", S::BlockMax, Q::HeadMax, false, false, 0, true},
     };
     for (Variant& x : v) {
         x.sum.assign(static_cast<size_t>(n_layer), 0.0);
-        x.count = x.tail_sum = x.tail_count = x.sum;
+        x.count = x.tail_sum = x.tail_count = x.sum_t = x.tail_sum_t = x.sum;
     }
     return v;
+}
+
+// Σ mass of the local block and the top_k - 1 other blocks of most mass (blocks [0, local]).
+double oracle(const std::vector<double>& mass, int64_t local, int top_k, std::vector<double>& sorted) {
+    sorted.assign(mass.begin(), mass.begin() + local);
+    const auto m = static_cast<size_t>(std::clamp<int64_t>(top_k - 1, 0, local));
+    std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(m), sorted.end(), std::greater<>());
+    double r = mass[static_cast<size_t>(local)];
+    for (size_t i = 0; i < m; ++i) r += sorted[i];
+    return r;
 }
 
 struct Sampling {
@@ -97,7 +130,7 @@ struct Sampling {
 class RecallProbe final : public sl::Attention {
 public:
     RecallProbe(const sl::MsaConfig& config, int tested, Sampling sampling, int n_layer)
-        : variants(make_variants(n_layer)), msa_(config), tested_(tested), sampling_(sampling) {
+        : variants(make_variants(n_layer, config.top_k)), msa_(config), tested_(tested), sampling_(sampling) {
         const int B = config.block_size;
         is_row_.assign(static_cast<size_t>(B), 0);
         const int R = std::clamp(sampling.rows, 1, B);
@@ -124,14 +157,20 @@ private:
     // Per pool thread.
     struct Scratch {
         std::vector<float> rows_head, rows_mean;    // index-query rows as MsaAttention builds them
+        std::vector<float> far_head, far_mean, cs;  // Remap: the same as R(W - p) q; cos/sin
+        std::vector<int64_t> pos_head, pos_mean;    // Remap: each row's query position
+        std::vector<float> qhat;                    // Remap: one query as R(W - p) q (head_dim)
+        std::vector<float> scores_t;                // (pairs, keys): at true positions
         sl::SelectScratch select;
         std::vector<std::vector<int32_t>> blocks;   // per variant: the selection
         std::vector<int32_t> check;
         std::vector<int64_t> ts;                    // sampled rows (call-relative)
         std::vector<float> scores;                  // (pairs, keys): scores, then probabilities
         std::vector<double> mass;                   // (blocks): one pair's mass per block
-        std::vector<float> kbuf;                    // (B, head_dim)
-        std::vector<double> sum, count, tail_sum, tail_count;  // per variant
+        std::vector<float> kbuf, rk;                // (B, head_dim): a block's keys, as k^
+        std::vector<double> mass_t;                 // (blocks): at true positions
+        std::vector<double> sorted;                 // oracle: candidate masses
+        std::vector<double> sum, count, tail_sum, tail_count, sum_t, tail_sum_t;  // per variant
         std::vector<sl::SelectStats> stats;                    // per variant
         int64_t checked = 0, mismatches = 0;
     };
@@ -159,18 +198,21 @@ private:
         for (Scratch& s : scratch_) {
             s.blocks.resize(nv);
             s.sum.assign(nv, 0.0);
-            s.count = s.tail_sum = s.tail_count = s.sum;
+            s.count = s.tail_sum = s.tail_count = s.sum_t = s.tail_sum_t = s.sum;
             s.stats.assign(nv, {});
             s.checked = s.mismatches = 0;
         }
         std::vector<sl::SelectParams> params(nv);
         for (size_t v = 0; v < nv; ++v) {
-            params[v].top_k = top_k;
+            params[v].top_k = variants[v].top_k > 0 ? variants[v].top_k : top_k;
             params[v].sink = variants[v].sink;
             params[v].scoring = variants[v].scoring;
             params[v].prune = msa_.config().prune;
             params[v].hybrid_factor = msa_.config().hybrid_factor;
         }
+        const bool remap = msa_.config().positions == sl::PositionMode::Remap;
+        const int64_t W = msa_.config().remap_window;
+        const sl::RopeShift rope = remap ? sl::RopeShift::of(c) : sl::RopeShift{};
         pool.parallel_for(static_cast<int64_t>(items_.size()), [&](int64_t begin, int64_t stop, int ti) {
             Scratch& s = scratch_[static_cast<size_t>(ti)];
             for (int64_t it = begin; it < stop; ++it) {
@@ -191,60 +233,111 @@ private:
                     for (int hh = 0; hh < G; ++hh)
                         sl::kernels::axpy_f32(s.rows_mean.data() + (t - t0) * hd, inv,
                                               c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd, hd);
+                // Remap: the far rows as MsaAttention builds them (R(W - p) q per row).
+                sl::RemapRows rr_head, rr_mean;
+                if (remap) {
+                    auto build = [&](const std::vector<float>& rows, int per_t, std::vector<float>& far,
+                                     std::vector<int64_t>& pos, sl::RemapRows& rr) {
+                        far = rows;
+                        pos.resize(static_cast<size_t>(nq) * static_cast<size_t>(per_t));
+                        for (int64_t t = t0; t < t1; ++t) {
+                            const int64_t p = c.pos0 + t;
+                            std::fill_n(pos.begin() + (t - t0) * per_t, per_t, p);
+                            rope.rotate(far.data() + (t - t0) * per_t * hd, per_t, hd, W - p, s.cs);
+                        }
+                        rr.window = W;
+                        rr.far_rows = far.data();
+                        rr.pos = pos.data();
+                    };
+                    build(s.rows_head, G, s.far_head, s.pos_head, rr_head);
+                    build(s.rows_mean, 1, s.far_mean, s.pos_mean, rr_mean);
+                }
                 for (size_t v = 0; v < nv; ++v) {
+                    if (variants[v].oracle) continue;  // chosen per (row, head) below
                     const bool head = variants[v].index_query == sl::IndexQuery::HeadMax || G == 1;
                     const float* rows = head ? s.rows_head.data() : s.rows_mean.data();
                     const int n_rows = head ? nq * G : nq;
+                    const sl::RemapRows* rr = remap && !variants[v].true_pos ? (head ? &rr_head : &rr_mean) : nullptr;
                     if (static_cast<int>(v) == tested_) {
                         s.blocks[v] = sel.blocks;  // what the MSA attended
                         // Recomputed on every 4th sampled query block: the reproduction check.
                         if ((local / sampling_.stride) % 4 != 0) continue;
                         sl::select_blocks(*index, kv, c.layer, g, rows, n_rows, hd, local, params[v], s.select,
-                                          s.check, s.stats[v]);
+                                          s.check, s.stats[v], rr);
                         ++s.checked;
                         if (s.check != sel.blocks) ++s.mismatches;
                     } else {
                         sl::select_blocks(*index, kv, c.layer, g, rows, n_rows, hd, local, params[v], s.select,
-                                          s.blocks[v], s.stats[v]);
+                                          s.blocks[v], s.stats[v], rr);
                     }
                 }
-                // Exact dense softmax mass per block of the sampled rows, every head of the group.
+                // Exact dense softmax mass per block of the sampled rows, every head of the group: as
+                // attended (scores) and at true positions (scores_t; only computed apart with Remap).
                 s.ts.clear();
                 for (int64_t t = t0; t < t1; ++t)
                     if (is_row_[static_cast<size_t>((c.pos0 + t) % B)]) s.ts.push_back(t);
                 const int64_t n_keys_max = c.pos0 + s.ts.back() + 1;
                 const size_t n_pairs = s.ts.size() * static_cast<size_t>(G);
                 s.scores.resize(n_pairs * static_cast<size_t>(n_keys_max));
+                if (remap) s.scores_t.resize(s.scores.size());
                 s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
+                s.rk.resize(s.kbuf.size());
+                s.qhat.resize(static_cast<size_t>(hd));
                 for (int64_t j0 = 0; j0 < n_keys_max; j0 += B) {
                     const int n = static_cast<int>(std::min<int64_t>(B, n_keys_max - j0));
                     const float* K = kv.k_span(c.layer, g, j0, n, s.kbuf.data());
+                    const bool any_far = remap && n_keys_max - 1 - (j0 + n - 1) >= W;
+                    if (any_far) index->relative_keys(kv, c.layer, g, j0 / B, s.rk.data(), s.cs);
                     for (size_t r = 0; r < s.ts.size(); ++r) {
                         const int64_t t = s.ts[r];
                         const int n_vis = static_cast<int>(std::min<int64_t>(n, c.pos0 + t - j0 + 1));
+                        const bool far = any_far && c.pos0 + t - (j0 + n - 1) >= W;
                         for (int hh = 0; hh < G; ++hh) {
                             const float* q = c.q + (t * c.n_head + static_cast<int64_t>(g) * G + hh) * hd;
-                            float* sc = s.scores.data() + (r * static_cast<size_t>(G) + static_cast<size_t>(hh)) *
-                                                              static_cast<size_t>(n_keys_max) + static_cast<size_t>(j0);
+                            const size_t at = (r * static_cast<size_t>(G) + static_cast<size_t>(hh)) *
+                                                  static_cast<size_t>(n_keys_max) + static_cast<size_t>(j0);
+                            float* sc = s.scores.data() + at;
                             for (int j = 0; j < n_vis; ++j)
                                 sc[j] = sl::kernels::dot_f32(q, K + static_cast<int64_t>(j) * hd, hd) * c.scale;
+                            if (!remap) continue;
+                            std::copy(sc, sc + n_vis, s.scores_t.data() + at);
+                            if (!far) continue;
+                            std::copy(q, q + hd, s.qhat.data());
+                            rope.rotate(s.qhat.data(), 1, hd, W - (c.pos0 + t), s.cs);
+                            for (int j = 0; j < n_vis; ++j)
+                                sc[j] = sl::kernels::dot_f32(s.qhat.data(), s.rk.data() + static_cast<int64_t>(j) * hd, hd) * c.scale;
                         }
                     }
                 }
+                auto block_mass = [&](std::vector<float>& scores, size_t pair, int64_t p, std::vector<double>& mass) {
+                    float* pr = scores.data() + pair * static_cast<size_t>(n_keys_max);
+                    sl::kernels::softmax(pr, p + 1);
+                    mass.assign(static_cast<size_t>(local) + 1, 0.0);
+                    for (int64_t j = 0; j <= p; ++j) mass[static_cast<size_t>(j / B)] += pr[j];
+                };
                 for (size_t pair = 0; pair < n_pairs; ++pair) {
                     const int64_t p = c.pos0 + s.ts[pair / static_cast<size_t>(G)];
-                    float* pr = s.scores.data() + pair * static_cast<size_t>(n_keys_max);
-                    sl::kernels::softmax(pr, p + 1);
-                    s.mass.assign(static_cast<size_t>(local) + 1, 0.0);
-                    for (int64_t j = 0; j <= p; ++j) s.mass[static_cast<size_t>(j / B)] += pr[j];
+                    block_mass(s.scores, pair, p, s.mass);
+                    if (remap) block_mass(s.scores_t, pair, p, s.mass_t);
+                    const std::vector<double>& mass_t = remap ? s.mass_t : s.mass;
                     const bool tail = p >= sampling_.tail_from;
                     for (size_t v = 0; v < nv; ++v) {
-                        double r = 0;
-                        for (const int32_t b : s.blocks[v]) r += s.mass[static_cast<size_t>(b)];
+                        double r = 0, rt = 0;
+                        if (variants[v].oracle) {  // the local block and the top_k - 1 others of most mass
+                            r = oracle(s.mass, local, top_k, s.sorted);
+                            rt = oracle(mass_t, local, top_k, s.sorted);
+                        }
+                        for (const int32_t b : s.blocks[v]) {
+                            if (variants[v].oracle) break;
+                            r += s.mass[static_cast<size_t>(b)];
+                            rt += mass_t[static_cast<size_t>(b)];
+                        }
                         s.sum[v] += r;
+                        s.sum_t[v] += rt;
                         s.count[v] += 1;
                         if (tail) {
                             s.tail_sum[v] += r;
+                            s.tail_sum_t[v] += rt;
                             s.tail_count[v] += 1;
                         }
                     }
@@ -256,6 +349,8 @@ private:
             for (size_t v = 0; v < nv; ++v) {
                 if (l >= variants[v].sum.size()) continue;
                 variants[v].sum[l] += s.sum[v];
+                variants[v].sum_t[l] += s.sum_t[v];
+                variants[v].tail_sum_t[l] += s.tail_sum_t[v];
                 variants[v].count[l] += s.count[v];
                 variants[v].tail_sum[l] += s.tail_sum[v];
                 variants[v].tail_count[l] += s.tail_count[v];
@@ -309,11 +404,11 @@ void TstMsaRecall::recallOnRefman() {
     const int n_layer = m->model->config().n_layer;
 
     // The mode under test, configured as the library prefill does (app/common/library_prefill.cpp).
-    const std::vector<Variant> names = make_variants(0);
+    const std::vector<Variant> names = make_variants(0, top_k);
     int tested = -1;
     const std::string tested_name = mode + "/head-max";
     for (size_t i = 0; i < names.size(); ++i)
-        if (tested_name == names[i].name || (mode == "hybrid" && std::strcmp(names[i].name, "hybrid4/head-max") == 0))
+        if (tested_name == names[i].name || (mode == "hybrid" && names[i].name == "hybrid4/head-max"))
             tested = static_cast<int>(i);
     QVERIFY2(tested >= 0, "SIGHTLINE_MSA_RECALL_MODE must be block-max, hybrid or mean-key");
     sl::MsaConfig cfg;
@@ -327,7 +422,8 @@ void TstMsaRecall::recallOnRefman() {
              "SIGHTLINE_MSA_RECALL_POSITIONS must be auto, original or remap");
     if (remap) {
         cfg.positions = sl::PositionMode::Remap;
-        cfg.remap_window = static_cast<int>(std::min<int64_t>(4096, n_train > 0 ? n_train / 2 : 4096));
+        cfg.remap_window = env_int("SIGHTLINE_MSA_RECALL_WINDOW",
+                                   static_cast<int>(std::min<int64_t>(4096, n_train > 0 ? n_train / 2 : 4096)));
     }
 
     Sampling sampling;
@@ -349,14 +445,16 @@ void TstMsaRecall::recallOnRefman() {
     qInfo("%d tokens of refman.pdf prefilled with %s (%.0f s, of which %.0f s measuring); top-k %d of %d blocks at "
           "the end (%.0f%% of the context)",
           n_tokens, probe->msa().signature().c_str(), wall, probe->probe_seconds, top_k, n_qb, 100.0 * top_k / n_qb);
-    qInfo("sampled: every %d-th query block, %d rows each; recall of the exact dense attention mass by the selected "
-          "blocks, over sampled (row, head) pairs that see more than top-k blocks (last quarter: positions >= %lld):",
-          sampling.stride, sampling.rows, static_cast<long long>(sampling.tail_from));
+    qInfo("sampled: every %d-th query block, %d rows each; recall of the exact dense attention mass (%s) by the "
+          "selected blocks, over sampled (row, head) pairs that see more than top-k blocks (last quarter: positions >= "
+          "%lld):",
+          sampling.stride, sampling.rows, remap ? "as attended: far blocks at their remapped distance" : "true positions",
+          static_cast<long long>(sampling.tail_from));
     QString header = QStringLiteral("layer");
-    for (const auto& v : probe->variants) header += QStringLiteral(" | %1").arg(QString::fromLatin1(v.name), 20);
+    for (const auto& v : probe->variants) header += QStringLiteral(" | %1").arg(QString::fromStdString(v.name), 20);
     qInfo("%s", qPrintable(header));
     const size_t nv = probe->variants.size();
-    std::vector<double> mean(nv, 0.0), worst(nv, 1.0), tail(nv, 0.0);
+    std::vector<double> mean(nv, 0.0), worst(nv, 1.0), tail(nv, 0.0), mean_t(nv, 0.0), worst_t(nv, 1.0), tail_t(nv, 0.0);
     int worst_layer = 0;
     for (int l = 0; l < n_layer; ++l) {
         QString line = QStringLiteral("%1").arg(l, 5);
@@ -366,6 +464,10 @@ void TstMsaRecall::recallOnRefman() {
             const double r = v.sum[li] / std::max(1.0, v.count[li]);
             mean[i] += r / n_layer;
             tail[i] += v.tail_sum[li] / std::max(1.0, v.tail_count[li]) / n_layer;
+            const double rt = v.sum_t[li] / std::max(1.0, v.count[li]);
+            mean_t[i] += rt / n_layer;
+            tail_t[i] += v.tail_sum_t[li] / std::max(1.0, v.tail_count[li]) / n_layer;
+            worst_t[i] = std::min(worst_t[i], rt);
             if (r < worst[i]) {
                 worst[i] = r;
                 if (static_cast<int>(i) == tested) worst_layer = l;
@@ -379,11 +481,15 @@ void TstMsaRecall::recallOnRefman() {
         const sl::SelectStats& st = v.stats;
         qInfo("RECALL tokens=%d mode=%-20s mean %.4f  worst layer %.4f  last quarter %.4f  (pairs per layer %.0f; "
               "exact block scores for %.1f%% of candidate blocks, %.1f%% of brute-force (row, block) pairs)%s",
-              n_tokens, v.name, mean[i], worst[i], tail[i], v.count[0],
+              n_tokens, v.name.c_str(), mean[i], worst[i], tail[i], v.count[0],
               100.0 * static_cast<double>(st.exact_blocks) / std::max<double>(1, static_cast<double>(st.candidates)),
               100.0 * static_cast<double>(st.exact_rows) / std::max<double>(1, static_cast<double>(st.brute_rows)),
               static_cast<int>(i) == tested ? "  <- under test" : "");
     }
+    if (remap)
+        for (size_t i = 0; i < nv; ++i)
+            qInfo("RECALL-TRUE-POSITIONS tokens=%d mode=%-20s mean %.4f  worst layer %.4f  last quarter %.4f",
+                  n_tokens, probe->variants[i].name.c_str(), mean_t[i], worst_t[i], tail_t[i]);
     qInfo("under test: worst layer %d; selections recomputed %lld, differing from the MSA's %lld", worst_layer,
           static_cast<long long>(probe->checked), static_cast<long long>(probe->mismatches));
     QVERIFY2(probe->checked > 0, "no query block was sampled (context shorter than top-k blocks?)");

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/prefill/progressive_prefill.h"
 #include "core/runtime/session.h"
@@ -55,6 +56,7 @@ private Q_SLOTS:
     void otherContextStartsOver();
     void corruptFileStartsOver();
     void savedTokensWithoutRestore();
+    void seedSharingAPrefix();
 
 private:
     std::unique_ptr<sl::LoadedModel> model_;
@@ -163,6 +165,62 @@ void TstProgressivePrefill::savedTokensWithoutRestore() {
     std::ofstream(junk) << "not a saved context";
     QVERIFY(sl::saved_context_tokens(junk).empty());
     QCOMPARE(sl::saved_context_tokens(path("reference.slkv")), tokens_);
+}
+
+void TstProgressivePrefill::seedSharingAPrefix() {
+    // A new context (a document added: the same first 384 tokens, then others) with no file of its
+    // own starts from the seed's shared prefix and ends where a prefill from scratch does; the
+    // seed is left as it was. A seed made by another attention, or sharing too little, is not used.
+    std::vector<int32_t> other(tokens_.begin(), tokens_.begin() + 384);
+    std::string added;
+    for (int i = 0; i < 12; ++i)
+        added += " Appendix " + std::to_string(i) + ": data frames are read from files with read.table() and written with write.csv().";
+    const std::vector<int32_t> tail = model_->tokenizer->encode(added, false, false);
+    QVERIFY(tail.size() >= 200);
+    other.insert(other.end(), tail.begin(), tail.begin() + 200);
+    QVERIFY(other[384] != tokens_[384]);
+    std::vector<float> fresh;
+    {
+        sl::Session s(*model_, options());
+        s.prefill(other);
+        fresh.assign(s.last_logits().begin(), s.last_logits().end());
+    }
+    const std::string seed = path("reference.slkv"), file = path("seeded.slkv");
+    const auto seed_size = std::filesystem::file_size(seed);
+    sl::Session s(*model_, options());
+    sl::ProgressivePrefill p(s, other, file, {.save_every = 128, .seeds = {path("missing.slkv"), seed}});
+    p.run();
+    const sl::PrefillStatus st = p.status();
+    QVERIFY2(st.error.empty(), st.error.c_str());
+    QCOMPARE(st.resumed_from, 384);
+    QCOMPARE(st.seed, seed);
+    QVERIFY2(st.note.find("reused the first 384 tokens") != std::string::npos, st.note.c_str());
+    QVERIFY(st.finished);
+    QCOMPARE(sl::saved_context_tokens(file), other);
+    QCOMPARE(sl::saved_context_tokens(seed), tokens_);
+    QCOMPARE(std::filesystem::file_size(seed), seed_size);
+    const double err = sl::test::normalized_error(s.last_logits().data(), fresh.data(), fresh.size());
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+
+    // Too short a shared prefix: from scratch.
+    const std::string file2 = path("seeded2.slkv");
+    sl::Session s2(*model_, options());
+    sl::ProgressivePrefill p2(s2, other, file2, {.save_every = 512, .seeds = {seed}, .min_seed_tokens = 385});
+    p2.run();
+    QCOMPARE(p2.status().resumed_from, 0);
+    QVERIFY(p2.status().seed.empty());
+
+    // A seed saved by another attention (MSA) is not used.
+    const std::string msa_seed = path("msa-seed.slkv"), file3 = path("seeded3.slkv");
+    {
+        sl::Session sm(*model_, options(), std::make_unique<sl::MsaAttention>());
+        sm.prefill(tokens_);
+        sm.save(msa_seed);
+    }
+    sl::Session s3(*model_, options());
+    sl::ProgressivePrefill p3(s3, other, file3, {.save_every = 512, .seeds = {msa_seed}});
+    p3.run();
+    QCOMPARE(p3.status().resumed_from, 0);
 }
 
 QTEST_GUILESS_MAIN(TstProgressivePrefill)
