@@ -21,11 +21,12 @@
 // track. Both ends rather than an overlap: a citation of a whole 30 s segment, or of a range that
 // spans two clips, fails; the clips are 45 s apart, so a citation of any other clip fails too.
 //
-// kBlock: the engine attributes attention per KV block and splits a block's mass among the units
-// in it by their token counts (core/answer/citations.cpp, step_units), and this video's whole
-// transcript is ~220 tokens. With the default 128-token blocks the five clips share two blocks,
-// and the clip with the longest transcript (0870) takes the largest share whatever is asked; with
-// 32-token blocks each clip's text has a block of its own, so the ranking follows the attention.
+// kBlock: the engine selects whole KV blocks, and this video's whole transcript is ~220 tokens.
+// With the default 128-token blocks the five clips share two blocks. A block's mass is split among
+// the units in it by the attention each of its tokens received (Selection::token_mass; before, by
+// token counts), yet the selection itself is per block: with 128-token blocks the three questions
+// still pass, but 0890's clip comes 2nd and 0920's 4th by share (cited through the answer's text).
+// With 32-token blocks each clip's text has a block of its own and is cited first.
 #include <QFile>
 #include <QRegularExpression>
 #include <QTemporaryDir>
