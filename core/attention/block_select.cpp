@@ -49,6 +49,19 @@ float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, 
 
 }  // namespace
 
+RemapRows make_remap_rows(const RopeShift& rope, const std::vector<float>& rows, int n_queries, int per_query,
+                          int head_dim, int64_t pos0, int64_t window, std::vector<float>& far,
+                          std::vector<int64_t>& pos, std::vector<float>& cs) {
+    far = rows;
+    pos.resize(static_cast<size_t>(n_queries) * static_cast<size_t>(per_query));
+    for (int i = 0; i < n_queries; ++i) {
+        const int64_t p = pos0 + i;
+        std::fill_n(pos.begin() + static_cast<std::ptrdiff_t>(i) * per_query, per_query, p);
+        rope.rotate(far.data() + static_cast<int64_t>(i) * per_query * head_dim, per_query, head_dim, window - p, cs);
+    }
+    return {window, far.data(), pos.data()};
+}
+
 float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                         int n_rows, int64_t row_stride, int64_t b) {
     SelectStats st;

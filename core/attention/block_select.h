@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/attention/rope_shift.h"
+
 namespace sl {
 
 class BlockIndex;
@@ -64,6 +66,13 @@ struct RemapRows {
     const float* far_rows = nullptr;  // (n_rows, row_stride)
     const int64_t* pos = nullptr;     // (n_rows), ascending: each row's query position
 };
+
+// The RemapRows of index rows `rows` (n_queries * per_query rows of head_dim floats, contiguous;
+// the per_query rows of query i at position pos0 + i): far_rows = R(window - p) row, built in
+// `far` / `pos` (resized; they must outlive the result). `cs`: scratch for rope.rotate.
+RemapRows make_remap_rows(const RopeShift& rope, const std::vector<float>& rows, int n_queries, int per_query,
+                          int head_dim, int64_t pos0, int64_t window, std::vector<float>& far,
+                          std::vector<int64_t>& pos, std::vector<float>& cs);
 
 // Per-thread scratch; grows to the largest call and is reused (no allocation in steady state).
 struct SelectScratch {

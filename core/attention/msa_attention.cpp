@@ -236,19 +236,8 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             }
             // Remap: the rows as R(W - p) q when some candidate block lies W or more before them.
             RemapRows rr;
-            if (remap && c.pos0 + t1 - 1 - (B - 1) >= W) {
-                const int per_t = n_rows / nq;
-                s.far_rows = s.rows;
-                s.row_pos.resize(static_cast<size_t>(n_rows));
-                for (int64_t t = t0; t < t1; ++t) {
-                    const int64_t p = c.pos0 + t;
-                    std::fill_n(s.row_pos.begin() + (t - t0) * per_t, per_t, p);
-                    rope.rotate(s.far_rows.data() + (t - t0) * per_t * hd, per_t, hd, W - p, s.cs);
-                }
-                rr.window = W;
-                rr.far_rows = s.far_rows.data();
-                rr.pos = s.row_pos.data();
-            }
+            if (remap && c.pos0 + t1 - 1 - (B - 1) >= W)
+                rr = make_remap_rows(rope, s.rows, nq, n_rows / nq, hd, c.pos0 + t0, W, s.far_rows, s.row_pos, s.cs);
             select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb0 + qbi, sp, s.select, sel.blocks,
                           s.stats, rr.window > 0 ? &rr : nullptr);
         }

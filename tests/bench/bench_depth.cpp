@@ -27,6 +27,7 @@
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
+#include "core/prefill/progressive_prefill.h"
 #include "core/runtime/session.h"
 #include "core/util/paths.h"
 
@@ -96,17 +97,9 @@ int main(int argc, char** argv) {
                 else throw std::runtime_error("unknown mode " + mode + " (dense, hybrid, block-max, mean-key[/group-mean])");
                 att = std::make_unique<sl::MsaAttention>(cfg);  // positions set below, once the depth is known
             }
-            sl::SessionOptions so;
-            so.n_threads = threads;
-            so.device = "cpu";
-            so.n_batch = 256;
-            // The context's length is only known after the restore: a session large enough for any file.
-            so.n_ctx = 1 << 21;
-            auto probe = std::make_unique<sl::Session>(*m, so);
-            probe->restore(context);
-            const auto n = static_cast<int64_t>(probe->tokens().size());
-            const std::vector<int32_t> saved = probe->tokens();
-            probe.reset();
+            const std::vector<int32_t> saved = sl::saved_context_tokens(context);
+            const auto n = static_cast<int64_t>(saved.size());
+            if (n == 0) throw std::runtime_error(context + ": not a readable saved context");
             if (n <= chunk) throw std::runtime_error(context + ": holds " + std::to_string(n) + " tokens, not more than the chunk");
             if (mode != "dense") {
                 const bool remap = positions == "remap" || (positions == "auto" && n_train > 0 && n + chunk + decode > n_train);
@@ -116,6 +109,10 @@ int main(int argc, char** argv) {
                 }
                 att = std::make_unique<sl::MsaAttention>(cfg);
             }
+            sl::SessionOptions so;
+            so.n_threads = threads;
+            so.device = "cpu";
+            so.n_batch = 256;
             so.n_ctx = static_cast<int>(n + chunk + decode + 8);
             sl::Session s(*m, so, std::move(att));
             s.restore(context);

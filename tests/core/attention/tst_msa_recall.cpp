@@ -236,21 +236,8 @@ private:
                 // Remap: the far rows as MsaAttention builds them (R(W - p) q per row).
                 sl::RemapRows rr_head, rr_mean;
                 if (remap) {
-                    auto build = [&](const std::vector<float>& rows, int per_t, std::vector<float>& far,
-                                     std::vector<int64_t>& pos, sl::RemapRows& rr) {
-                        far = rows;
-                        pos.resize(static_cast<size_t>(nq) * static_cast<size_t>(per_t));
-                        for (int64_t t = t0; t < t1; ++t) {
-                            const int64_t p = c.pos0 + t;
-                            std::fill_n(pos.begin() + (t - t0) * per_t, per_t, p);
-                            rope.rotate(far.data() + (t - t0) * per_t * hd, per_t, hd, W - p, s.cs);
-                        }
-                        rr.window = W;
-                        rr.far_rows = far.data();
-                        rr.pos = pos.data();
-                    };
-                    build(s.rows_head, G, s.far_head, s.pos_head, rr_head);
-                    build(s.rows_mean, 1, s.far_mean, s.pos_mean, rr_mean);
+                    rr_head = sl::make_remap_rows(rope, s.rows_head, nq, G, hd, c.pos0 + t0, W, s.far_head, s.pos_head, s.cs);
+                    rr_mean = sl::make_remap_rows(rope, s.rows_mean, nq, 1, hd, c.pos0 + t0, W, s.far_mean, s.pos_mean, s.cs);
                 }
                 for (size_t v = 0; v < nv; ++v) {
                     if (variants[v].oracle) continue;  // chosen per (row, head) below
