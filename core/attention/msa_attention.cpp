@@ -64,8 +64,11 @@ std::string MsaAttention::signature() const {
     return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") + " d" +
            std::to_string(c.dense_layers) + scoring_name(c) +
            (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
-           // "v2": far blocks are selected at their remapped distance (before: at their true one).
-           (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) + " v2" : "");
+           (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "") +
+           // What changed the K/V computed under the same settings: v2, far blocks are selected at
+           // their remapped distance (before: at their true one); v3, a call's last query selects
+           // on its own (before: with its query block).
+           " v3";
 }
 
 const std::vector<Selection>& MsaAttention::last_selections(int layer) const {
@@ -156,7 +159,11 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
 
     const int64_t qb0 = c.pos0 / B;
     const int64_t n_qb = (end - 1) / B - qb0 + 1;
-    const int64_t n_items = n_qb * c.n_kv_head;
+    // The call's last query (the one whose logits the model returns) selects on its own when its
+    // query block holds other queries of the call: a query group of its own after the others.
+    const bool split_last = end - std::max(c.pos0, (end - 1) / B * B) > 1;
+    const int64_t n_groups = n_qb + (split_last ? 1 : 0);
+    const int64_t n_items = n_groups * c.n_kv_head;
     L.selections.resize(static_cast<size_t>(n_items));
     SelectParams sp;
     sp.top_k = config_.top_k;
@@ -189,11 +196,18 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             stats_.native_fallbacks += n_items;
         }
     }
-    // Query tokens [t0, t1) of the call in query block qbi.
-    auto q_range = [&](int64_t qbi, int64_t& t0, int64_t& t1) {
-        const int64_t qb = qb0 + qbi;
+    // Query tokens [t0, t1) of the call in query group qi: query block qb0 + qi, less the last
+    // query when split_last, which is group n_qb.
+    auto q_range = [&](int64_t qi, int64_t& t0, int64_t& t1) {
+        if (qi == n_qb) {
+            t0 = c.n_tokens - 1;
+            t1 = c.n_tokens;
+            return;
+        }
+        const int64_t qb = qb0 + qi;
         t0 = std::max(c.pos0, qb * B) - c.pos0;
         t1 = std::min(end, (qb + 1) * B) - c.pos0;
+        if (split_last && qi == n_qb - 1) --t1;
     };
 
     // Index branch: one selection per (query block, KV group).
@@ -201,11 +215,11 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     pool.parallel_for(n_items, [&](int64_t begin, int64_t stop, int ti) {
         Scratch& s = *scratch_[static_cast<size_t>(ti)];
         for (int64_t it = begin; it < stop; ++it) {
-            const int64_t qbi = it / c.n_kv_head;
             const int g = static_cast<int>(it % c.n_kv_head);
             int64_t t0 = 0, t1 = 0;
-            q_range(qbi, t0, t1);
+            q_range(it / c.n_kv_head, t0, t1);
             const int nq = static_cast<int>(t1 - t0);
+            const int64_t qb = (c.pos0 + t0) / B;  // the query block: its KV block is the local one
             Selection& sel = L.selections[static_cast<size_t>(it)];
             sel.kv_head = g;
             sel.q_pos0 = c.pos0 + t0;
@@ -213,7 +227,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             if (native) {
                 const int64_t stride = static_cast<int64_t>(c.index_n_head) * c.index_dim;
                 select_blocks_native(L.ikeys.data(), B, c.index_dim, c.index_q + t0 * stride + static_cast<int64_t>(g) * c.index_dim,
-                                     nq, stride, qb0 + qbi, sp, s.select, sel.blocks, s.stats);
+                                     nq, stride, qb, sp, s.select, sel.blocks, s.stats);
                 continue;
             }
             int n_rows = 0;
@@ -238,7 +252,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             RemapRows rr;
             if (remap && c.pos0 + t1 - 1 - (B - 1) >= W)
                 rr = make_remap_rows(rope, s.rows, nq, n_rows / nq, hd, c.pos0 + t0, W, s.far_rows, s.row_pos, s.cs);
-            select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb0 + qbi, sp, s.select, sel.blocks,
+            select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb, sp, s.select, sel.blocks,
                           s.stats, rr.window > 0 ? &rr : nullptr);
         }
     });

@@ -9,6 +9,11 @@
 // the max over the block's queries (and, by default, over the group's heads) of the block score,
 // and shared by every query and head of that group, so each selected KV block is read once for all
 // of them. Decode is a query block of one query. The local block is causally masked.
+// Exception: the call's last query, whose logits the model returns (the next token of a prompt),
+// selects on its own, as in decode, when its query block holds other queries of the call. A
+// shared selection is ranked by the whole block's queries; in a prompt whose question ends inside
+// filler-like text those outvoted the question's own blocks and the answer lost what it asked for
+// (bench_msa_passkey at 4K: 0/3 found with the shared selection, 3/3 with the last query's own).
 //
 // Index queries (IndexQuery): HeadMax scores each query head with its own q and takes the max over
 // the group's heads (the selection serves every head: a block one head needs is kept); GroupMean
@@ -117,7 +122,8 @@ public:
     // a forward call.
     void set_token_mass(bool on) { config_.token_mass = on; }
 
-    // Selections of the last forward call of `layer`, ordered by query block then KV group; empty
+    // Selections of the last forward call of `layer`, ordered by query block then KV group, the
+    // last query's own (see above) after them; empty
     // for dense layers and layers not run yet. Valid until the next forward call of that layer.
     const std::vector<Selection>& last_selections(int layer) const;
 

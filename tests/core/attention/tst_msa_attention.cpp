@@ -138,6 +138,7 @@ private Q_SLOTS:
     void remapSelection_data();
     void remapSelection();
     void tokenMass();
+    void lastQuerySelectsAlone();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -225,7 +226,10 @@ void TstMsaAttention::equalsDenseWhenAllSelected() {
     // Every visible block selected; masses sum to 1 and match the exact softmax.
     const auto& sels = msa.last_selections(0);
     const int n_qb = (n_ctx - 1) / block - pos0 / block + 1;
-    QCOMPARE(static_cast<int>(sels.size()), n_qb * n_kv);
+    const bool split_last = n_ctx - std::max(pos0, (n_ctx - 1) / block * block) > 1;  // the last query's own
+    QCOMPARE(static_cast<int>(sels.size()), (n_qb + (split_last ? 1 : 0)) * n_kv);
+    QCOMPARE(sels.back().n_queries, 1);
+    QCOMPARE(sels.back().q_pos0, int64_t{n_ctx - 1});
     std::vector<double> o(static_cast<size_t>(hd)), m;
     for (const auto& s : sels) {
         const int local = static_cast<int>(s.q_pos0 / block);
@@ -722,6 +726,50 @@ void TstMsaAttention::tokenMass() {
     }
     qInfo("token mass vs reference: max abs error %.2e", worst);
     QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
+}
+
+void TstMsaAttention::lastQuerySelectsAlone() {
+    // The last query of a call (whose logits the model returns) gets the selection a decode call of
+    // that position makes, not its query block's shared one: a prefill call of n queries gives the
+    // last row exactly what a call of n - 1 followed by a call of 1 gives it. The shared selection
+    // differs for some group here, so a shared last query fails this.
+    const int n_head = 6, n_kv = 2, hd = 24, B = 16, top_k = 3, n_ctx = 16 * 11 + 9;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    kv.set_n_past(n_ctx);
+    const int pos0 = 16 * 10 + 5, nt = n_ctx - pos0;  // two query blocks, the last holding 9 queries
+    auto q = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd), -2, 2);
+    sl::ThreadPool pool(2);
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = top_k;
+    sl::MsaAttention whole(cfg), split(cfg);
+    std::vector<float> out(q.size()), out_s(q.size());
+    whole.forward(make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data()), kv, pool);
+    std::vector<std::vector<int32_t>> shared;  // the last query block's selection per group, the last query excluded
+    const auto& sels = whole.last_selections(0);
+    QCOMPARE(static_cast<int>(sels.size()), 3 * n_kv);
+    for (const auto& s : sels) {
+        if (s.q_pos0 == 16 * 11) {
+            QCOMPARE(s.n_queries, 8);
+            shared.push_back(s.blocks);
+        }
+    }
+    QCOMPARE(static_cast<int>(shared.size()), n_kv);
+    split.forward(make_call(n_head, n_kv, hd, pos0, nt - 1, q.data(), out_s.data()), kv, pool);
+    const size_t last = static_cast<size_t>(nt - 1) * n_head * hd;
+    split.forward(make_call(n_head, n_kv, hd, n_ctx - 1, 1, q.data() + last, out_s.data() + last), kv, pool);
+    int differs = 0;
+    for (int g = 0; g < n_kv; ++g) {
+        const sl::Selection& own = sels[static_cast<size_t>(2 * n_kv + g)];
+        const sl::Selection& decode = split.last_selections(0)[static_cast<size_t>(g)];
+        QCOMPARE(own.q_pos0, int64_t{n_ctx - 1});
+        QCOMPARE(own.n_queries, 1);
+        QCOMPARE(own.blocks, decode.blocks);
+        differs += own.blocks != shared[static_cast<size_t>(g)];
+    }
+    QVERIFY2(differs > 0, "the inputs must make the shared and the own selection differ");
+    for (size_t i = last; i < q.size(); ++i) QCOMPARE(out[i], out_s[i]);
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)

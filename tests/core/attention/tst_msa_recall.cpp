@@ -5,7 +5,8 @@
 // K/V measured are the ones the product sees. A probe wraps that attention; at every layer call it
 // samples query rows (the query blocks qb with qb % stride == stride - 1, stride chosen so that
 // about SIGHTLINE_MSA_RECALL_QBLOCKS blocks are sampled over the context, and in each the rows at
-// offsets B/R - 1, 2B/R - 1, ..., B - 1) and, for every sampled row and head:
+// offsets B/R - 1, 2B/R - 1, ..., B - 1, less a call's last query, which selects on its own as
+// decode does) and, for every sampled row and head:
 //   - the exact dense softmax mass per KV block over ALL visible keys (read from the KvCache) of
 //     the attention the MSA approximates: "as attended" — at the positions the sparse branch uses
 //     (with Remap, a block W or more before the query at its remapped distance, see
@@ -82,6 +83,7 @@ struct Variant {
     // block and the top_k - 1 blocks of most mass in the reference (selections are shared by a
     // query block's rows and a group's heads, so none can do better).
     bool oracle = false;
+    int hybrid_factor = 0;  // Hybrid: the shortlist factor; 0: the configuration's
     // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter;
     // against the attention as attended, and (_t) at true positions.
     std::vector<double> sum = {}, count = {}, tail_sum = {}, tail_count = {}, sum_t = {}, tail_sum_t = {};
@@ -95,6 +97,9 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
         {"block-max/head-max", S::BlockMax, Q::HeadMax},
         {"block-max/group-mean", S::BlockMax, Q::GroupMean},
         {"hybrid4/head-max", S::Hybrid, Q::HeadMax},
+        {"hybrid4/group-mean", S::Hybrid, Q::GroupMean},
+        {"hybrid8/head-max", S::Hybrid, Q::HeadMax, false, false, 0, false, 8},
+        {"hybrid8/group-mean", S::Hybrid, Q::GroupMean, false, false, 0, false, 8},
         {"mean-key/head-max", S::MeanKey, Q::HeadMax},
         {"mean-key/group-mean", S::MeanKey, Q::GroupMean},
         {"block-max/head+sink", S::BlockMax, Q::HeadMax, true},
@@ -187,6 +192,9 @@ private:
             const sl::Selection& s = sels[i];
             const int64_t qb = s.q_pos0 / B;
             if (qb + 1 <= top_k || qb % sampling_.stride != sampling_.stride - 1) continue;
+            // The call's last query selects on its own, as in decode (msa_attention.h): measured
+            // are the selections prefill rows share.
+            if (c.n_tokens > 1 && s.n_queries == 1 && s.q_pos0 == c.pos0 + c.n_tokens - 1) continue;
             for (int64_t p = s.q_pos0; p < s.q_pos0 + s.n_queries; ++p)
                 if (is_row_[static_cast<size_t>(p % B)]) {
                     items_.push_back(i);
@@ -208,7 +216,7 @@ private:
             params[v].sink = variants[v].sink;
             params[v].scoring = variants[v].scoring;
             params[v].prune = msa_.config().prune;
-            params[v].hybrid_factor = msa_.config().hybrid_factor;
+            params[v].hybrid_factor = variants[v].hybrid_factor > 0 ? variants[v].hybrid_factor : msa_.config().hybrid_factor;
         }
         const bool remap = msa_.config().positions == sl::PositionMode::Remap;
         const int64_t W = msa_.config().remap_window;

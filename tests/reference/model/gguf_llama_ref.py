@@ -28,7 +28,9 @@ MSA NATIVE (--msa native; files with a MiniMax-M3 style indexer, /work/shared/MS
     (h: the same normalized layer input as q/k; the main q/k's RoPE: same mode, n_rot, base)
   Queries are grouped like the engine groups them: the positions of one forward call that fall
   in one block of B tokens (--msa-calls gives the call sizes; default one call, i.e. prefill;
-  calls of 1 are decode, where this is M3's per-token selection). For each group (query block qb)
+  calls of 1 are decode, where this is M3's per-token selection), except that the last query of
+  a call is a group of its own (the query whose logits a call returns selects as in decode). For
+  each group (query block qb)
   and KV group g (served by index head g):
     score(b) = max over the group's queries i and tokens j of block b of iq[i, g] . ik[j]
                (plain dot, no scale), for every block b < qb (fully visible);
@@ -316,7 +318,11 @@ def msa_query_groups(T: int, block: int, calls) -> list[tuple[int, int]]:
         s0 = p
         while s0 < e:
             b_end = min(e, (s0 // block + 1) * block)
-            groups.append((s0, b_end))
+            if b_end == e and e - s0 > 1:  # the call's last query selects on its own
+                groups.append((s0, e - 1))
+                groups.append((e - 1, e))
+            else:
+                groups.append((s0, b_end))
             s0 = b_end
         p = e
     return groups
