@@ -54,6 +54,18 @@ public:
     // Forgets state derived from the cache (block summaries): called when the cache was cleared or
     // replaced other than by forward calls (Session::reset, Session::restore).
     virtual void reset_state() {}
+
+    // State a saved context carries beside the K/V because the cache cannot rebuild it (MSA native
+    // mode: a layer's index keys, derived from hidden states): positions [0, n) of `layer`, (n, dim)
+    // floats, valid until the next forward or reset_state(). None by default.
+    struct IndexKeys {
+        const float* data = nullptr;
+        int64_t n = 0;
+        int dim = 0;
+    };
+    virtual IndexKeys index_keys(int /*layer*/) const { return {}; }
+    // Hands them back for the context now in `kv` (Session::restore, after reset_state()); copied.
+    virtual void set_index_keys(int /*layer*/, const KvCache& /*kv*/, const float* /*keys*/, int64_t /*n*/, int /*dim*/) {}
 };
 
 }  // namespace sl

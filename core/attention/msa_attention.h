@@ -27,9 +27,10 @@
 // M3's per-token selection exactly; in prefill the queries of a query block share one selection, as
 // in the training-free modes (and the CUDA kernels, kernels/cuda/msa.cuh).
 // The index keys are kept per layer and position [0, n) here; a call needs those of [0, pos0). They
-// are derived from hidden states that the KV cache does not hold, so they cannot be rebuilt from a
-// restored cache: after invalidate() (Session::reset / restore) or a switch to another cache, a
-// call at pos0 > 0 finds them missing and that layer falls back to training-free BlockMax scoring
+// are derived from hidden states that the KV cache does not hold, so they cannot be rebuilt from
+// the cache: a saved context carries them (Session::save / restore, index_keys()). When they are
+// missing (after invalidate() without keys handed back, a file saved without them, a switch to
+// another cache), a call at pos0 > 0 makes that layer fall back to training-free BlockMax scoring
 // (counted in MsaStats::native_fallbacks) until the context restarts at position 0. A native
 // layer whose call has no index queries (a file without an indexer) is an error.
 //
@@ -152,6 +153,13 @@ public:
     // position order (forward already handles restarting at a lower pos0 and a different cache).
     void invalidate();
     void reset_state() override { invalidate(); }
+    // Native mode's index keys travel with a saved context (Session::save / restore).
+    IndexKeys index_keys(int layer) const override {
+        return {native_key_data(layer), native_keys(layer), native_keys(layer) > 0 ? layers_[static_cast<size_t>(layer)].ik_dim : 0};
+    }
+    void set_index_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim) override {
+        set_native_keys(layer, kv, keys, n, dim);
+    }
 
 private:
     struct Layer {

@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'L', 'K', 'V', 'C', 'A', 'C', 'H'};
 constexpr uint32_t kRecordMagic = 0x524b4c53u;  // "SLKR"
-constexpr uint32_t kPage = 1, kCommit = 2;
+constexpr uint32_t kPage = 1, kCommit = 2, kIndexKeys = 3;
 constexpr uint64_t kHeaderBytes = 512;
 constexpr uint64_t kSlotOffset[2] = {128, 192};
 constexpr uint64_t kRecordHeader = 64;
@@ -68,7 +68,9 @@ struct Fd {
 class RecordWriter {
 public:
     RecordWriter(const Fd& fd, uint64_t off) : fd_(fd), off_(off) { buf_.reserve(kFlush + (1 << 20)); }
-    void record(uint32_t kind, uint64_t a, uint64_t b, std::span<const uint8_t> p1, std::span<const uint8_t> p2 = {}) {
+    // c: the header's u64 at 40 (index keys: the dim; 0 otherwise).
+    void record(uint32_t kind, uint64_t a, uint64_t b, std::span<const uint8_t> p1, std::span<const uint8_t> p2 = {},
+                uint64_t c = 0) {
         const uint64_t n = p1.size() + p2.size();
         uint8_t h[kRecordHeader] = {};
         store32(h, kRecordMagic);
@@ -85,6 +87,7 @@ public:
         store64(h + 16, ph);
         store64(h + 24, a);
         store64(h + 32, b);
+        store64(h + 40, c);
         store64(h + 56, kv_hash(h, 56));
         append(h, kRecordHeader);
         append(p1.data(), p1.size());
@@ -121,9 +124,11 @@ void write_slot(const Fd& fd, int slot, uint64_t seq, uint64_t end, uint64_t n_t
     fd.write_at(s, 64, kSlotOffset[slot]);
 }
 
-// Pages [b0, ceil(n / B)) of every layer, then the commit record of tokens[n0, n).
+// Pages [b0, ceil(n / B)) of every layer, the index keys of positions [n0, n) (of [0, n) for a
+// layer `saved` holds none of, or none that fit), then the commit record of tokens[n0, n).
 void write_records(RecordWriter& w, const KvCache& kv, std::span<const int32_t> tokens, size_t n0,
-                   std::span<const float> logits, const std::string& path) {
+                   std::span<const float> logits, const std::string& path, std::span<const KvIndexKeys> index_keys,
+                   const KvFileContents* saved) {
     const int64_t B = kv.block_size();
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t nb = (n + B - 1) / B;
@@ -135,6 +140,20 @@ void write_records(RecordWriter& w, const KvCache& kv, std::span<const int32_t> 
             w.record(kPage, static_cast<uint64_t>(l), static_cast<uint64_t>(b), {p, kv.page_bytes()});
             if (kv.options().budget_bytes > 0 && (b * kv.n_layer() + l) % 256 == 255) kv.release_maps();  // keep RSS bounded
         }
+    for (size_t l = 0; l < index_keys.size() && l < static_cast<size_t>(kv.n_layer()); ++l) {
+        const KvIndexKeys& ik = index_keys[l];
+        if (!ik.data || ik.dim <= 0 || ik.n < n) continue;
+        const int il = static_cast<int>(l);
+        const bool continues = saved && saved->has_index_keys(il) && saved->index_dim[l] == static_cast<uint32_t>(ik.dim);
+        const auto dim = static_cast<uint64_t>(ik.dim);
+        // Records of about 4 MiB, so that one never needs a buffer of a whole layer's keys.
+        const int64_t per = std::max<int64_t>(1, (int64_t{4} << 20) / static_cast<int64_t>(dim * 4));
+        for (int64_t p = continues ? static_cast<int64_t>(n0) : 0; p < n; p += per) {
+            const int64_t cnt = std::min(per, n - p);
+            const auto* bytes = reinterpret_cast<const uint8_t*>(ik.data + static_cast<uint64_t>(p) * dim);
+            w.record(kIndexKeys, l, static_cast<uint64_t>(p), {bytes, static_cast<size_t>(cnt) * dim * 4}, {}, dim);
+        }
+    }
     const auto added = tokens.subspan(n0);
     w.record(kCommit, static_cast<uint64_t>(n), added.size(),
              {reinterpret_cast<const uint8_t*>(added.data()), added.size_bytes()},
@@ -225,6 +244,9 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     c.seq = seq;
     c.slot = slot;
     c.tokens.reserve(static_cast<size_t>(n_tokens));
+    c.index_dim.assign(in.n_layer, 0);
+    c.index_n.assign(in.n_layer, 0);
+    c.index_records.assign(in.n_layer, {});
 
     uint64_t pos = kHeaderBytes;
     uint64_t last_commit_payload = 0, last_commit_bytes = 0;
@@ -256,6 +278,23 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             last_commit_payload = pos + kRecordHeader;
             last_commit_bytes = n;
             last_is_commit = true;
+        } else if (kind == kIndexKeys) {
+            const uint64_t dim = load64(h + 40);
+            if (a >= in.n_layer) bad(name, "index keys of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
+            if (dim < 1 || dim > 4096) bad(name, "index keys of absurd dim " + std::to_string(dim) + at);
+            if (n == 0 || n % (dim * 4) != 0) bad(name, "index-key record of " + std::to_string(n) + " bytes for keys of dim " + std::to_string(dim) + at);
+            const uint64_t count = n / (dim * 4);
+            if (b > n_tokens || count > n_tokens - b) bad(name, "index keys of positions beyond the saved tokens" + at);
+            if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "index-key checksum mismatch (layer " + std::to_string(a) + ")" + at);
+            uint32_t& d = c.index_dim[static_cast<size_t>(a)];
+            if (d != 0 && d != dim) bad(name, "index keys of layer " + std::to_string(a) + " change dim from " + std::to_string(d) + " to " + std::to_string(dim) + at);
+            d = static_cast<uint32_t>(dim);
+            uint64_t& covered = c.index_n[static_cast<size_t>(a)];
+            if (b <= covered) {  // after a gap a record cannot extend the keys from position 0
+                covered = std::max(covered, b + count);
+                c.index_records[static_cast<size_t>(a)].push_back({b, count, pos + kRecordHeader});
+            }
+            last_is_commit = false;
         } else {
             bad(name, "unknown record kind " + std::to_string(kind) + at);
         }
@@ -281,6 +320,21 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     return c;
 }
 
+std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l) {
+    std::vector<float> out;
+    if (!c.has_index_keys(l)) return out;
+    const auto dim = static_cast<uint64_t>(c.index_dim[static_cast<size_t>(l)]);
+    const uint64_t n = c.tokens.size();
+    out.resize(static_cast<size_t>(n * dim));
+    for (const auto& r : c.index_records[static_cast<size_t>(l)]) {
+        if (r.pos0 >= n) continue;
+        const uint64_t cnt = std::min(r.count, n - r.pos0);
+        if (r.offset + cnt * dim * 4 > bytes.size()) throw FormatError("saved context: index keys past the end of the file");
+        std::memcpy(out.data() + r.pos0 * dim, bytes.data() + r.offset, static_cast<size_t>(cnt * dim * 4));
+    }
+    return out;
+}
+
 namespace {
 
 void check_writable(const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens, std::span<const float> logits,
@@ -295,7 +349,7 @@ void check_writable(const KvFileInfo& info, const KvCache& kv, std::span<const i
 }  // namespace
 
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
-                   std::span<const float> logits) {
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys) {
     check_writable(info, kv, tokens, logits, path);
     if (info.fingerprint.size() != 64) throw Error(path + ": cannot save: bad model fingerprint");
     const std::string tmp = path + ".tmp";
@@ -320,7 +374,7 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
     store64(h + 320, kv_hash(h + 256, 64));
     fd.write_at(h, kHeaderBytes, 0);
     RecordWriter w(fd, kHeaderBytes);
-    write_records(w, kv, tokens, 0, logits, tmp);
+    write_records(w, kv, tokens, 0, logits, tmp, index_keys, nullptr);
     write_slot(fd, 0, 1, w.end(), tokens.size());
     fd.sync();
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -338,7 +392,8 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
 }
 
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
-                    std::span<const int32_t> tokens, std::span<const float> logits) {
+                    std::span<const int32_t> tokens, std::span<const float> logits,
+                    std::span<const KvIndexKeys> index_keys) {
     check_writable(saved.info, kv, tokens, logits, path);
     if (saved.tokens.size() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin()))
         throw Error(path + ": cannot append: the file does not hold a prefix of this context");
@@ -347,7 +402,7 @@ void append_kv_file(const std::string& path, const KvFileContents& saved, const 
     fd.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd.fd < 0) throw IoError(path + ": cannot open for appending: " + std::strerror(errno));
     RecordWriter w(fd, saved.committed_end);
-    write_records(w, kv, tokens, saved.tokens.size(), logits, path);
+    write_records(w, kv, tokens, saved.tokens.size(), logits, path, index_keys, &saved);
     if (::ftruncate(fd.fd, static_cast<off_t>(w.end())) != 0) throw IoError(path + ": cannot truncate: " + std::strerror(errno));
     fd.sync();
     write_slot(fd, 1 - saved.slot, saved.seq + 1, w.end(), tokens.size());

@@ -18,6 +18,11 @@
 //                     page replaces an earlier one (the partial last page is rewritten as it fills).
 //     kind 2, commit: a = tokens in the context after it, b = tokens it adds; payload = the added
 //                     token ids (i32) then the logits after the last token (n_vocab f32).
+//     kind 3, index keys (optional; MSA native mode, attention.h IndexKeys): a = layer, b = first
+//                     position p0, header u64 at 40 = dim; payload = the keys of positions
+//                     [p0, p0 + count), (count, dim) f32. A layer's keys are usable when its records,
+//                     in file order, cover [0, tokens) without a gap (a record may rewrite positions
+//                     an earlier one held); the dim must not change within a layer.
 //   Anything after the committed end is ignored (an interrupted save).
 //
 // Saving appends pages and a commit record, syncs, then rewrites the older slot and syncs: a kill at
@@ -54,6 +59,26 @@ struct KvFileContents {
     uint64_t committed_end = 0;     // where the next record goes
     uint64_t seq = 0;               // the current slot's seq
     int slot = 0;                   // the current slot (0 or 1)
+    // Index keys (kind 3), per layer: dim (0: none), positions [0, index_n) covered, and the
+    // records in file order.
+    struct IndexKeyRecord {
+        uint64_t pos0 = 0, count = 0, offset = 0;  // offset: of the payload in the file
+    };
+    std::vector<uint32_t> index_dim;
+    std::vector<uint64_t> index_n;
+    std::vector<std::vector<IndexKeyRecord>> index_records;
+    // Whether layer l's index keys cover every saved token.
+    bool has_index_keys(int l) const {
+        return l >= 0 && static_cast<size_t>(l) < index_n.size() && index_dim[static_cast<size_t>(l)] > 0 &&
+               index_n[static_cast<size_t>(l)] >= tokens.size();
+    }
+};
+
+// One layer's index keys handed to a save: positions [0, n), (n, dim) floats; null: none.
+struct KvIndexKeys {
+    const float* data = nullptr;
+    int64_t n = 0;
+    int dim = 0;
 };
 
 enum class KvVerify {
@@ -65,15 +90,22 @@ enum class KvVerify {
 // (truncated, bad magic, wrong version, checksum mismatch, absurd counts, missing pages).
 KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify);
 
+// Layer l's saved index keys, (tokens, dim) floats, from the file's bytes parsed as `c`; empty
+// unless c.has_index_keys(l).
+std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l);
+
 // Writes `kv`'s pages for `tokens` with `logits` as a new file at `path` (via a temp file renamed
-// over it: the old file stays intact until the new one is complete). Throws IoError.
+// over it: the old file stays intact until the new one is complete). `index_keys`: per layer (or
+// empty), saved for the layers whose keys cover every token. Throws IoError.
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
-                   std::span<const float> logits);
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {});
 
 // Appends to `path`, which holds `saved` (parsed from it; a prefix of `tokens`), the pages from
-// block saved.tokens.size() / B on and a commit record, then switches the slot. Throws IoError.
+// block saved.tokens.size() / B on, the index keys of the new positions (of every position for a
+// layer the file had none of), and a commit record, then switches the slot. Throws IoError.
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
-                    std::span<const int32_t> tokens, std::span<const float> logits);
+                    std::span<const int32_t> tokens, std::span<const float> logits,
+                    std::span<const KvIndexKeys> index_keys = {});
 
 // The 64-bit checksum used by the file (not cryptographic).
 uint64_t kv_hash(const void* data, size_t n);

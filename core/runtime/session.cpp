@@ -213,6 +213,11 @@ void Session::save(const std::string& path) const {
     info.type = kv_.type();
     info.page_bytes = kv_.page_bytes();
     info.attention = attention_->signature();
+    std::vector<KvIndexKeys> keys(static_cast<size_t>(c.n_layer));
+    for (int l = 0; l < c.n_layer; ++l) {
+        const Attention::IndexKeys k = attention_->index_keys(l);
+        keys[static_cast<size_t>(l)] = {k.data, k.n, k.dim};
+    }
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
         try {
@@ -225,7 +230,7 @@ void Session::save(const std::string& path) const {
                               s.type == info.type && s.attention == info.attention && saved.tokens.size() <= tokens_.size() &&
                               std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin());
             if (same) {
-                if (saved.tokens.size() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_);
+                if (saved.tokens.size() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_, keys);
                 file_memo_ = file_identity(path);
                 return;
             }
@@ -233,7 +238,7 @@ void Session::save(const std::string& path) const {
             // Not a usable save of a prefix: written anew below.
         }
     }
-    write_kv_file(path, info, kv_, tokens_, logits_);
+    write_kv_file(path, info, kv_, tokens_, logits_, keys);
     file_memo_ = file_identity(path);
 }
 
@@ -261,6 +266,12 @@ void Session::restore(const std::string& path) {
         for (int64_t b = 0; b < saved.n_blocks; ++b)
             kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
     kv_.set_n_past(static_cast<int64_t>(saved.tokens.size()));
+    for (int l = 0; l < c.n_layer; ++l)
+        if (saved.has_index_keys(l)) {
+            const std::vector<float> keys = read_index_keys(map->bytes(), saved, l);
+            attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(saved.tokens.size()),
+                                       static_cast<int>(saved.index_dim[static_cast<size_t>(l)]));
+        }
     tokens_ = saved.tokens;
     logits_ = saved.logits;
     file_memo_ = file_identity(path);

@@ -77,7 +77,8 @@ public:
     // until the next prefill. Throws sl::Error when n exceeds the context or the model runs on CUDA.
     void truncate(int64_t n);
 
-    // Saves the context (tokens, KV pages, logits after the last token) to `path` (format:
+    // Saves the context (tokens, KV pages, logits after the last token, and the attention's index
+    // keys where it keeps any: Attention::index_keys, MSA native mode) to `path` (format:
     // core/kvcache/kv_file.h). When `path` already holds a saved prefix of this context with the
     // same model and cache settings, only what is new is appended (pages from the prefix's last
     // block on, and a commit); otherwise the file is written anew through a temp file renamed over
@@ -85,8 +86,9 @@ public:
     // Throws IoError / Error naming the file.
     void save(const std::string& path) const;
 
-    // Replaces the context with the one saved in `path`, without prefill: tokens, last logits, and
-    // the KV pages (read from the file through a map; pages the session writes afterwards go to RAM).
+    // Replaces the context with the one saved in `path`, without prefill: tokens, last logits, the
+    // KV pages (read from the file through a map; pages the session writes afterwards go to RAM),
+    // and the index keys the file holds for every token (handed to the attention).
     // Throws FormatError naming the file and what is wrong when it is corrupt, truncated, of another
     // version, of another model (fingerprint) or other cache settings (storage type, block size), or
     // holds more tokens than n_ctx; the session is then left empty (callers rebuild by prefilling).

@@ -96,6 +96,17 @@ bool reference(const QString& model, const std::vector<int32_t>& ids, const QStr
     return true;
 }
 
+// Options of the saved-context tests: a small f32 cache in this model's blocks, on the CPU.
+sl::SessionOptions small_session() {
+    sl::SessionOptions so;
+    so.n_ctx = 128;
+    so.n_batch = 16;
+    so.kv_type = sl::KvType::F32;
+    so.kv_block = kBlock;
+    so.device = "cpu";
+    return so;
+}
+
 struct EngineRun {
     std::vector<float> logits;  // (n, n_vocab): every position
     Selections sel;             // every call's selections, by layer
@@ -177,7 +188,8 @@ private Q_SLOTS:
     void hostileIndexer_data();
     void hostileIndexer();
     void nativeWithoutIndexerIsAnError();
-    void restoredContextFallsBackToTrainingFree();
+    void restoredContextKeepsIndexKeys();
+    void restoredContextWithoutKeysFallsBackToTrainingFree();
 
 private:
     QTemporaryDir dir_;
@@ -359,27 +371,60 @@ void TstMsaNative::nativeWithoutIndexerIsAnError() {
     QVERIFY(sl::MsaAttention(native_).wants_index());
 }
 
-void TstMsaNative::restoredContextFallsBackToTrainingFree() {
-    // The index keys of restored positions are not in the saved file: after restore, sparse layers
-    // score training-free (block-max) until the context restarts; a reset context is native again.
+void TstMsaNative::restoredContextKeepsIndexKeys() {
+    // A saved context carries the index keys: restored, it continues natively, with the logits of
+    // a session that never stopped; appending to the file keeps them whole.
+    const int nv = m_->model->config().n_vocab;
+    const std::vector<int32_t> ids = random_ids(10 * kBlock + 2, nv);
+    const size_t cut = 6 * kBlock + 3, cut2 = 8 * kBlock + 1;
+    const std::span<const int32_t> all(ids);
+    const sl::SessionOptions so = small_session();
+    const std::string file = dir_.filePath(QStringLiteral("keys.slkv")).toStdString();
+    sl::Session ref(*m_, so, std::make_unique<sl::MsaAttention>(native_));  // never stops
+    ref.prefill(all.first(cut));
+    ref.prefill(all.subspan(cut, cut2 - cut));
+    ref.prefill(all.subspan(cut2));
+    {
+        sl::Session a(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+        a.prefill(all.first(cut));
+        a.save(file);
+    }
+    sl::Session b(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+    b.restore(file);
+    auto& bm = dynamic_cast<sl::MsaAttention&>(b.attention());
+    QCOMPARE(bm.native_keys(0), 0);  // the dense leading layer keeps none
+    for (int l = 1; l < m_->model->config().n_layer; ++l) QCOMPARE(bm.native_keys(l), static_cast<int64_t>(cut));
+    b.prefill(all.subspan(cut, cut2 - cut));
+    QCOMPARE(bm.stats().native_fallbacks, 0);
+    b.save(file);  // appends pages, keys of [cut, cut2) and a commit
+    sl::Session e(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+    e.restore(file);
+    auto& em = dynamic_cast<sl::MsaAttention&>(e.attention());
+    QCOMPARE(em.native_keys(1), static_cast<int64_t>(cut2));
+    e.prefill(all.subspan(cut2));
+    QCOMPARE(em.stats().native_fallbacks, 0);
+    QCOMPARE(em.native_keys(1), static_cast<int64_t>(ids.size()));
+    QVERIFY2(std::equal(e.last_logits().begin(), e.last_logits().end(), ref.last_logits().begin()),
+             "the restored native context differs from the uninterrupted one");
+}
+
+void TstMsaNative::restoredContextWithoutKeysFallsBackToTrainingFree() {
+    // A file saved without index keys (here by a training-free session): after restore, sparse
+    // layers score training-free (block-max) until the context restarts; a reset context is
+    // native again.
     const int nv = m_->model->config().n_vocab;
     const std::vector<int32_t> ids = random_ids(10 * kBlock + 2, nv);
     const size_t cut = 6 * kBlock + 3;
     const std::span<const int32_t> head(ids.data(), cut), tail(ids.data() + cut, ids.size() - cut);
-    sl::SessionOptions so;
-    so.n_ctx = 128;
-    so.n_batch = 16;
-    so.kv_type = sl::KvType::F32;
-    so.kv_block = kBlock;
-    so.device = "cpu";
+    const sl::SessionOptions so = small_session();
     const std::string file = dir_.filePath(QStringLiteral("ctx.slkv")).toStdString();
+    sl::MsaConfig tf = native_;
+    tf.scoring = sl::BlockScoring::BlockMax;
     {
-        sl::Session a(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+        sl::Session a(*m_, so, std::make_unique<sl::MsaAttention>(tf));
         a.prefill(head);
         a.save(file);
     }
-    sl::MsaConfig tf = native_;
-    tf.scoring = sl::BlockScoring::BlockMax;
     sl::Session b(*m_, so, std::make_unique<sl::MsaAttention>(native_));
     sl::Session c(*m_, so, std::make_unique<sl::MsaAttention>(tf));
     b.restore(file);

@@ -1,7 +1,7 @@
 // The saved-context file (core/kvcache/kv_file.h) on its own: round trip, append, an interrupted
 // append leaves the previous save readable, and hostile files (truncated at every record boundary
-// and at random points, flipped bytes, wrong version, absurd counts, garbage) are refused with a
-// FormatError naming the file.
+// and at random points, flipped bytes, wrong version, absurd counts, garbage, bad index-key
+// records) are refused with a FormatError naming the file; index keys (MSA native) round trip.
 #include <QtTest>
 
 #include <cstring>
@@ -78,6 +78,7 @@ private Q_SLOTS:
     void roundTripAndAppend();
     void interruptedAppendKeepsPrevious();
     void hostileFiles();
+    void indexKeys();
     void writeFuzzSeeds();
 
 private:
@@ -200,6 +201,101 @@ void TstKvFile::hostileFiles() {
     QVERIFY(refused(sl::test::random_floats(1000).empty() ? good : std::vector<uint8_t>(good.rbegin(), good.rend())));
 }
 
+void TstKvFile::indexKeys() {
+    // Per layer index keys: layer 0 of dim 3, layer 1 of dim 5 (any dims: the file does not tie
+    // them to the cache's); a layer whose keys miss a token is not saved.
+    const std::string path = dir_.filePath(QStringLiteral("keys.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
+    fill(kv, 0, 37);
+    const int dims[kLayers] = {3, 5};
+    std::vector<float> keys[kLayers];
+    for (int l = 0; l < kLayers; ++l) keys[l] = sl::test::random_floats(static_cast<size_t>(67 * dims[l]));
+    auto handed = [&](int n0, int n1) {  // layer 0 holds n0 positions, layer 1 n1
+        return std::vector<sl::KvIndexKeys>{{keys[0].data(), n0, dims[0]}, {keys[1].data(), n1, dims[1]}};
+    };
+    auto expect = [&](const std::vector<uint8_t>& bytes, const sl::KvFileContents& c, int l, bool has) {
+        QCOMPARE(c.has_index_keys(l), has);
+        const std::vector<float> got = sl::read_index_keys(bytes, c, l);
+        if (!has) {
+            QVERIFY(got.empty());
+            return;
+        }
+        QCOMPARE(got, std::vector<float>(keys[l].begin(), keys[l].begin() + static_cast<std::ptrdiff_t>(c.tokens.size()) * dims[l]));
+    };
+    sl::write_kv_file(path, info_of(kv), kv, tokens(37), sl::test::random_floats(kVocab), handed(36, 37));
+    const auto first = slurp(path);
+    auto c = sl::parse_kv_file(first, path, sl::KvVerify::Full);
+    expect(first, c, 0, false);  // 36 of 37 positions: not saved
+    expect(first, c, 1, true);
+    // Append: layer 1 continues from 37, layer 0 (none in the file) is written from 0.
+    fill(kv, 37, 67);
+    sl::append_kv_file(path, sl::parse_kv_file(first, path, sl::KvVerify::Headers), kv, tokens(67), sl::test::random_floats(kVocab),
+                       handed(67, 67));
+    const auto second = slurp(path);
+    c = sl::parse_kv_file(second, path, sl::KvVerify::Full);
+    expect(second, c, 0, true);
+    expect(second, c, 1, true);
+    QCOMPARE(c.index_records[1].size(), size_t{2});
+    QCOMPARE(c.index_records[1][1].pos0, uint64_t{37});
+    // Appending without keys leaves the file's keys short of the tokens: none.
+    fill(kv, 67, 70);
+    sl::append_kv_file(path, c, kv, tokens(70), sl::test::random_floats(kVocab));
+    const auto third = slurp(path);
+    c = sl::parse_kv_file(third, path, sl::KvVerify::Full);
+    expect(third, c, 0, false);
+    expect(third, c, 1, false);
+
+    // Hostile index-key records (headers re-checksummed, so the field itself is judged).
+    const auto good = second;
+    std::vector<size_t> at;  // offsets of the index-key records
+    for (size_t pos = 512; pos + 64 <= good.size();) {
+        uint32_t kind;
+        uint64_t n;
+        std::memcpy(&kind, good.data() + pos + 4, 4);
+        std::memcpy(&n, good.data() + pos + 8, 8);
+        if (kind == 3) at.push_back(pos);
+        pos += 64 + (n + 63) / 64 * 64;
+    }
+    QCOMPARE(at.size(), size_t{3});  // layer 1 [0, 37), layer 0 [0, 67), layer 1 [37, 67)
+    auto patched = [&](size_t rec, size_t field, uint64_t v) {
+        auto b = good;
+        std::memcpy(b.data() + rec + field, &v, 8);
+        const uint64_t h = sl::kv_hash(b.data() + rec, 56);
+        std::memcpy(b.data() + rec + 56, &h, 8);
+        return b;
+    };
+    QString why;
+    const struct {
+        size_t rec, field;
+        uint64_t value;
+        const char* says;
+    } cases[] = {
+        {at[0], 40, 0, "absurd dim"},
+        {at[0], 40, 5000, "absurd dim"},
+        {at[0], 40, 7, "bytes for keys of dim"},              // 37 * 5 floats are not rows of 7
+        {at[0], 24, kLayers, "index keys of layer"},           // layer out of range
+        {at[0], 32, 1, "beyond the saved tokens"},             // [1, 38) of 67 is fine, so:
+        {at[2], 32, 38, "beyond the saved tokens"},            // [38, 68) of 67 tokens
+        {at[2], 24, 0, "change dim"},                          // layer 0's keys (dim 3) then dim 5
+    };
+    for (const auto& k : cases) {
+        const auto b = patched(k.rec, k.field, k.value);
+        if (k.rec == at[0] && k.field == 32) {  // a record that starts after a gap: read, not used
+            const auto cc = sl::parse_kv_file(b, "hostile.slkv", sl::KvVerify::Full);
+            QVERIFY(!cc.has_index_keys(1));
+            QVERIFY(cc.has_index_keys(0));
+            continue;
+        }
+        QVERIFY2(refused(b, &why), k.says);
+        QVERIFY2(why.contains(QString::fromLatin1(k.says)), qPrintable(why));
+    }
+    auto flipped = good;
+    flipped[at[1] + 64 + 5] ^= 0x10;  // a key's bits
+    QVERIFY(refused(flipped, &why));
+    QVERIFY2(why.contains(QStringLiteral("index-key checksum")), qPrintable(why));
+    qInfo("index-key records: e.g. %s", qPrintable(why));
+}
+
 void TstKvFile::writeFuzzSeeds() {
     // Regenerates tests/fuzz/corpus/fuzz_kvfile: SIGHTLINE_WRITE_FUZZ_SEEDS=<that dir> tst_kv_file
     const QByteArray dir = qgetenv("SIGHTLINE_WRITE_FUZZ_SEEDS");
@@ -241,6 +337,13 @@ void TstKvFile::writeFuzzSeeds() {
         sl::write_kv_file(p, in, *kv, std::span<const int32_t>(t.data(), 5), sl::test::random_floats(8));
         fill_small(*kv, 5, 10);
         sl::append_kv_file(p, sl::parse_kv_file(slurp(p), p, sl::KvVerify::Headers), *kv, t, sl::test::random_floats(8));
+    }
+    {
+        auto [in, kv] = small(sl::KvType::F16, 2);
+        fill_small(*kv, 0, 7);
+        const auto k = sl::test::random_floats(7 * 2);
+        const std::vector<sl::KvIndexKeys> keys{{}, {k.data(), 7, 2}};
+        sl::write_kv_file(out + "/f16_index_keys.slkv", in, *kv, std::span<const int32_t>(t.data(), 7), sl::test::random_floats(8), keys);
     }
     {
         auto [in, kv] = small(sl::KvType::F32, 1);
