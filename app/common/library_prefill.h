@@ -14,7 +14,8 @@
 // with one of the library's other saved contexts (PrefillOptions::seeds: after a document is added,
 // everything before it), else from the start.
 //
-// Attention: MSA with the block 128 and top-k 16, hybrid block scoring. For a context
+// Attention: MSA with the block 128 and top-k 16, hybrid block scoring (a shortlist of 8 x
+// top-k by mean key, exact block-max within it; the group's mean query as index query). For a context
 // longer than the model's training context (SmolLM2: 8K) positions are remapped
 // (MsaConfig::positions = Remap, window 4096): distant selected blocks are attended at distances
 // the model was trained on.

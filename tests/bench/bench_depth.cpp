@@ -11,11 +11,13 @@
 //
 //   bench_depth --context FILE.slkv [--model M] [--chunk 256] [--decode 32] [--threads N]
 //               [--modes dense,hybrid,block-max,mean-key] [--positions auto|original|remap]
-//   (an MSA mode may end in /group-mean: the group's mean query as the index query; default head-max)
+//   (an MSA mode may end in /group-mean: the group's mean query as the index query; default head-max;
+//   hybridN: a shortlist of N x top-k blocks, default 4)
 //
 // MSA as the library prefill runs it: blocks of 128, top-k 16, head-max index queries; positions
 // remapped (window min(4096, n_ctx_train / 2)) when the context is longer than the model's training
 // context (auto). Prints one line per mode and a ratio against dense.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -91,10 +93,12 @@ int main(int argc, char** argv) {
                     else if (q != "head-max") throw std::runtime_error("unknown index query " + q + " (head-max, group-mean)");
                     scoring = mode.substr(0, slash);
                 }
-                if (scoring == "hybrid") cfg.scoring = sl::BlockScoring::Hybrid;
-                else if (scoring == "block-max") cfg.scoring = sl::BlockScoring::BlockMax;
+                if (scoring.rfind("hybrid", 0) == 0 && scoring.find_first_not_of("0123456789", 6) == std::string::npos) {
+                    cfg.scoring = sl::BlockScoring::Hybrid;  // "hybrid" or "hybridN": a shortlist of N x top-k
+                    if (scoring.size() > 6) cfg.hybrid_factor = std::max(1, std::atoi(scoring.c_str() + 6));
+                } else if (scoring == "block-max") cfg.scoring = sl::BlockScoring::BlockMax;
                 else if (scoring == "mean-key") cfg.scoring = sl::BlockScoring::MeanKey;
-                else throw std::runtime_error("unknown mode " + mode + " (dense, hybrid, block-max, mean-key[/group-mean])");
+                else throw std::runtime_error("unknown mode " + mode + " (dense, hybrid[N], block-max, mean-key[/group-mean])");
                 att = std::make_unique<sl::MsaAttention>(cfg);  // positions set below, once the depth is known
             }
             const std::vector<int32_t> saved = sl::saved_context_tokens(context);
