@@ -326,11 +326,9 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
     const auto dim = static_cast<uint64_t>(c.index_dim[static_cast<size_t>(l)]);
     const uint64_t n = c.tokens.size();
     out.resize(static_cast<size_t>(n * dim));
-    for (const auto& r : c.index_records[static_cast<size_t>(l)]) {
-        if (r.pos0 >= n) continue;
-        const uint64_t cnt = std::min(r.count, n - r.pos0);
-        if (r.offset + cnt * dim * 4 > bytes.size()) throw FormatError("saved context: index keys past the end of the file");
-        std::memcpy(out.data() + r.pos0 * dim, bytes.data() + r.offset, static_cast<size_t>(cnt * dim * 4));
+    for (const auto& r : c.index_records[static_cast<size_t>(l)]) {  // parse: pos0 + count <= n
+        if (r.offset + r.count * dim * 4 > bytes.size()) throw FormatError("saved context: index keys past the end of the file");
+        std::memcpy(out.data() + r.pos0 * dim, bytes.data() + r.offset, static_cast<size_t>(r.count * dim * 4));
     }
     return out;
 }
