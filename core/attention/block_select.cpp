@@ -174,21 +174,30 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
         return;
     }
 
-    // Exact block-max of block b: near rows against its keys, far rows against its keys as k^.
+    // Exact block-max of block b: near rows against its keys, far rows (q^) against its keys as
+    // k^ = R(-b*B) k. With fewer far rows than keys (decode) the far rows are rotated instead:
+    // R(b*B) q^ · k = q^ · k^ (RoPE is orthogonal; the rounding differs by a few ulps of |q||k|,
+    // far inside the bounds' slack), B / rows times less rotation and no second read of the keys.
     if (rm) s.rbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(d));
     auto exact = [&](int64_t b, const float* row_bound, float slack) {
         const int split = near(b);
+        const int n_far = n_rows - split;
+        const bool rotate_rows = n_far > 0 && n_far < B;
         float best = -std::numeric_limits<float>::infinity();
-        if (split > 0)
-            best = exact_score(kv, layer, kv_head, rows, split, row_stride, b, B, B, row_bound, slack, s.kbuf.data(), st);
-        else
-            ++st.exact_blocks;
-        if (split < n_rows) {
-            index.relative_keys(kv, layer, kv_head, b, s.rbuf.data(), s.cs);
-            best = std::max(best, exact_max(s.rbuf.data(), B, d, far_rows + split * row_stride, n_rows - split, row_stride,
-                                            row_bound ? row_bound + split : nullptr, slack, st));
+        ++st.exact_blocks;
+        const float* k = split > 0 || rotate_rows ? kv.k_span(layer, kv_head, b * B, B, s.kbuf.data()) : nullptr;
+        if (split > 0) best = exact_max(k, B, d, rows, split, row_stride, row_bound, slack, st);
+        if (n_far == 0) return best;
+        const float* far_bound = row_bound ? row_bound + split : nullptr;
+        if (rotate_rows) {
+            s.frot.resize(static_cast<size_t>(n_far) * static_cast<size_t>(d));
+            for (int r = 0; r < n_far; ++r)
+                std::copy_n(far_rows + (split + r) * row_stride, d, s.frot.data() + static_cast<size_t>(r) * d);
+            index.relative().rotate(s.frot.data(), n_far, d, b * B, s.cs);
+            return std::max(best, exact_max(k, B, d, s.frot.data(), n_far, d, far_bound, slack, st));
         }
-        return best;
+        index.relative_keys(kv, layer, kv_head, b, s.rbuf.data(), s.cs);
+        return std::max(best, exact_max(s.rbuf.data(), B, d, far_rows + split * row_stride, n_far, row_stride, far_bound, slack, st));
     };
 
     st.brute_rows += n_cand * n_rows;

@@ -82,6 +82,7 @@ struct SelectScratch {
     std::vector<float> kbuf;                      // (B, head_dim): a block's keys as f32
     std::vector<int32_t> shortlist;               // Hybrid: candidate blocks passed to BlockMax
     std::vector<float> rbuf, cs;                  // Remap: a block's keys as k^; cos/sin
+    std::vector<float> frot;                      // Remap: far rows rotated to a block's positions
 };
 
 // Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of

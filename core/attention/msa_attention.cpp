@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -29,7 +30,8 @@ struct MsaAttention::Scratch {
     // as R(W - p) q; a far block's keys as k^ = R(-b*B) k; cos/sin.
     std::vector<float> far_rows;    // (n_rows, head_dim)
     std::vector<int64_t> row_pos;   // (n_rows)
-    std::vector<float> qhat;        // (queries * heads of the item, head_dim)
+    std::vector<float> qhat;        // (queries * heads of the item, head_dim); rows rotated per
+                                    // block (decode): (heads of the item, head_dim)
     std::vector<float> rk;          // (B, head_dim)
     std::vector<float> cs;
     std::vector<float> tok;         // token_mass: (rows, k, B) exp(s - bref) per token
@@ -48,6 +50,30 @@ std::string scoring_name(const MsaConfig& c) {
 }
 
 }  // namespace
+
+void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
+    std::string scoring = mode;
+    IndexQuery query = IndexQuery::HeadMax;
+    if (const size_t slash = mode.find('/'); slash != std::string::npos) {
+        const std::string q = mode.substr(slash + 1);
+        if (q == "group-mean") query = IndexQuery::GroupMean;
+        else if (q != "head-max") throw Error("MSA: unknown index query '" + q + "' in '" + mode + "' (head-max, group-mean)");
+        scoring = mode.substr(0, slash);
+    }
+    int factor = c.hybrid_factor;
+    BlockScoring s = BlockScoring::BlockMax;
+    if (scoring.rfind("hybrid", 0) == 0 && scoring.find_first_not_of("0123456789", 6) == std::string::npos) {
+        s = BlockScoring::Hybrid;
+        if (scoring.size() > 6) factor = std::atoi(scoring.c_str() + 6);
+        if (factor < 1 || factor > 1000) throw Error("MSA: bad shortlist factor in '" + mode + "' (hybrid1 .. hybrid1000)");
+    } else if (scoring == "block-max") s = BlockScoring::BlockMax;
+    else if (scoring == "mean-key") s = BlockScoring::MeanKey;
+    else if (scoring == "native") s = BlockScoring::Native;
+    else throw Error("MSA: unknown scoring mode '" + mode + "' (block-max, mean-key, hybrid[N], native; /head-max or /group-mean)");
+    c.scoring = s;
+    c.hybrid_factor = factor;
+    c.index_query = query;
+}
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
@@ -290,7 +316,12 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             if (rec_tokens) s.tok.assign(n_rows * nk * static_cast<size_t>(B), 0.0f);
             // Remap: the item's queries as R(W - p) q, when some selected block is far from the last.
             const bool any_far = remap && c.pos0 + t1 - 1 - (static_cast<int64_t>(sel.blocks.front()) * B + index.block_tokens(sel.blocks.front()) - 1) >= W;
-            if (any_far) {
+            // With fewer rows than a block's keys (decode), a far block is attended with each
+            // query rotated straight to R(W - p + b*B) q against the true keys (= q^ · k^), instead
+            // of the block's keys rotated.
+            const bool rotate_rows = any_far && n_rows < static_cast<size_t>(B);
+            if (rotate_rows) s.qhat.resize(static_cast<size_t>(nh) * hd);
+            if (any_far && !rotate_rows) {
                 s.qhat.resize(n_rows * hd);
                 for (int64_t t = t0; t < t1; ++t) {
                     float* dst = s.qhat.data() + static_cast<size_t>(t - t0) * nh * hd;
@@ -307,21 +338,26 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                 const float* V = kv.v_span(c.layer, g, p0, n_in, s.vbuf.data());
                 // Far for the item's last query: the block's keys as k^ too.
                 const bool block_far = any_far && c.pos0 + t1 - 1 - (p0 + n_in - 1) >= W;
-                if (block_far) index.relative_keys(kv, c.layer, g, sel.blocks[bi], s.rk.data(), s.cs);
+                if (block_far && !rotate_rows) index.relative_keys(kv, c.layer, g, sel.blocks[bi], s.rk.data(), s.cs);
                 for (int64_t t = t0; t < t1; ++t) {
                     const int n_vis = static_cast<int>(std::min<int64_t>(n_in, c.pos0 + t - p0 + 1));
                     const bool far = block_far && c.pos0 + t - (p0 + n_in - 1) >= W;
-                    const float* Kt = far ? s.rk.data() : K;
+                    const bool far_rows = far && rotate_rows;  // this query's rows rotated to the block
+                    if (far_rows) {
+                        std::copy(c.q + (t * c.n_head + h0) * hd, c.q + (t * c.n_head + h1) * hd, s.qhat.data());
+                        rope.rotate(s.qhat.data(), nh, hd, W - (c.pos0 + t) + p0, s.cs);
+                    }
+                    const float* Kt = far && !rotate_rows ? s.rk.data() : K;
                     for (int h = h0; h < h1; ++h) {
                         const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
-                        const float* q = far ? s.qhat.data() + r * hd : c.q + (t * c.n_head + h) * hd;
+                        const float* q = far_rows ? s.qhat.data() + static_cast<size_t>(h - h0) * hd
+                                         : far    ? s.qhat.data() + r * hd
+                                                  : c.q + (t * c.n_head + h) * hd;
                         float* acc = s.acc.data() + r * hd;
+                        float* sc = s.scores.data();
+                        kernels::dot_rows_f32(sc, q, Kt, row, n_vis, hd, c.scale);
                         float bm = -std::numeric_limits<float>::infinity();
-                        for (int j = 0; j < n_vis; ++j) {
-                            const float sc = kernels::dot_f32(q, Kt + j * row, hd) * c.scale;
-                            s.scores[static_cast<size_t>(j)] = sc;
-                            bm = std::max(bm, sc);
-                        }
+                        for (int j = 0; j < n_vis; ++j) bm = sc[j] > bm ? sc[j] : bm;
                         if (bm > s.m[r]) {
                             const float f = std::exp(s.m[r] - bm);
                             for (int i = 0; i < hd; ++i) acc[i] *= f;
@@ -329,14 +365,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                             s.m[r] = bm;
                         }
                         const float mr = s.m[r];
-                        float sum = 0.0f;
-                        float* tok = rec_tokens ? s.tok.data() + (r * nk + bi) * static_cast<size_t>(B) : nullptr;
-                        for (int j = 0; j < n_vis; ++j) {
-                            const float e = std::exp(s.scores[static_cast<size_t>(j)] - mr);
-                            sum += e;
-                            if (tok) tok[j] = e;
-                            kernels::axpy_f32(acc, e, V + j * row, hd);
-                        }
+                        const float sum = n_vis > 0 ? kernels::exp_shifted_sum(sc, n_vis, mr) : 0.0f;  // sc <- exp(sc - mr)
+                        if (rec_tokens) std::copy(sc, sc + n_vis, s.tok.data() + (r * nk + bi) * static_cast<size_t>(B));
+                        kernels::accumulate_rows_f32(acc, sc, V, row, n_vis, hd);
                         s.l[r] += sum;
                         s.bref[r * nk + bi] = mr;
                         s.bsum[r * nk + bi] = sum;

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/attention/attention.h"
@@ -78,6 +79,12 @@ struct MsaConfig {
     int remap_window = 4096;  // Remap: tokens attended at their true distance
     bool token_mass = false;  // calls of one query (decode): also record Selection::token_mass
 };
+
+// Sets c.scoring, c.hybrid_factor and c.index_query from a mode name: "block-max", "mean-key",
+// "hybrid" or "hybridN" (a shortlist of N x top-k), "native", each optionally followed by
+// "/head-max" or "/group-mean" (e.g. "hybrid8/group-mean", the library's default). Throws Error
+// naming the mode when it is not one of these.
+void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 
 // The blocks one (query block, KV group) attended in the last call of a layer.
 struct Selection {

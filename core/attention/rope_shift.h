@@ -6,7 +6,8 @@
 //   k^ = R(-b*B) k       (the key as if its block began at position 0; per block, once),
 // q^ · k^ is exactly that remapped score, for every far block. So the index branch keeps
 // block-relative summaries of k^ (BlockIndex) and the sparse branch rotates each far block's keys
-// once instead of every query once per block.
+// once instead of every query once per block. When a call has fewer query rows than a block has
+// keys (decode), both branches rotate the rows instead: R(b*B) q^ · k = q^ · k^.
 //
 // Pairing and frequencies as the model's RoPE (kernels::rope): dims [0, rot_dim) rotate, adjacent
 // pairs (2i, 2i+1) or NeoX halves (i, i + rot_dim/2), theta_i = base^(-2i/rot_dim) * freq_scale;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/avx2_tile.h"
 
 namespace sl::kernels::avx2 {
 
@@ -14,19 +15,6 @@ inline float hsum(__m256 v) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
-}
-
-inline float dot(const float* a, const float* b, int d) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= d; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    for (; i + 8 <= d; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum(_mm256_add_ps(s0, s1));
-    for (; i < d; ++i) s += a[i] * b[i];
-    return s;
 }
 
 }  // namespace
@@ -56,8 +44,20 @@ void quest_bounds(float* out, const float* q, int64_t n_rows, int64_t q_stride, 
 }
 
 float max_dot(const float* q, const float* k, int64_t k_stride, int64_t n_keys, int d) {
-    float best = dot(q, k, d);
-    for (int64_t j = 1; j < n_keys; ++j) best = std::max(best, dot(q, k + j * k_stride, d));
+    // Keys in tiles of 8 (one reduction for 8 scores); every score as tile::dot1 would give it.
+    float best = -__builtin_inff();
+    int64_t j = 0;
+    if (n_keys >= 8) {
+        __m256 vbest = _mm256_set1_ps(best);
+        alignas(32) float s[8];
+        for (; j + 8 <= n_keys; j += 8) {
+            tile::dot8(s, q, k + j * k_stride, k_stride, d);
+            vbest = _mm256_max_ps(vbest, _mm256_load_ps(s));
+        }
+        _mm256_store_ps(s, vbest);
+        for (float x : s) best = std::max(best, x);
+    }
+    for (; j < n_keys; ++j) best = std::max(best, tile::dot1(q, k + j * k_stride, d));
     return best;
 }
 

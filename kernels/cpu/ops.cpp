@@ -86,15 +86,21 @@ void axpy_f32(float* y, float a, const float* x, int64_t n) {
 }  // namespace ref
 
 void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d, float scale) {
-    if (active_isa() == Isa::Avx512) return avx512::dot_rows_f32(out, q, k, k_stride, n, d, scale);
-    const DotF32Fn dot = dot_f32_fn();
-    for (int64_t j = 0; j < n; ++j) out[j] = dot(q, k + j * k_stride, d) * scale;
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::dot_rows_f32(out, q, k, k_stride, n, d, scale);
+        case Isa::Avx2: return avx2::dot_rows_f32(out, q, k, k_stride, n, d, scale);
+        case Isa::Scalar: break;
+    }
+    ref::dot_rows_f32(out, q, k, k_stride, n, d, scale);
 }
 
 void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
-    if (active_isa() == Isa::Avx512) return avx512::accumulate_rows_f32(out, p, v, v_stride, n, d);
-    const AxpyF32Fn axpy = axpy_f32_fn();
-    for (int64_t j = 0; j < n; ++j) axpy(out, p[j], v + j * v_stride, d);
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::accumulate_rows_f32(out, p, v, v_stride, n, d);
+        case Isa::Avx2: return avx2::accumulate_rows_f32(out, p, v, v_stride, n, d);
+        case Isa::Scalar: break;
+    }
+    ref::accumulate_rows_f32(out, p, v, v_stride, n, d);
 }
 
 float exp_shifted_sum(float* x, int64_t n, float shift) {

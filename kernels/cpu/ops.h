@@ -42,7 +42,7 @@ float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);
 
 // Attention rows: out (n) = scale * (q (d) · k_j) for keys k_j = k + j * k_stride, j < n.
-// AVX-512 scores 16 keys at a time with one shared horizontal reduction (d a multiple of 16).
+// AVX-512 / AVX2 score 16 / 8 keys at a time with one shared horizontal reduction.
 void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d,
                   float scale);
 
@@ -67,6 +67,9 @@ void axpy_f32(float* y, float a, const float* x, int64_t n);
 }  // namespace ref
 
 namespace avx2 {
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d,
+                  float scale);
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d);
 float exp_shifted_sum(float* x, int64_t n, float shift);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float* y, float a, const float* x, int64_t n);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/avx2_tile.h"
 #include "kernels/cpu/ops.h"
 
 namespace sl::kernels::avx2 {
@@ -79,6 +80,43 @@ void axpy_f32(float* y, float a, const float* x, int64_t n) {
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, int64_t n, int64_t d, float scale) {
+    const int di = static_cast<int>(d);
+    int64_t j = 0;
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (; j + 8 <= n; j += 8) {  // 8 keys share one reduction (tile::dot8)
+        tile::dot8(out + j, q, k + j * k_stride, k_stride, di);
+        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_loadu_ps(out + j), vs));
+    }
+    for (; j < n; ++j) out[j] = tile::dot1(q, k + j * k_stride, di) * scale;
+}
+
+void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
+    int64_t c = 0;
+    for (; c + 64 <= d; c += 64) {  // 8 registers of output stay put while every row passes
+        __m256 a[8];
+        for (int i = 0; i < 8; ++i) a[i] = _mm256_loadu_ps(out + c + 8 * i);
+        for (int64_t j = 0; j < n; ++j) {
+            const float* r = v + j * v_stride + c;
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * i), a[i]);
+        }
+        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + c + 8 * i, a[i]);
+    }
+    for (; c + 32 <= d; c += 32) {
+        __m256 a[4];
+        for (int i = 0; i < 4; ++i) a[i] = _mm256_loadu_ps(out + c + 8 * i);
+        for (int64_t j = 0; j < n; ++j) {
+            const float* r = v + j * v_stride + c;
+            const __m256 pj = _mm256_set1_ps(p[j]);
+            for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * i), a[i]);
+        }
+        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + c + 8 * i, a[i]);
+    }
+    if (c < d)
+        for (int64_t j = 0; j < n; ++j) axpy_f32(out + c, p[j], v + j * v_stride + c, d - c);
 }
 
 }  // namespace sl::kernels::avx2

@@ -86,19 +86,7 @@ int main(int argc, char** argv) {
             if (mode == "dense") {
                 att = std::make_unique<sl::DenseAttention>();
             } else {
-                std::string scoring = mode;
-                if (const size_t slash = mode.find('/'); slash != std::string::npos) {
-                    const std::string q = mode.substr(slash + 1);
-                    if (q == "group-mean") cfg.index_query = sl::IndexQuery::GroupMean;
-                    else if (q != "head-max") throw std::runtime_error("unknown index query " + q + " (head-max, group-mean)");
-                    scoring = mode.substr(0, slash);
-                }
-                if (scoring.rfind("hybrid", 0) == 0 && scoring.find_first_not_of("0123456789", 6) == std::string::npos) {
-                    cfg.scoring = sl::BlockScoring::Hybrid;  // "hybrid" or "hybridN": a shortlist of N x top-k
-                    if (scoring.size() > 6) cfg.hybrid_factor = std::max(1, std::atoi(scoring.c_str() + 6));
-                } else if (scoring == "block-max") cfg.scoring = sl::BlockScoring::BlockMax;
-                else if (scoring == "mean-key") cfg.scoring = sl::BlockScoring::MeanKey;
-                else throw std::runtime_error("unknown mode " + mode + " (dense, hybrid[N], block-max, mean-key[/group-mean])");
+                sl::parse_msa_scoring(mode, cfg);
                 att = std::make_unique<sl::MsaAttention>(cfg);  // positions set below, once the depth is known
             }
             const std::vector<int32_t> saved = sl::saved_context_tokens(context);

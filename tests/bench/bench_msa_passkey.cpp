@@ -4,7 +4,8 @@
 //
 //   bench_msa_passkey [--tokens 4096,32768] [--trials 3] [--variants dense,msa,msa-remap]
 //                     [--remap-window 2048] [--topk 16] [--block 128] [--dense-layers 0] [--kv-type f16]
-//                     [--seed 1] [--msa-mode block-max|mean-key|hybrid]
+//                     [--seed 1] [--msa-mode block-max|mean-key|hybrid[N][/group-mean]]
+//   (--msa-mode as parse_msa_scoring reads it; the library prefill's default is hybrid8/group-mean)
 //
 // Prefill of 32K tokens on a laptop CPU takes minutes per trial and variant; dense at 32K is
 // quadratic (leave it out there unless you have the time).
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
     unsigned seed = 1;
     std::vector<std::string> variants{"dense", "msa", "msa-remap"};
     sl::KvType kv_type = sl::KvType::F16;
-    sl::BlockScoring scoring = sl::BlockScoring::BlockMax;
+    std::string mode = "block-max";
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--tokens") {
@@ -68,12 +69,18 @@ int main(int argc, char** argv) {
         else if (a == "--block") block = std::atoi(v.c_str());
         else if (a == "--seed") seed = static_cast<unsigned>(std::atoi(v.c_str()));
         else if (a == "--kv-type") kv_type = sl::parse_kv_type(v).value_or(sl::KvType::F16);
-        else if (a == "--msa-mode" && (v == "block-max" || v == "mean-key" || v == "hybrid"))
-            scoring = v == "hybrid" ? sl::BlockScoring::Hybrid : v == "mean-key" ? sl::BlockScoring::MeanKey : sl::BlockScoring::BlockMax;
+        else if (a == "--msa-mode") mode = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
         }
+    }
+    sl::MsaConfig base;
+    try {
+        sl::parse_msa_scoring(mode, base);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 2;
     }
     auto m = sl::load_model(sl::paths::default_model());
     const sl::Tokenizer& tok = *m->tokenizer;
@@ -82,9 +89,7 @@ int main(int argc, char** argv) {
         "it. I will quiz you about it.";
     std::mt19937 rng(seed);
     std::printf("MSA: top-k %d, block %d, sink, dense layers %d, scoring %s, remap window %d; KV %s\n", topk, block,
-                dense_layers,
-                scoring == sl::BlockScoring::Hybrid ? "hybrid" : scoring == sl::BlockScoring::MeanKey ? "mean-key" : "block-max",
-                window, sl::kv_type_name(kv_type));
+                dense_layers, mode.c_str(), window, sl::kv_type_name(kv_type));
     std::printf("%-8s %-10s %6s %9s %9s  answers\n", "tokens", "variant", "trial", "prefill s", "correct");
     for (const int n : lengths) {
         std::vector<int> correct(variants.size(), 0);
@@ -107,12 +112,11 @@ int main(int argc, char** argv) {
                 const std::string& v = variants[vi];
                 std::unique_ptr<sl::Attention> att;
                 if (v != "dense") {
-                    sl::MsaConfig c;
+                    sl::MsaConfig c = base;
                     c.top_k = topk;
                     c.block_size = block;
                     c.sink = true;
                     c.dense_layers = dense_layers;
-                    c.scoring = scoring;
                     if (v == "msa-remap") {
                         c.positions = sl::PositionMode::Remap;
                         c.remap_window = window;

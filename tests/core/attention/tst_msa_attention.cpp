@@ -15,6 +15,7 @@
 #include "core/attention/block_select.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
+#include "core/util/error.h"
 #include "core/kvcache/kv_cache.h"
 #include "tests/core/attention/host_kv.h"
 #include "core/runtime/thread_pool.h"
@@ -139,6 +140,7 @@ private Q_SLOTS:
     void remapSelection();
     void tokenMass();
     void lastQuerySelectsAlone();
+    void parseScoring();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -169,6 +171,13 @@ void TstMsaAttention::kernelsMatchReference() {
             for (int r = 0; r < rows; ++r) got_m[static_cast<size_t>(r)] = sl::kernels::max_dot(qp + r * qs, kp, ks, keys, d);
             QVERIFY2(sl::test::normalized_error(got_b.data(), ref_b.data(), rows) < 1e-5, sl::kernels::isa_name(isa));
             QVERIFY2(sl::test::normalized_error(got_m.data(), ref_m.data(), rows) < 1e-5, sl::kernels::isa_name(isa));
+            // A key's score does not depend on where it falls in the call (tile or tail): the
+            // index compares block scores of different calls bitwise.
+            for (int r = 0; r < rows; ++r) {
+                float alone = sl::kernels::max_dot(qp + r * qs, kp, ks, 1, d);
+                for (int j = 1; j < keys; ++j) alone = std::max(alone, sl::kernels::max_dot(qp + r * qs, kp + j * ks, ks, 1, d));
+                QVERIFY2(alone == got_m[static_cast<size_t>(r)], sl::kernels::isa_name(isa));
+            }
             // The bound holds (up to rounding) for every key inside the box.
             for (int r = 0; r < rows; ++r) QVERIFY(got_b[static_cast<size_t>(r)] >= got_m[static_cast<size_t>(r)] - 1e-4f);
         }
@@ -770,6 +779,28 @@ void TstMsaAttention::lastQuerySelectsAlone() {
     }
     QVERIFY2(differs > 0, "the inputs must make the shared and the own selection differ");
     for (size_t i = last; i < q.size(); ++i) QCOMPARE(out[i], out_s[i]);
+}
+
+void TstMsaAttention::parseScoring() {
+    sl::MsaConfig c;
+    sl::parse_msa_scoring("hybrid8/group-mean", c);
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8 && c.index_query == sl::IndexQuery::GroupMean);
+    sl::parse_msa_scoring("block-max", c);
+    QVERIFY(c.scoring == sl::BlockScoring::BlockMax && c.index_query == sl::IndexQuery::HeadMax);
+    sl::parse_msa_scoring("hybrid", c);  // keeps the factor it has
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8);
+    sl::parse_msa_scoring("mean-key/head-max", c);
+    QVERIFY(c.scoring == sl::BlockScoring::MeanKey);
+    for (const char* bad : {"", "hybridx", "hybrid0", "block-max/", "dense", "mean-key/group"}) {
+        sl::MsaConfig d = c;
+        try {
+            sl::parse_msa_scoring(bad, d);
+            QFAIL(qPrintable(QStringLiteral("accepted '%1'").arg(QString::fromLatin1(bad))));
+        } catch (const sl::Error& e) {
+            QVERIFY(std::string(e.what()).find(bad) != std::string::npos);
+        }
+        QVERIFY(d.scoring == c.scoring && d.hybrid_factor == c.hybrid_factor);  // unchanged on error
+    }
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)
