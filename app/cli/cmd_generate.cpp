@@ -1,6 +1,8 @@
 // `sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]
 // [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N]
-// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid|native]
+// [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode MODE]
+// (MODE: block-max|mean-key|hybrid[N[dM]]|native, optionally /head-max or /group-mean; see
+// parse_msa_scoring)
 // [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
 // continuation (or, with --chat, the assistant's answer) to stdout.
 // --prompt-file FILE reads the prompt from FILE (`-`: stdin) instead of --prompt, for prompts past the
@@ -43,7 +45,8 @@ const char* kUsage =
     "usage: sightline-cli generate [--model M] (--prompt TEXT | --prompt-file FILE|-) [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--threads N] [--ctx N] [--stats]\n"
-    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid|native] [--dense-layers L]\n"
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid[N[dM]]|native[/group-mean]]\n"
+    "       [--dense-layers L]\n"
     "       [--positions original|remap] [--remap-window N]\n"
     "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"
     "       [--device auto|cpu|cuda]\n"
@@ -164,11 +167,14 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--attention") || a == QLatin1String("--msa-mode")) {
             const QString v = value();
             if (a == QLatin1String("--attention") && (v == QLatin1String("dense") || v == QLatin1String("msa"))) msa = v == QLatin1String("msa");
-            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("block-max")) msa_cfg.scoring = sl::BlockScoring::BlockMax;
-            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("mean-key")) msa_cfg.scoring = sl::BlockScoring::MeanKey;
-            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("hybrid")) msa_cfg.scoring = sl::BlockScoring::Hybrid;
-            else if (a == QLatin1String("--msa-mode") && v == QLatin1String("native")) msa_cfg.scoring = sl::BlockScoring::Native;
-            else {
+            else if (a == QLatin1String("--msa-mode")) {
+                try {
+                    sl::parse_msa_scoring(v.toStdString(), msa_cfg);
+                } catch (const sl::Error& e) {
+                    sl::cli::err(std::string("sightline-cli generate: --msa-mode: ") + e.what() + "\n" + kUsage);
+                    return 2;
+                }
+            } else {
                 sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for " + a.toStdString() + "\n" + kUsage);
                 return 2;
             }

@@ -43,7 +43,10 @@ std::string scoring_name(const MsaConfig& c) {
     switch (c.scoring) {
     case BlockScoring::BlockMax: return " block-max";
     case BlockScoring::MeanKey: return " mean-key";
-    case BlockScoring::Hybrid: return " hybrid" + std::to_string(c.hybrid_factor);
+    case BlockScoring::Hybrid:
+        return " hybrid" + std::to_string(c.hybrid_factor) +
+               (c.decode_hybrid_factor > 0 && c.decode_hybrid_factor != c.hybrid_factor
+                    ? " decode" + std::to_string(c.decode_hybrid_factor) : "");
     case BlockScoring::Native: return " native";
     }
     return " ?";
@@ -60,18 +63,28 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
         else if (q != "head-max") throw Error("MSA: unknown index query '" + q + "' in '" + mode + "' (head-max, group-mean)");
         scoring = mode.substr(0, slash);
     }
-    int factor = c.hybrid_factor;
+    int factor = c.hybrid_factor, decode = c.decode_hybrid_factor;
     BlockScoring s = BlockScoring::BlockMax;
-    if (scoring.rfind("hybrid", 0) == 0 && scoring.find_first_not_of("0123456789", 6) == std::string::npos) {
+    const size_t dpos = scoring.find('d', 6);  // hybridNdM: decode calls shortlist M x top-k
+    const std::string fac = scoring.substr(0, dpos);
+    const std::string dec = dpos == std::string::npos ? std::string() : scoring.substr(dpos + 1);
+    auto digits = [](const std::string& x, size_t from) {
+        return x.size() > from && x.find_first_not_of("0123456789", from) == std::string::npos && x.size() - from <= 4;
+    };
+    const bool plain = dpos == std::string::npos;  // no decode factor
+    if (scoring.rfind("hybrid", 0) == 0 && ((fac.size() == 6 && plain) || digits(fac, 6)) && (plain || digits(dec, 0))) {
         s = BlockScoring::Hybrid;
-        if (scoring.size() > 6) factor = std::atoi(scoring.c_str() + 6);
-        if (factor < 1 || factor > 1000) throw Error("MSA: bad shortlist factor in '" + mode + "' (hybrid1 .. hybrid1000)");
+        if (fac.size() > 6) factor = std::atoi(fac.c_str() + 6);
+        decode = dec.empty() ? 0 : std::atoi(dec.c_str());
+        if (factor < 1 || (!plain && decode < 1))
+            throw Error("MSA: bad shortlist factor in '" + mode + "' (hybridN or hybridNdM, N and M from 1)");
     } else if (scoring == "block-max") s = BlockScoring::BlockMax;
     else if (scoring == "mean-key") s = BlockScoring::MeanKey;
     else if (scoring == "native") s = BlockScoring::Native;
-    else throw Error("MSA: unknown scoring mode '" + mode + "' (block-max, mean-key, hybrid[N], native; /head-max or /group-mean)");
+    else throw Error("MSA: unknown scoring mode '" + mode + "' (block-max, mean-key, hybrid[N[dM]], native; /head-max or /group-mean)");
     c.scoring = s;
     c.hybrid_factor = factor;
+    c.decode_hybrid_factor = s == BlockScoring::Hybrid ? decode : 0;
     c.index_query = query;
 }
 
@@ -79,6 +92,8 @@ MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
     if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
     if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
+    if (config_.hybrid_factor < 1 || config_.decode_hybrid_factor < 0)
+        throw Error("MSA: the hybrid shortlist factors must be >= 1 (decode: >= 0, 0 for the same)");
     if (config_.positions == PositionMode::Remap && config_.remap_window <= 0)
         throw Error("MSA: the remap window must be positive, got " + std::to_string(config_.remap_window));
 }
@@ -196,7 +211,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     sp.sink = config_.sink;
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;
-    sp.hybrid_factor = config_.hybrid_factor;
+    sp.hybrid_factor = c.n_tokens == 1 && config_.decode_hybrid_factor > 0 ? config_.decode_hybrid_factor : config_.hybrid_factor;
     // Native: store this call's index keys; use them when those of [0, pos0) are all here.
     bool native = false;
     if (config_.scoring == BlockScoring::Native) {

@@ -75,15 +75,20 @@ struct MsaConfig {
     IndexQuery index_query = IndexQuery::HeadMax;
     bool prune = true;      // BlockMax: Quest pruning (same selection as brute force, far cheaper)
     int hybrid_factor = 4;  // Hybrid scoring: shortlist of hybrid_factor x (top_k - forced) blocks by mean key
+    // Hybrid scoring in calls of one query (decode): the shortlist factor; 0 = hybrid_factor. A
+    // decode step reads the shortlist's keys for one query, so its cost is the shortlist's bytes.
+    // A prefill call's last query (the prompt's, which selects on its own) keeps hybrid_factor.
+    int decode_hybrid_factor = 0;
     PositionMode positions = PositionMode::Original;
     int remap_window = 4096;  // Remap: tokens attended at their true distance
     bool token_mass = false;  // calls of one query (decode): also record Selection::token_mass
 };
 
-// Sets c.scoring, c.hybrid_factor and c.index_query from a mode name: "block-max", "mean-key",
-// "hybrid" or "hybridN" (a shortlist of N x top-k), "native", each optionally followed by
-// "/head-max" or "/group-mean" (e.g. "hybrid8/group-mean", the library's default). Throws Error
-// naming the mode when it is not one of these.
+// Sets c.scoring, c.hybrid_factor, c.decode_hybrid_factor and c.index_query from a mode name:
+// "block-max", "mean-key", "hybrid" or "hybridN" (a shortlist of N x top-k) or "hybridNdM" (N in
+// prefill, M in decode calls), "native", each optionally followed by "/head-max" or "/group-mean"
+// (e.g. "hybrid8/group-mean"). Throws Error naming the mode when it is not one of these, and
+// leaves c as it was.
 void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 
 // The blocks one (query block, KV group) attended in the last call of a layer.

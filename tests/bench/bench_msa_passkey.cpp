@@ -5,12 +5,17 @@
 //   bench_msa_passkey [--tokens 4096,32768] [--trials 3] [--variants dense,msa,msa-remap]
 //                     [--remap-window 2048] [--topk 16] [--block 128] [--dense-layers 0] [--kv-type f16]
 //                     [--seed 1] [--msa-mode block-max|mean-key|hybrid[N][/group-mean]]
-//   (--msa-mode as parse_msa_scoring reads it; the library prefill's default is hybrid8/group-mean)
+//                     [--save DIR]
+//   (--msa-mode as parse_msa_scoring reads it; the library prefill's default is hybrid8/group-mean;
+//   --save: each prefilled context is saved as DIR/passkey-N-VARIANT-TRIAL.slkv, e.g. for
+//   bench_depth at that depth)
+// Prints per trial the prefill time, and the decode speed of the answer's tokens.
 //
 // Prefill of 32K tokens on a laptop CPU takes minutes per trial and variant; dense at 32K is
 // quadratic (leave it out there unless you have the time).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +60,7 @@ int main(int argc, char** argv) {
     unsigned seed = 1;
     std::vector<std::string> variants{"dense", "msa", "msa-remap"};
     sl::KvType kv_type = sl::KvType::F16;
-    std::string mode = "block-max";
+    std::string mode = "block-max", save_dir;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--tokens") {
@@ -70,6 +75,7 @@ int main(int argc, char** argv) {
         else if (a == "--seed") seed = static_cast<unsigned>(std::atoi(v.c_str()));
         else if (a == "--kv-type") kv_type = sl::parse_kv_type(v).value_or(sl::KvType::F16);
         else if (a == "--msa-mode") mode = v;
+        else if (a == "--save") save_dir = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", a.c_str());
             return 2;
@@ -90,7 +96,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(seed);
     std::printf("MSA: top-k %d, block %d, sink, dense layers %d, scoring %s, remap window %d; KV %s\n", topk, block,
                 dense_layers, mode.c_str(), window, sl::kv_type_name(kv_type));
-    std::printf("%-8s %-10s %6s %9s %9s  answers\n", "tokens", "variant", "trial", "prefill s", "correct");
+    std::printf("%-8s %-10s %6s %9s %9s %9s  answers\n", "tokens", "variant", "trial", "prefill s", "decode/s", "correct");
     for (const int n : lengths) {
         std::vector<int> correct(variants.size(), 0);
         for (int trial = 0; trial < trials; ++trial) {
@@ -131,12 +137,14 @@ int main(int argc, char** argv) {
                 const auto t0 = std::chrono::steady_clock::now();
                 s.prefill(ids);
                 const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (!save_dir.empty())
+                    s.save(save_dir + "/passkey-" + std::to_string(n) + "-" + v + "-" + std::to_string(trial) + ".slkv");
                 sl::GenerateOptions g;
                 g.max_tokens = 8;
                 g.sampling.greedy = true;
                 g.sampling.repeat_penalty = 1.0f;
                 std::string answer;
-                s.generate(g, [&](std::string_view t) {
+                const sl::GenerateStats gs = s.generate(g, [&](std::string_view t) {
                     answer += t;
                     return true;
                 });
@@ -144,8 +152,8 @@ int main(int argc, char** argv) {
                 correct[vi] += ok;
                 for (auto& ch : answer)
                     if (ch == '\n') ch = ' ';
-                std::printf("%-8d %-10s %6d %9.1f %9s  key %d at %.0f%%: \"%s\"\n", n, v.c_str(), trial, secs, ok ? "yes" : "no",
-                            key, depth * 100, answer.c_str());
+                std::printf("%-8d %-10s %6d %9.1f %9.2f %9s  key %d at %.0f%%: \"%s\"\n", n, v.c_str(), trial, secs,
+                            gs.generated_tokens / std::max(gs.decode_seconds, 1e-9), ok ? "yes" : "no", key, depth * 100, answer.c_str());
                 std::fflush(stdout);
             }
         }

@@ -141,6 +141,7 @@ private Q_SLOTS:
     void tokenMass();
     void lastQuerySelectsAlone();
     void parseScoring();
+    void decodeShortlistFactor();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -789,9 +790,13 @@ void TstMsaAttention::parseScoring() {
     QVERIFY(c.scoring == sl::BlockScoring::BlockMax && c.index_query == sl::IndexQuery::HeadMax);
     sl::parse_msa_scoring("hybrid", c);  // keeps the factor it has
     QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8);
+    QVERIFY(c.decode_hybrid_factor == 0);
+    sl::parse_msa_scoring("hybrid8d4/group-mean", c);
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8 && c.decode_hybrid_factor == 4);
     sl::parse_msa_scoring("mean-key/head-max", c);
-    QVERIFY(c.scoring == sl::BlockScoring::MeanKey);
-    for (const char* bad : {"", "hybridx", "hybrid0", "block-max/", "dense", "mean-key/group"}) {
+    QVERIFY(c.scoring == sl::BlockScoring::MeanKey && c.decode_hybrid_factor == 0);
+    for (const char* bad : {"", "hybridx", "hybrid0", "hybrid8d", "hybrid8d0", "hybridd4", "hybrid8dx", "hybrid99999",
+                            "block-max/", "dense", "mean-key/group"}) {
         sl::MsaConfig d = c;
         try {
             sl::parse_msa_scoring(bad, d);
@@ -801,6 +806,43 @@ void TstMsaAttention::parseScoring() {
         }
         QVERIFY(d.scoring == c.scoring && d.hybrid_factor == c.hybrid_factor);  // unchanged on error
     }
+}
+
+void TstMsaAttention::decodeShortlistFactor() {
+    // MsaConfig::decode_hybrid_factor applies to calls of one query only. A decode factor of 1
+    // shortlists exactly the blocks to select, so decode selects as mean-key scoring does, while a
+    // prefill call keeps the prefill factor's selection.
+    const int n_head = 8, n_kv = 4, hd = 24, B = 16, top_k = 3, n_ctx = 16 * 40 + 9;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    kv.set_n_past(n_ctx);
+    const int pos0 = n_ctx - 20, nt = 19;
+    auto q = sl::test::random_floats(static_cast<size_t>((nt + 1) * n_head * hd), -2, 2);
+    sl::ThreadPool pool(2);
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = top_k;
+    cfg.scoring = sl::BlockScoring::Hybrid;
+    cfg.hybrid_factor = 8;
+    sl::MsaConfig dec = cfg, mk = cfg;
+    dec.decode_hybrid_factor = 1;
+    mk.scoring = sl::BlockScoring::MeanKey;
+    sl::MsaAttention a(dec), h8(cfg), mean_key(mk);
+    QVERIFY(a.signature() != h8.signature());
+    std::vector<float> out(q.size());
+    auto blocks = [](const sl::MsaAttention& m) {
+        std::vector<std::vector<int32_t>> b;
+        for (const auto& s : m.last_selections(0)) b.push_back(s.blocks);
+        return b;
+    };
+    a.forward(make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data()), kv, pool);
+    h8.forward(make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data()), kv, pool);
+    QCOMPARE(blocks(a), blocks(h8));  // prefill: the prefill factor, whatever the decode one
+    const size_t last = static_cast<size_t>(nt) * n_head * hd;
+    for (sl::MsaAttention* m : {&a, &h8, &mean_key})
+        m->forward(make_call(n_head, n_kv, hd, n_ctx - 1, 1, q.data() + last, out.data() + last), kv, pool);
+    QCOMPARE(blocks(a), blocks(mean_key));
+    QVERIFY2(blocks(a) != blocks(h8), "the inputs must make the two factors select differently in decode");
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)

@@ -19,7 +19,9 @@
 //     block: the two must match exactly (the reproduction is faithful). The variant "true-pos"
 //     selects as the MSA did before remap-aware selection (every block at its true distance).
 // Recall = Σ mass over the selected blocks, averaged over sampled (row, head) pairs whose row sees
-// more than top-k blocks (otherwise it is 1 trivially). Reported per layer and variant: the mean
+// more than top-k blocks (otherwise it is 1 trivially). Apart from those (RECALL-DECODE): each
+// call's last query, which selects on its own as a decode step does, every call, with every
+// variant selecting from that one query's rows. Reported per layer and variant: the mean
 // over layers, the worst layer, and the mean over layers of the rows in the last quarter of the
 // context, against both references. Asserted: the mode under test's mean over layers against the
 // attention as attended >= 0.95 (the issue's floor). Without Remap the two references are equal.
@@ -32,7 +34,8 @@
 // 0.778, hybrid8/group-mean (the library prefill's) 0.842, against an oracle bound of 0.890 — no
 // choice of 16 blocks per row and head captures 0.95 of that attention; see issue #5's note),
 // _BLOCK (128), _TOPK (16), _MODE (block-max | hybrid |
-// mean-key: the prefill mode under test, head-max index queries), _POSITIONS (auto | original |
+// mean-key: the prefill mode under test, head-max index queries; or a variant's name, such as
+// hybrid8/group-mean, the library prefill's), _POSITIONS (auto | original |
 // remap), _WINDOW (the remap window; default as the library prefill: min(4096, n_ctx_train / 2)),
 // _QBLOCKS (about how many query blocks to sample, default 32), _ROWS (rows per sampled
 // query block, default 8).
@@ -88,6 +91,9 @@ struct Variant {
     // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter;
     // against the attention as attended, and (_t) at true positions.
     std::vector<double> sum = {}, count = {}, tail_sum = {}, tail_count = {}, sum_t = {}, tail_sum_t = {};
+    // Per layer, decode-like selections (a call's last query, which selects on its own): Σ recall
+    // as attended and the number of (query, head) pairs.
+    std::vector<double> dec_sum = {}, dec_count = {};
     sl::SelectStats stats = {};  // index-branch work of the sampled selections
 };
 
@@ -111,7 +117,7 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
     };
     for (Variant& x : v) {
         x.sum.assign(static_cast<size_t>(n_layer), 0.0);
-        x.count = x.tail_sum = x.tail_count = x.sum_t = x.tail_sum_t = x.sum;
+        x.count = x.tail_sum = x.tail_count = x.sum_t = x.tail_sum_t = x.dec_sum = x.dec_count = x.sum;
     }
     return v;
 }
@@ -176,7 +182,7 @@ private:
         std::vector<float> kbuf, rk;                // (B, head_dim): a block's keys, as k^
         std::vector<double> mass_t;                 // (blocks): at true positions
         std::vector<double> sorted;                 // oracle: candidate masses
-        std::vector<double> sum, count, tail_sum, tail_count, sum_t, tail_sum_t;  // per variant
+        std::vector<double> sum, count, tail_sum, tail_count, sum_t, tail_sum_t, dec_sum, dec_count;  // per variant
         std::vector<sl::SelectStats> stats;                    // per variant
         int64_t checked = 0, mismatches = 0;
     };
@@ -192,10 +198,15 @@ private:
         for (size_t i = 0; i < sels.size(); ++i) {
             const sl::Selection& s = sels[i];
             const int64_t qb = s.q_pos0 / B;
-            if (qb + 1 <= top_k || qb % sampling_.stride != sampling_.stride - 1) continue;
+            if (qb + 1 <= top_k) continue;
             // The call's last query selects on its own, as in decode (msa_attention.h): measured
-            // are the selections prefill rows share.
-            if (c.n_tokens > 1 && s.n_queries == 1 && s.q_pos0 == c.pos0 + c.n_tokens - 1) continue;
+            // apart, in every call (the decode-like figure); the others are the selections
+            // prefill rows share, in sampled query blocks.
+            if (s.n_queries == 1 && s.q_pos0 == c.pos0 + c.n_tokens - 1) {
+                items_.push_back(i);
+                continue;
+            }
+            if (qb % sampling_.stride != sampling_.stride - 1) continue;
             for (int64_t p = s.q_pos0; p < s.q_pos0 + s.n_queries; ++p)
                 if (is_row_[static_cast<size_t>(p % B)]) {
                     items_.push_back(i);
@@ -207,7 +218,7 @@ private:
         for (Scratch& s : scratch_) {
             s.blocks.resize(nv);
             s.sum.assign(nv, 0.0);
-            s.count = s.tail_sum = s.tail_count = s.sum_t = s.tail_sum_t = s.sum;
+            s.count = s.tail_sum = s.tail_count = s.sum_t = s.tail_sum_t = s.dec_sum = s.dec_count = s.sum;
             s.stats.assign(nv, {});
             s.checked = s.mismatches = 0;
         }
@@ -230,6 +241,7 @@ private:
                 const int64_t local = sel.q_pos0 / B;
                 const int64_t t0 = sel.q_pos0 - c.pos0, t1 = t0 + sel.n_queries;
                 const int nq = sel.n_queries;
+                const bool decode = nq == 1 && t1 == c.n_tokens;  // the call's last query, on its own
                 // Index-query rows exactly as MsaAttention::forward builds them.
                 s.rows_head.resize(static_cast<size_t>(nq) * G * hd);
                 for (int64_t t = t0; t < t1; ++t) {
@@ -271,7 +283,7 @@ private:
                 // attended (scores) and at true positions (scores_t; only computed apart with Remap).
                 s.ts.clear();
                 for (int64_t t = t0; t < t1; ++t)
-                    if (is_row_[static_cast<size_t>((c.pos0 + t) % B)]) s.ts.push_back(t);
+                    if (decode || is_row_[static_cast<size_t>((c.pos0 + t) % B)]) s.ts.push_back(t);
                 const int64_t n_keys_max = c.pos0 + s.ts.back() + 1;
                 const size_t n_pairs = s.ts.size() * static_cast<size_t>(G);
                 s.scores.resize(n_pairs * static_cast<size_t>(n_keys_max));
@@ -328,6 +340,11 @@ private:
                             r += s.mass[static_cast<size_t>(b)];
                             rt += mass_t[static_cast<size_t>(b)];
                         }
+                        if (decode) {
+                            s.dec_sum[v] += r;
+                            s.dec_count[v] += 1;
+                            continue;
+                        }
                         s.sum[v] += r;
                         s.sum_t[v] += rt;
                         s.count[v] += 1;
@@ -350,6 +367,8 @@ private:
                 variants[v].count[l] += s.count[v];
                 variants[v].tail_sum[l] += s.tail_sum[v];
                 variants[v].tail_count[l] += s.tail_count[v];
+                variants[v].dec_sum[l] += s.dec_sum[v];
+                variants[v].dec_count[l] += s.dec_count[v];
                 variants[v].stats.add(s.stats[v]);
             }
             checked += s.checked;
@@ -402,16 +421,17 @@ void TstMsaRecall::recallOnRefman() {
     // The mode under test, configured as the library prefill does (app/common/library_prefill.cpp).
     const std::vector<Variant> names = make_variants(0, top_k);
     int tested = -1;
-    const std::string tested_name = mode + "/head-max";
+    const std::string tested_name = mode.find('/') != std::string::npos ? mode : mode + "/head-max";
     for (size_t i = 0; i < names.size(); ++i)
         if (tested_name == names[i].name || (mode == "hybrid" && names[i].name == "hybrid4/head-max"))
             tested = static_cast<int>(i);
-    QVERIFY2(tested >= 0, "SIGHTLINE_MSA_RECALL_MODE must be block-max, hybrid or mean-key");
+    QVERIFY2(tested >= 0, "SIGHTLINE_MSA_RECALL_MODE must be block-max, hybrid or mean-key, or a variant's name");
     sl::MsaConfig cfg;
     cfg.block_size = block;
     cfg.top_k = top_k;
     cfg.scoring = names[static_cast<size_t>(tested)].scoring;
     cfg.index_query = names[static_cast<size_t>(tested)].index_query;
+    if (names[static_cast<size_t>(tested)].hybrid_factor > 0) cfg.hybrid_factor = names[static_cast<size_t>(tested)].hybrid_factor;
     const int64_t n_train = m->model->config().n_ctx_train;
     const bool remap = positions == "remap" || (positions == "auto" && n_train > 0 && n_tokens > n_train);
     QVERIFY2(positions == "auto" || positions == "remap" || positions == "original",
@@ -481,6 +501,20 @@ void TstMsaRecall::recallOnRefman() {
               100.0 * static_cast<double>(st.exact_blocks) / std::max<double>(1, static_cast<double>(st.candidates)),
               100.0 * static_cast<double>(st.exact_rows) / std::max<double>(1, static_cast<double>(st.brute_rows)),
               static_cast<int>(i) == tested ? "  <- under test" : "");
+    }
+    for (size_t i = 0; i < nv; ++i) {  // decode-like: a call's last query, selecting on its own
+        const auto& v = probe->variants[i];
+        double dmean = 0, dworst = 1, pairs = 0;
+        for (int l = 0; l < n_layer; ++l) {
+            const auto li = static_cast<size_t>(l);
+            const double r = v.dec_sum[li] / std::max(1.0, v.dec_count[li]);
+            dmean += r / n_layer;
+            dworst = std::min(dworst, r);
+            pairs += v.dec_count[li] / n_layer;
+        }
+        qInfo("RECALL-DECODE tokens=%d mode=%-20s mean %.4f  worst layer %.4f  (a call's last query on its own; pairs "
+              "per layer %.0f)",
+              n_tokens, v.name.c_str(), dmean, dworst, pairs);
     }
     if (remap)
         for (size_t i = 0; i < nv; ++i)
