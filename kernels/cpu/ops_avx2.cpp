@@ -39,6 +39,19 @@ inline __m256 exp_ps(__m256 x) {
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
 }
 
+// out (R * 8 floats) += sum_j p[j] * v_j: the R registers of output stay put while every row passes.
+template <int R>
+inline void accumulate_pass(float* out, const float* p, const float* v, int64_t v_stride, int64_t n) {
+    __m256 a[R];
+    for (int i = 0; i < R; ++i) a[i] = _mm256_loadu_ps(out + 8 * i);
+    for (int64_t j = 0; j < n; ++j) {
+        const float* r = v + j * v_stride;
+        const __m256 pj = _mm256_set1_ps(p[j]);
+        for (int i = 0; i < R; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * i), a[i]);
+    }
+    for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + 8 * i, a[i]);
+}
+
 }  // namespace
 
 float exp_shifted_sum(float* x, int64_t n, float shift) {
@@ -95,26 +108,8 @@ void dot_rows_f32(float* out, const float* q, const float* k, int64_t k_stride, 
 
 void accumulate_rows_f32(float* out, const float* p, const float* v, int64_t v_stride, int64_t n, int64_t d) {
     int64_t c = 0;
-    for (; c + 64 <= d; c += 64) {  // 8 registers of output stay put while every row passes
-        __m256 a[8];
-        for (int i = 0; i < 8; ++i) a[i] = _mm256_loadu_ps(out + c + 8 * i);
-        for (int64_t j = 0; j < n; ++j) {
-            const float* r = v + j * v_stride + c;
-            const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * i), a[i]);
-        }
-        for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + c + 8 * i, a[i]);
-    }
-    for (; c + 32 <= d; c += 32) {
-        __m256 a[4];
-        for (int i = 0; i < 4; ++i) a[i] = _mm256_loadu_ps(out + c + 8 * i);
-        for (int64_t j = 0; j < n; ++j) {
-            const float* r = v + j * v_stride + c;
-            const __m256 pj = _mm256_set1_ps(p[j]);
-            for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(r + 8 * i), a[i]);
-        }
-        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + c + 8 * i, a[i]);
-    }
+    for (; c + 64 <= d; c += 64) accumulate_pass<8>(out + c, p, v + c, v_stride, n);
+    for (; c + 32 <= d; c += 32) accumulate_pass<4>(out + c, p, v + c, v_stride, n);
     if (c < d)
         for (int64_t j = 0; j < n; ++j) axpy_f32(out + c, p[j], v + j * v_stride + c, d - c);
 }

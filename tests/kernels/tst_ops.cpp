@@ -124,7 +124,7 @@ void TstOps::expShiftedSumTiers() {
 void TstOps::attentionRowsTiers() {
     QFETCH(int, isa);
     set_active_isa(static_cast<Isa>(isa));
-    for (int d : {16, 17, 64, 128}) {
+    for (int d : {16, 17, 48, 64, 128}) {
         for (int n : {1, 15, 16, 17, 33, 300}) {
             const int64_t stride = 3 * d + 5;  // rows of a KV cache: other heads in between
             auto q = sl::test::random_floats(static_cast<size_t>(d));
