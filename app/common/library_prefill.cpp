@@ -39,9 +39,8 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
     // the group's mean query as the index query: at 32K (remapped) it kept 0.842 of the attention
     // mass against 0.778 for a shortlist of 4 with head-max queries and 0.862 for exact block-max,
     // and the group mean scores a third of the rows (tst_msa_recall, bench_depth; issue #5's note).
-    c.msa.scoring = BlockScoring::Hybrid;
-    c.msa.hybrid_factor = 8;
-    c.msa.index_query = IndexQuery::GroupMean;
+    const char* scoring = "hybrid8/group-mean";
+    parse_msa_scoring(scoring, c.msa);
     // A model with its own learned indexer (MiniMax-M3 style) selects with it.
     if (model.model->config().has_indexer()) c.msa = native_msa_config(model.model->config(), c.msa);
     const int64_t n_train = model.model->config().n_ctx_train;
@@ -57,7 +56,9 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
     c.settings += std::to_string(c.msa.block_size);
     c.settings += ",\"top_k\":";
     c.settings += std::to_string(c.msa.top_k);
-    c.settings += c.msa.scoring == BlockScoring::Native ? ",\"scoring\":\"native\"" : ",\"scoring\":\"hybrid8/group-mean\"";
+    c.settings += ",\"scoring\":\"";
+    c.settings += c.msa.scoring == BlockScoring::Native ? "native" : scoring;
+    c.settings += "\"";
     if (c.msa.positions == PositionMode::Remap) {
         c.settings += ",\"remap\":";
         c.settings += std::to_string(c.msa.remap_window);

@@ -63,7 +63,7 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
         else if (q != "head-max") throw Error("MSA: unknown index query '" + q + "' in '" + mode + "' (head-max, group-mean)");
         scoring = mode.substr(0, slash);
     }
-    int factor = c.hybrid_factor, decode = c.decode_hybrid_factor;
+    int factor = c.hybrid_factor, decode = 0;
     BlockScoring s = BlockScoring::BlockMax;
     const size_t dpos = scoring.find('d', 6);  // hybridNdM: decode calls shortlist M x top-k
     const std::string fac = scoring.substr(0, dpos);
@@ -75,7 +75,7 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     if (scoring.rfind("hybrid", 0) == 0 && ((fac.size() == 6 && plain) || digits(fac, 6)) && (plain || digits(dec, 0))) {
         s = BlockScoring::Hybrid;
         if (fac.size() > 6) factor = std::atoi(fac.c_str() + 6);
-        decode = dec.empty() ? 0 : std::atoi(dec.c_str());
+        if (!plain) decode = std::atoi(dec.c_str());
         if (factor < 1 || (!plain && decode < 1))
             throw Error("MSA: bad shortlist factor in '" + mode + "' (hybridN or hybridNdM, N and M from 1)");
     } else if (scoring == "block-max") s = BlockScoring::BlockMax;
@@ -84,7 +84,7 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     else throw Error("MSA: unknown scoring mode '" + mode + "' (block-max, mean-key, hybrid[N[dM]], native; /head-max or /group-mean)");
     c.scoring = s;
     c.hybrid_factor = factor;
-    c.decode_hybrid_factor = s == BlockScoring::Hybrid ? decode : 0;
+    c.decode_hybrid_factor = decode;
     c.index_query = query;
 }
 
@@ -380,7 +380,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                             s.m[r] = bm;
                         }
                         const float mr = s.m[r];
-                        const float sum = n_vis > 0 ? kernels::exp_shifted_sum(sc, n_vis, mr) : 0.0f;  // sc <- exp(sc - mr)
+                        const float sum = kernels::exp_shifted_sum(sc, n_vis, mr);  // sc <- exp(sc - mr)
                         if (rec_tokens) std::copy(sc, sc + n_vis, s.tok.data() + (r * nk + bi) * static_cast<size_t>(B));
                         kernels::accumulate_rows_f32(acc, sc, V, row, n_vis, hd);
                         s.l[r] += sum;
