@@ -1,8 +1,8 @@
 // `sightline-cli generate [--model M] --prompt TEXT [--chat] [--system TEXT] [--greedy] [-n N]
 // [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--threads N]
 // [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode MODE]
-// (MODE: block-max|mean-key|hybrid[N[dM]]|native, optionally /head-max or /group-mean; see
-// parse_msa_scoring)
+// (MODE: block-max|mean-key|hybrid[N[dM]]|native, optionally /head-max or /group-mean, then /sink
+// to force block 0, then /wN for a local window of N blocks; see parse_msa_scoring)
 // [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
 // continuation (or, with --chat, the assistant's answer) to stdout.
 // --prompt-file FILE reads the prompt from FILE (`-`: stdin) instead of --prompt, for prompts past the
@@ -45,7 +45,7 @@ const char* kUsage =
     "usage: sightline-cli generate [--model M] (--prompt TEXT | --prompt-file FILE|-) [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--threads N] [--ctx N] [--stats]\n"
-    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid[N[dM]]|native[/group-mean]]\n"
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid[N[dM]]|native[/group-mean][/sink][/wN]]\n"
     "       [--dense-layers L]\n"
     "       [--positions original|remap] [--remap-window N]\n"
     "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"

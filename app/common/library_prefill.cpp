@@ -35,11 +35,10 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
     c.stream = builder.assemble(c.prepared, &c.plan);
 
     c.msa.top_k = es.top_k;
-    // Hybrid scoring (a mean-key shortlist of 8 x top-k blocks, exact block-max within it) with
-    // the group's mean query as the index query: at 32K (remapped) it kept 0.842 of the attention
-    // mass against 0.778 for a shortlist of 4 with head-max queries and 0.862 for exact block-max,
-    // and the group mean scores a third of the rows (tst_msa_recall, bench_depth; issue #5's note).
-    const char* scoring = "hybrid8/group-mean";
+    // kTrainingFreeMode (msa_attention.h): hybrid scoring with the group's mean query. At 32K
+    // (remapped) hybrid8/group-mean kept 0.842 of the attention mass against 0.778 for a shortlist of 4 with head-max queries and 0.862 for exact block-max,
+    // and the group mean scores a third of the rows (tst_msa_recall, bench_depth; issue #5's notes).
+    const char* scoring = kTrainingFreeMode;
     parse_msa_scoring(scoring, c.msa);
     // A model with its own learned indexer (MiniMax-M3 style) selects with it.
     if (model.model->config().has_indexer()) c.msa = native_msa_config(model.model->config(), c.msa);

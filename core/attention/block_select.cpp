@@ -40,6 +40,23 @@ float exact_max(const float* k, int n_keys, int d, const float* rows, int n_rows
     return best;
 }
 
+// The forced blocks of a selection, into `out` (cleared): the local block, the window's blocks
+// before it, and the sink when asked and not in the window. Returns the candidates [first, end)
+// and how many of them to choose (m <= end - first).
+struct Forced {
+    int64_t first, end, m;
+};
+Forced force_blocks(int64_t local, const SelectParams& p, std::vector<int32_t>& out) {
+    out.clear();
+    out.push_back(static_cast<int32_t>(local));
+    const int64_t end = local - std::clamp<int64_t>(p.window, 0, local);
+    for (int64_t b = end; b < local; ++b) out.push_back(static_cast<int32_t>(b));
+    const bool sink = p.sink && end > 0 && p.top_k >= 2;  // the local block comes first
+    if (sink) out.push_back(0);
+    const int64_t first = sink ? 1 : 0;
+    return {first, end, std::min<int64_t>(std::max(0, p.top_k - 1 - (sink ? 1 : 0)), end - first)};
+}
+
 float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, int n_rows, int64_t row_stride,
                   int64_t b, int block, int n_keys, const float* row_bound, float slack, float* kbuf, SelectStats& st) {
     const float* k = kv.k_span(layer, kv_head, b * block, n_keys, kbuf);
@@ -73,19 +90,15 @@ float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, i
 void select_blocks_native(const float* keys, int block, int dim, const float* rows, int n_rows, int64_t row_stride,
                           int64_t local, const SelectParams& p, SelectScratch& s, std::vector<int32_t>& out,
                           SelectStats& st) {
-    out.clear();
-    out.push_back(static_cast<int32_t>(local));
-    const bool sink = p.sink && local > 0 && p.top_k >= 2;
-    if (sink) out.push_back(0);
-    const int64_t first = sink ? 1 : 0;
-    const int64_t n_cand = local - first;
-    const int64_t m = std::min<int64_t>(std::max(0, p.top_k - static_cast<int>(out.size())), n_cand);
+    const Forced forced = force_blocks(local, p, out);
+    const int64_t first = forced.first, local_end = forced.end, m = forced.m;
+    const int64_t n_cand = local_end - first;
     st.candidates += n_cand;
     if (m == n_cand) {
-        for (int64_t b = first; b < local; ++b) out.push_back(static_cast<int32_t>(b));
+        for (int64_t b = first; b < local_end; ++b) out.push_back(static_cast<int32_t>(b));
     } else if (m > 0) {
         s.cand.clear();
-        for (int64_t b = first; b < local; ++b) {
+        for (int64_t b = first; b < local_end; ++b) {
             const float* k = keys + b * block * dim;
             float best = kernels::max_dot(rows, k, dim, block, dim);
             for (int r = 1; r < n_rows; ++r) best = std::max(best, kernels::max_dot(rows + r * row_stride, k, dim, block, dim));
@@ -106,16 +119,12 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
                    std::vector<int32_t>& out, SelectStats& st, const RemapRows* remap) {
     const int d = index.head_dim();
     const int B = index.block_size();
-    out.clear();
-    out.push_back(static_cast<int32_t>(local));
-    const bool sink = p.sink && local > 0 && p.top_k >= 2;  // the local block comes first
-    if (sink) out.push_back(0);
-    const int64_t first = sink ? 1 : 0;
-    const int64_t n_cand = local - first;
-    const int64_t m = std::min<int64_t>(std::max(0, p.top_k - static_cast<int>(out.size())), n_cand);
+    const Forced forced = force_blocks(local, p, out);
+    const int64_t first = forced.first, local_end = forced.end, m = forced.m;
+    const int64_t n_cand = local_end - first;
     st.candidates += n_cand;
     if (m == n_cand) {  // everything visible fits: no scoring
-        for (int64_t b = first; b < local; ++b) out.push_back(static_cast<int32_t>(b));
+        for (int64_t b = first; b < local_end; ++b) out.push_back(static_cast<int32_t>(b));
         std::sort(out.begin(), out.end());
         return;
     }
@@ -152,7 +161,7 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     s.shortlist.clear();
     if (hybrid) {
         st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
-        for (int64_t b = first; b < local; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
+        for (int64_t b = first; b < local_end; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
         const int64_t keep = m * std::max(1, p.hybrid_factor);
         std::nth_element(s.cand.begin(), s.cand.begin() + (keep - 1), s.cand.end(), better);
         for (int64_t i = 0; i < keep; ++i) s.shortlist.push_back(s.cand[static_cast<size_t>(i)].second);
@@ -162,12 +171,12 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
         if (hybrid)
             for (const int32_t b : s.shortlist) fn(static_cast<int64_t>(b));
         else
-            for (int64_t b = first; b < local; ++b) fn(b);
+            for (int64_t b = first; b < local_end; ++b) fn(b);
     };
 
     if (p.scoring == BlockScoring::MeanKey) {
         st.summary_bytes += n_cand * d * static_cast<int64_t>(sizeof(float));
-        for (int64_t b = first; b < local; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
+        for (int64_t b = first; b < local_end; ++b) s.cand.emplace_back(mean_score(b), static_cast<int32_t>(b));
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
         std::sort(out.begin(), out.end());

@@ -32,6 +32,9 @@ enum class BlockScoring { BlockMax, MeanKey, Hybrid, Native };
 struct SelectParams {
     int top_k = 16;      // blocks selected in total, forced blocks (local, sink) included
     bool sink = false;   // force block 0 (when top_k >= 2: the local block has priority)
+    // Local window (InfLLM's): the `window` blocks before the local block are forced too, on top of
+    // top_k (the sink among them counts as a window block). 0: the local block alone.
+    int window = 0;
     BlockScoring scoring = BlockScoring::BlockMax;
     bool prune = true;   // BlockMax only: Quest pruning (false: brute-force exact block-max)
     int hybrid_factor = 4;  // Hybrid: shortlist size as a multiple of the blocks to choose
@@ -88,8 +91,8 @@ struct SelectScratch {
 // Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of
 // index.head_dim() floats, `row_stride` floats apart) whose queries all lie in block `local`
 // (so blocks < local are fully visible, blocks > local invisible). Candidates are blocks [0, local)
-// minus the sink. `out` receives the selected block ids, ascending: local, the sink when asked,
-// and the top (top_k - forced) candidates by score. local < index.n_blocks(); `kv` holds the keys
+// minus the sink and the window. `out` receives the selected block ids, ascending: local, the
+// window's blocks, the sink when asked, and the top (top_k - 1 - sink) candidates by score. local < index.n_blocks(); `kv` holds the keys
 // the index summarizes. `remap` (optional): see RemapRows. Thread-safe for distinct scratch/out/stats.
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,

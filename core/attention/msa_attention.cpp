@@ -57,11 +57,24 @@ std::string scoring_name(const MsaConfig& c) {
 void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     std::string scoring = mode;
     IndexQuery query = IndexQuery::HeadMax;
-    if (const size_t slash = mode.find('/'); slash != std::string::npos) {
-        const std::string q = mode.substr(slash + 1);
+    int window = 0;
+    if (const size_t w = scoring.rfind("/w"); w != std::string::npos) {
+        const std::string n = scoring.substr(w + 2);
+        if (n.empty() || n.size() > 5 || n.find_first_not_of("0123456789") != std::string::npos)
+            throw Error("MSA: bad local window in '" + mode + "' (/wN, N blocks)");
+        window = std::atoi(n.c_str());
+        scoring.resize(w);
+    }
+    bool sink = false;
+    if (scoring.size() > 5 && scoring.compare(scoring.size() - 5, 5, "/sink") == 0) {
+        sink = true;
+        scoring.resize(scoring.size() - 5);
+    }
+    if (const size_t slash = scoring.find('/'); slash != std::string::npos) {
+        const std::string q = scoring.substr(slash + 1);
         if (q == "group-mean") query = IndexQuery::GroupMean;
         else if (q != "head-max") throw Error("MSA: unknown index query '" + q + "' in '" + mode + "' (head-max, group-mean)");
-        scoring = mode.substr(0, slash);
+        scoring.resize(slash);
     }
     int factor = c.hybrid_factor, decode = 0;
     BlockScoring s = BlockScoring::BlockMax;
@@ -86,12 +99,15 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     c.hybrid_factor = factor;
     c.decode_hybrid_factor = decode;
     c.index_query = query;
+    c.window_blocks = window;
+    c.sink = sink;
 }
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.block_size <= 0) throw Error("MSA: block size must be positive, got " + std::to_string(config_.block_size));
     if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
     if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
+    if (config_.window_blocks < 0) throw Error("MSA: the local window must be >= 0 blocks");
     if (config_.hybrid_factor < 1 || config_.decode_hybrid_factor < 0)
         throw Error("MSA: the hybrid shortlist factors must be >= 1 (decode: >= 0, 0 for the same)");
     if (config_.positions == PositionMode::Remap && config_.remap_window <= 0)
@@ -102,7 +118,8 @@ MsaAttention::~MsaAttention() = default;
 
 std::string MsaAttention::signature() const {
     const MsaConfig& c = config_;
-    return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") + " d" +
+    return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") +
+           (c.window_blocks > 0 ? " w" + std::to_string(c.window_blocks) : "") + " d" +
            std::to_string(c.dense_layers) + scoring_name(c) +
            (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
            (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "") +
@@ -209,6 +226,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     SelectParams sp;
     sp.top_k = config_.top_k;
     sp.sink = config_.sink;
+    sp.window = config_.window_blocks;
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;
     sp.hybrid_factor = c.n_tokens == 1 && config_.decode_hybrid_factor > 0 ? config_.decode_hybrid_factor : config_.hybrid_factor;

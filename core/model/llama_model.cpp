@@ -28,6 +28,7 @@ MsaConfig native_msa_config(const LlamaConfig& c, MsaConfig base) {
     base.block_size = c.indexer.block_size;
     base.dense_layers = c.indexer.dense_layers;
     base.sink = false;  // M3: no init blocks
+    base.window_blocks = 0;  // nor a local window: its indexer was trained for top-k alone
     return base;
 }
 

@@ -1,4 +1,5 @@
-// One attention layer, dense vs MSA (training-free, block-max with Quest pruning, mean-key, hybrid;
+// One attention layer, dense vs MSA (training-free, block-max with Quest pruning, mean-key, hybrid,
+// and the library's default mode (kTrainingFreeMode: hybrid, group-mean query);
 // and native: a learned indexer's scoring, one index head of head_dim per KV group scoring every
 // index key, as M3 does; here with synthetic index keys = the KV head 0 keys, index queries near one),
 // side by side at SmolLM2's shape (9 q / 3 kv heads, dim 64) and M3's (64 q / 4 kv heads, dim 128),
@@ -39,11 +40,13 @@ struct Shape {
     int n_head, n_kv, hd;
 };
 
-enum class Variant { Dense, BlockMax, MeanKey, Hybrid, Native };
-constexpr int kVariants = 5;
+// Default: sl::kTrainingFreeMode, the training-free mode the library prefill runs (hybrid scoring
+// with the group's mean query).
+enum class Variant { Dense, BlockMax, MeanKey, Hybrid, Native, Default };
+constexpr int kVariants = 6;
 const char* variant_name(Variant v) {
     return v == Variant::Dense ? "dense" : v == Variant::BlockMax ? "msa-blockmax" : v == Variant::MeanKey ? "msa-meankey"
-           : v == Variant::Hybrid ? "msa-hybrid" : "msa-native";
+           : v == Variant::Hybrid ? "msa-hybrid" : v == Variant::Native ? "msa-native" : "msa-default";
 }
 
 sl::ThreadPool& pool() {
@@ -158,6 +161,7 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
                       : v == Variant::MeanKey ? sl::BlockScoring::MeanKey
                       : v == Variant::Hybrid  ? sl::BlockScoring::Hybrid
                                               : sl::BlockScoring::Native;
+        if (v == Variant::Default) sl::parse_msa_scoring(sl::kTrainingFreeMode, cfg);
         auto m = std::make_unique<sl::MsaAttention>(cfg);
         msa = m.get();
         att = std::move(m);
@@ -197,16 +201,16 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
 }
 
 void print_table() {
-    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s %9s | %6s %6s %6s %6s | %9s %8s %8s %8s %8s | %6s\n", "shape", "phase",
-                "ctx", "dense ms", "bmax ms", "mean ms", "hyb ms", "nat ms", "d/bmax", "d/mean", "d/hyb", "d/nat", "dense MB",
-                "bmax MB", "mean MB", "hyb MB", "nat MB", "exact");
+    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s %9s %9s | %6s %6s %6s %6s %6s | %9s %8s %8s %8s %8s %8s | %6s\n",
+                "shape", "phase", "ctx", "dense ms", "bmax ms", "mean ms", "hyb ms", "nat ms", "def ms", "d/bmax", "d/mean",
+                "d/hyb", "d/nat", "d/def", "dense MB", "bmax MB", "mean MB", "hyb MB", "nat MB", "def MB", "exact");
     for (const auto& [k, r] : table()) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-        std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f %8.2f %8.2f | "
-                    "%5.1f%%\n",
-                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], r.ms[4], ratio(r.ms[0], r.ms[1]),
-                    ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), ratio(r.ms[0], r.ms[4]), r.mb[0], r.mb[1], r.mb[2],
-                    r.mb[3], r.mb[4], 100.0 * r.exact_frac[1]);
+        std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f "
+                    "%8.2f %8.2f %8.2f | %5.1f%%\n",
+                    r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], r.ms[4], r.ms[5],
+                    ratio(r.ms[0], r.ms[1]), ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), ratio(r.ms[0], r.ms[4]),
+                    ratio(r.ms[0], r.ms[5]), r.mb[0], r.mb[1], r.mb[2], r.mb[3], r.mb[4], r.mb[5], 100.0 * r.exact_frac[1]);
     }
     std::printf("(KV storage %s; ", sl::kv_type_name(kv_type()));
     std::printf("%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "
@@ -222,7 +226,8 @@ void register_all() {
         for (int ctx : {8192, 32768, 131072, 1048576}) {
             if (ctx == 1048576 && std::string(s.name) == "m3" && !m3_1m) continue;
             for (int n_tokens : {1, 128}) {
-                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey, Variant::Hybrid, Variant::Native}) {
+                for (Variant v : {Variant::Dense, Variant::BlockMax, Variant::MeanKey, Variant::Hybrid, Variant::Native,
+                                  Variant::Default}) {
                     const std::string name = std::string("attention/") + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill128") +
                                              "/ctx:" + std::to_string(ctx) + "/" + variant_name(v);
                     // Dense prefill at long contexts takes seconds per call: run it once.

@@ -4,9 +4,9 @@
 //
 //   bench_msa_passkey [--tokens 4096,32768] [--trials 3] [--variants dense,msa,msa-remap]
 //                     [--remap-window 2048] [--topk 16] [--block 128] [--dense-layers 0] [--kv-type f16]
-//                     [--seed 1] [--msa-mode block-max|mean-key|hybrid[N[dM]][/group-mean]]
+//                     [--seed 1] [--msa-mode block-max|mean-key|hybrid[N[dM]][/group-mean][/wN]] (the sink is always forced here)
 //                     [--save DIR]
-//   (--msa-mode as parse_msa_scoring reads it; the library prefill's default is hybrid8/group-mean;
+//   (--msa-mode as parse_msa_scoring reads it; the library prefill's default is kTrainingFreeMode;
 //   --save: each prefilled context is saved as DIR/passkey-N-VARIANT-TRIAL.slkv, e.g. for
 //   bench_depth at that depth)
 // Prints per trial the prefill time, and the decode speed of the answer's tokens.

@@ -266,11 +266,15 @@ void TstMsaAttention::sparseMatchesRestrictedReference_data() {
     QTest::addColumn<int>("n_tokens");
     QTest::addColumn<int>("top_k");
     QTest::addColumn<int>("mode");
-    QTest::newRow("prefill g3 B16 k3") << 9 << 3 << 64 << 16 << 0 << 203 << 3 << 0;
-    QTest::newRow("chunked g16 B16 k4 sink") << 16 << 1 << 40 << 16 << 101 << 70 << 4 << 3;
-    QTest::newRow("chunked g1 odd B64 k2 meankey") << 3 << 3 << 31 << 64 << 200 << 90 << 2 << 1;
-    QTest::newRow("decode g3 B16 k5 groupmean") << 9 << 3 << 64 << 16 << 333 << 1 << 5 << 2;
-    QTest::newRow("decode m3 B128 k2") << 64 << 4 << 128 << 128 << 700 << 1 << 2 << 0;
+    QTest::addColumn<int>("window");  // MsaConfig::window_blocks
+    QTest::newRow("prefill g3 B16 k3") << 9 << 3 << 64 << 16 << 0 << 203 << 3 << 0 << 0;
+    QTest::newRow("chunked g16 B16 k4 sink") << 16 << 1 << 40 << 16 << 101 << 70 << 4 << 3 << 0;
+    QTest::newRow("chunked g1 odd B64 k2 meankey") << 3 << 3 << 31 << 64 << 200 << 90 << 2 << 1 << 0;
+    QTest::newRow("decode g3 B16 k5 groupmean") << 9 << 3 << 64 << 16 << 333 << 1 << 5 << 2 << 0;
+    QTest::newRow("decode m3 B128 k2") << 64 << 4 << 128 << 128 << 700 << 1 << 2 << 0 << 0;
+    QTest::newRow("prefill g3 B16 k3 window 4") << 9 << 3 << 64 << 16 << 0 << 203 << 3 << 0 << 4;
+    QTest::newRow("chunked g16 B16 k4 sink window 3") << 16 << 1 << 40 << 16 << 101 << 70 << 4 << 3 << 3;
+    QTest::newRow("decode g3 B16 k5 groupmean window 7") << 9 << 3 << 64 << 16 << 333 << 1 << 5 << 2 << 7;
 }
 
 void TstMsaAttention::sparseMatchesRestrictedReference() {
@@ -282,6 +286,7 @@ void TstMsaAttention::sparseMatchesRestrictedReference() {
     QFETCH(int, n_tokens);
     QFETCH(int, top_k);
     QFETCH(int, mode);
+    QFETCH(int, window);
     const int n_ctx = pos0 + n_tokens;
     sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_structured(kv, 0, n_ctx, block);
@@ -295,6 +300,8 @@ void TstMsaAttention::sparseMatchesRestrictedReference() {
     cfg.scoring = mode == 1 ? sl::BlockScoring::MeanKey : sl::BlockScoring::BlockMax;
     cfg.index_query = mode == 2 ? sl::IndexQuery::GroupMean : sl::IndexQuery::HeadMax;
     cfg.sink = mode == 3;
+    cfg.window_blocks = window;
+    cfg.window_blocks = window;
     sl::MsaAttention msa(cfg);
     const auto call = make_call(n_head, n_kv, hd, pos0, n_tokens, q.data(), out.data());
     msa.forward(call, kv, pool);
@@ -303,8 +310,10 @@ void TstMsaAttention::sparseMatchesRestrictedReference() {
     bool some_sparse = false;
     for (const auto& s : msa.last_selections(0)) {
         const int local = static_cast<int>(s.q_pos0 / block);
-        QCOMPARE(static_cast<int>(s.blocks.size()), std::min(top_k, local + 1));
-        some_sparse |= local + 1 > top_k;
+        QCOMPARE(static_cast<int>(s.blocks.size()), std::min(top_k + window, local + 1));
+        for (int b = std::max(0, local - window); b <= local; ++b)  // the local window, whole
+            QVERIFY(std::binary_search(s.blocks.begin(), s.blocks.end(), b));
+        some_sparse |= local + 1 > top_k + window;
         std::vector<double> want(s.blocks.size(), 0.0);
         for (int t = 0; t < s.n_queries; ++t)
             for (int h = s.kv_head * G; h < (s.kv_head + 1) * G; ++h) {
@@ -328,12 +337,16 @@ void TstMsaAttention::prunedEqualsBruteForce_data() {
     QTest::addColumn<int>("top_k");
     QTest::addColumn<bool>("sink");
     QTest::addColumn<int>("structure");  // 0 random, 1 clustered + needles, 2 duplicated blocks (ties)
-    QTest::newRow("random d64 B16") << 64 << 16 << 40 << 3 << 5 << false << 0;
-    QTest::newRow("random d17 B64 one row") << 17 << 64 << 23 << 1 << 4 << true << 0;
-    QTest::newRow("clustered d64 B64") << 64 << 64 << 60 << 9 << 8 << false << 1;
-    QTest::newRow("clustered d128 B128 many rows") << 128 << 128 << 33 << 48 << 16 << true << 1;
-    QTest::newRow("clustered d33 B16 k1") << 33 << 16 << 50 << 2 << 2 << false << 1;
-    QTest::newRow("ties d32 B16") << 32 << 16 << 45 << 4 << 6 << false << 2;
+    QTest::addColumn<int>("window");     // SelectParams::window
+    QTest::newRow("random d64 B16") << 64 << 16 << 40 << 3 << 5 << false << 0 << 0;
+    QTest::newRow("random d17 B64 one row") << 17 << 64 << 23 << 1 << 4 << true << 0 << 0;
+    QTest::newRow("clustered d64 B64") << 64 << 64 << 60 << 9 << 8 << false << 1 << 0;
+    QTest::newRow("clustered d128 B128 many rows") << 128 << 128 << 33 << 48 << 16 << true << 1 << 0;
+    QTest::newRow("clustered d33 B16 k1") << 33 << 16 << 50 << 2 << 2 << false << 1 << 0;
+    QTest::newRow("ties d32 B16") << 32 << 16 << 45 << 4 << 6 << false << 2 << 0;
+    QTest::newRow("clustered d64 B16 window 9") << 64 << 16 << 50 << 5 << 6 << false << 1 << 9;
+    QTest::newRow("random d40 B32 sink window 13") << 40 << 32 << 30 << 2 << 4 << true << 0 << 13;
+    QTest::newRow("clustered d32 B16 window past block 0") << 32 << 16 << 20 << 3 << 5 << true << 1 << 40;
 }
 
 void TstMsaAttention::prunedEqualsBruteForce() {
@@ -344,6 +357,7 @@ void TstMsaAttention::prunedEqualsBruteForce() {
     QFETCH(int, top_k);
     QFETCH(bool, sink);
     QFETCH(int, structure);
+    QFETCH(int, window);
     const int n_kv = 2;
     const int64_t n = static_cast<int64_t>(n_blocks) * block;
     sl::test::HostKv kv(1, static_cast<int>(n), n_kv, hd);
@@ -357,6 +371,7 @@ void TstMsaAttention::prunedEqualsBruteForce() {
     sl::SelectParams pruned, brute;
     pruned.top_k = brute.top_k = top_k;
     pruned.sink = brute.sink = sink;
+    pruned.window = brute.window = window;
     brute.prune = false;
     sl::SelectScratch scratch;
     sl::SelectStats st_p, st_b;
@@ -376,13 +391,17 @@ void TstMsaAttention::prunedEqualsBruteForce() {
         sl::select_blocks(index, kv, 0, g, rows.data(), n_rows, hd, local, brute, scratch, b, st_b);
         QCOMPARE(a, b);
         // And both against an independent ranking of exact scores (ties: lower id).
+        // The local block and the window's are forced, then the sink when outside the window.
+        const int64_t end = std::max<int64_t>(0, local - window);
+        std::set<int32_t> want;
+        for (int64_t blk = end; blk <= local; ++blk) want.insert(static_cast<int32_t>(blk));
+        const bool forced_sink = sink && end > 0;
+        if (forced_sink) want.insert(0);
         std::vector<std::pair<float, int32_t>> all;
-        for (int64_t blk = sink ? 1 : 0; blk < local; ++blk)
+        for (int64_t blk = forced_sink ? 1 : 0; blk < end; ++blk)
             all.emplace_back(sl::exact_block_score(index, kv, 0, g, rows.data(), n_rows, hd, blk), static_cast<int32_t>(blk));
         std::sort(all.begin(), all.end(), [](auto& x, auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); });
-        std::set<int32_t> want{static_cast<int32_t>(local)};
-        if (sink && local > 0) want.insert(0);
-        const size_t m = static_cast<size_t>(std::max(0, top_k - static_cast<int>(want.size())));
+        const size_t m = static_cast<size_t>(std::max(0, top_k - 1 - (forced_sink ? 1 : 0)));
         for (size_t i = 0; i < std::min(m, all.size()); ++i) want.insert(all[i].second);
         QCOMPARE(std::set<int32_t>(a.begin(), a.end()), want);
     }
@@ -795,8 +814,23 @@ void TstMsaAttention::parseScoring() {
     QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8 && c.decode_hybrid_factor == 4);
     sl::parse_msa_scoring("mean-key/head-max", c);
     QVERIFY(c.scoring == sl::BlockScoring::MeanKey && c.decode_hybrid_factor == 0);
+    sl::parse_msa_scoring("hybrid8d4/group-mean/w32", c);
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.hybrid_factor == 8 && c.decode_hybrid_factor == 4 &&
+            c.index_query == sl::IndexQuery::GroupMean && c.window_blocks == 32);
+    QVERIFY(!c.sink);
+    sl::parse_msa_scoring("block-max/w3", c);
+    QVERIFY(c.scoring == sl::BlockScoring::BlockMax && c.index_query == sl::IndexQuery::HeadMax && c.window_blocks == 3);
+    sl::parse_msa_scoring("hybrid8/group-mean/sink/w16", c);
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.index_query == sl::IndexQuery::GroupMean && c.sink &&
+            c.window_blocks == 16);
+    sl::parse_msa_scoring("mean-key/sink", c);
+    QVERIFY(c.scoring == sl::BlockScoring::MeanKey && c.index_query == sl::IndexQuery::HeadMax && c.sink && c.window_blocks == 0);
+    sl::parse_msa_scoring("mean-key", c);  // no window without /wN, no sink without /sink
+    QVERIFY(c.scoring == sl::BlockScoring::MeanKey && c.window_blocks == 0 && !c.sink);
     for (const char* bad : {"", "hybridx", "hybrid0", "hybrid8d", "hybrid8d0", "hybridd4", "hybrid8dx", "hybrid99999",
-                            "block-max/", "dense", "mean-key/group"}) {
+                            "block-max/", "dense", "mean-key/group", "block-max/w", "block-max/wx",
+                            "hybrid8/group-mean/w-1", "block-max/w1/head-max", "/w4", "block-max/w123456",
+                            "block-max/w4/sink", "/sink", "block-max/sinks", "sink"}) {
         sl::MsaConfig d = c;
         try {
             sl::parse_msa_scoring(bad, d);
@@ -804,7 +838,7 @@ void TstMsaAttention::parseScoring() {
         } catch (const sl::Error& e) {
             QVERIFY(std::string(e.what()).find(bad) != std::string::npos);
         }
-        QVERIFY(d.scoring == c.scoring && d.hybrid_factor == c.hybrid_factor);  // unchanged on error
+        QVERIFY(d.scoring == c.scoring && d.hybrid_factor == c.hybrid_factor && d.window_blocks == c.window_blocks && d.sink == c.sink);  // unchanged on error
     }
 }
 

@@ -90,6 +90,7 @@ struct Variant {
     // query block's rows and a group's heads, so none can do better).
     bool oracle = false;
     int hybrid_factor = 0;  // Hybrid: the shortlist factor; 0: the configuration's
+    int window = -1;        // SelectParams::window (blocks forced before the local one); -1: the configuration's
     // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter;
     // against the attention as attended, and (_t) at true positions.
     std::vector<double> sum = {}, count = {}, tail_sum = {}, tail_count = {}, sum_t = {}, tail_sum_t = {};
@@ -106,17 +107,24 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
         {"block-max/head-max", S::BlockMax, Q::HeadMax},
         {"block-max/group-mean", S::BlockMax, Q::GroupMean},
         {"hybrid4/head-max", S::Hybrid, Q::HeadMax},
-        {"hybrid4/group-mean", S::Hybrid, Q::GroupMean},
         {"hybrid8/head-max", S::Hybrid, Q::HeadMax, false, false, 0, false, 8},
         {"hybrid8/group-mean", S::Hybrid, Q::GroupMean, false, false, 0, false, 8},
-        {"mean-key/head-max", S::MeanKey, Q::HeadMax},
         {"mean-key/group-mean", S::MeanKey, Q::GroupMean},
-        {"block-max/head+sink", S::BlockMax, Q::HeadMax, true},
+        {"block-max/head-max/sink", S::BlockMax, Q::HeadMax, true},
         {"block-max/true-pos", S::BlockMax, Q::HeadMax, false, true},
-        {"block-max/group+sink", S::BlockMax, Q::GroupMean, true},
+        {"block-max/group-mean/sink", S::BlockMax, Q::GroupMean, true},
+        {"hybrid8/group-mean/sink", S::Hybrid, Q::GroupMean, true, false, 0, false, 8},
         {"block-max/group-mean/k" + std::to_string(2 * top_k), S::BlockMax, Q::GroupMean, false, false, 2 * top_k},
         {"oracle (bound)", S::BlockMax, Q::HeadMax, false, false, 0, true},
     };
+    // A local window forced on top of the top-k (InfLLM's), of 16 and 32 blocks.
+    for (const int w : {16, 32}) {
+        const std::string tag = "/w" + std::to_string(w);
+        v.push_back({"hybrid8/group-mean" + tag, S::Hybrid, Q::GroupMean, false, false, 0, false, 8, w});
+        v.push_back({"hybrid8/group-mean/sink" + tag, S::Hybrid, Q::GroupMean, true, false, 0, false, 8, w});
+        v.push_back({"block-max/group-mean/sink" + tag, S::BlockMax, Q::GroupMean, true, false, 0, false, 0, w});
+        v.push_back({"oracle" + tag, S::BlockMax, Q::HeadMax, false, false, 0, true, 0, w});
+    }
     for (Variant& x : v) {
         x.sum.assign(static_cast<size_t>(n_layer), 0.0);
         x.count = x.tail_sum = x.tail_count = x.sum_t = x.tail_sum_t = x.dec_sum = x.dec_count = x.sum;
@@ -124,12 +132,15 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
     return v;
 }
 
-// Σ mass of the local block and the top_k - 1 other blocks of most mass (blocks [0, local]).
-double oracle(const std::vector<double>& mass, int64_t local, int top_k, std::vector<double>& sorted) {
-    sorted.assign(mass.begin(), mass.begin() + local);
-    const auto m = static_cast<size_t>(std::clamp<int64_t>(top_k - 1, 0, local));
+// Σ mass of the local block, the `window` blocks before it and the top_k - 1 other blocks of most
+// mass (blocks [0, local]).
+double oracle(const std::vector<double>& mass, int64_t local, int top_k, int window, std::vector<double>& sorted) {
+    const int64_t end = local - std::clamp<int64_t>(window, 0, local);
+    sorted.assign(mass.begin(), mass.begin() + end);
+    const auto m = static_cast<size_t>(std::clamp<int64_t>(top_k - 1, 0, end));
     std::partial_sort(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(m), sorted.end(), std::greater<>());
-    double r = mass[static_cast<size_t>(local)];
+    double r = 0;
+    for (int64_t b = end; b <= local; ++b) r += mass[static_cast<size_t>(b)];
     for (size_t i = 0; i < m; ++i) r += sorted[i];
     return r;
 }
@@ -231,6 +242,7 @@ private:
             params[v].scoring = variants[v].scoring;
             params[v].prune = msa_.config().prune;
             params[v].hybrid_factor = variants[v].hybrid_factor > 0 ? variants[v].hybrid_factor : msa_.config().hybrid_factor;
+            params[v].window = variants[v].window >= 0 ? variants[v].window : 0;
         }
         const bool remap = msa_.config().positions == sl::PositionMode::Remap;
         const int64_t W = msa_.config().remap_window;
@@ -334,8 +346,8 @@ private:
                     for (size_t v = 0; v < nv; ++v) {
                         double r = 0, rt = 0;
                         if (variants[v].oracle) {  // the local block and the top_k - 1 others of most mass
-                            r = oracle(s.mass, local, top_k, s.sorted);
-                            rt = oracle(mass_t, local, top_k, s.sorted);
+                            r = oracle(s.mass, local, top_k, params[v].window, s.sorted);
+                            rt = oracle(mass_t, local, top_k, params[v].window, s.sorted);
                         }
                         for (const int32_t b : s.blocks[v]) {
                             if (variants[v].oracle) break;
@@ -434,6 +446,8 @@ void TstMsaRecall::recallOnRefman() {
     cfg.scoring = names[static_cast<size_t>(tested)].scoring;
     cfg.index_query = names[static_cast<size_t>(tested)].index_query;
     if (names[static_cast<size_t>(tested)].hybrid_factor > 0) cfg.hybrid_factor = names[static_cast<size_t>(tested)].hybrid_factor;
+    cfg.sink = names[static_cast<size_t>(tested)].sink;
+    cfg.window_blocks = std::max(0, names[static_cast<size_t>(tested)].window);
     const int64_t n_train = m->model->config().n_ctx_train;
     const bool remap = positions == "remap" || (positions == "auto" && n_train > 0 && n_tokens > n_train);
     QVERIFY2(positions == "auto" || positions == "remap" || positions == "original",
