@@ -92,8 +92,8 @@ struct SelectScratch {
 // index.head_dim() floats, `row_stride` floats apart) whose queries all lie in block `local`
 // (so blocks < local are fully visible, blocks > local invisible). Candidates are blocks [0, local)
 // minus the sink and the window. `out` receives the selected block ids, ascending: local, the
-// window's blocks, the sink when asked, and the top (top_k - 1 - sink) candidates by score. local < index.n_blocks(); `kv` holds the keys
-// the index summarizes. `remap` (optional): see RemapRows. Thread-safe for distinct scratch/out/stats.
+// window's blocks, the sink when asked, and the top (top_k - 1 - sink) candidates by score.
+// local < index.n_blocks(); `kv` holds the keys the index summarizes. `remap` (optional): see RemapRows. Thread-safe for distinct scratch/out/stats.
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,
                    SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats,

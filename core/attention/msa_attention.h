@@ -72,7 +72,7 @@ struct MsaConfig {
     bool sink = false;      // always attend block 0
     // Local window (InfLLM's): the window_blocks blocks before the local one are always attended,
     // on top of the top_k (SelectParams::window). A dense-trained model spreads much of its
-    // attention over the recent past; the window keeps all of it (tst_msa_recall).
+    // attention over the recent past; the window keeps that part whole (tst_msa_recall).
     int window_blocks = 0;
     int dense_layers = 0;   // layers [0, dense_layers) run dense attention
     BlockScoring scoring = BlockScoring::BlockMax;  // Native: the model's indexer (see above)
@@ -100,7 +100,7 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 // parse_msa_scoring): hybrid scoring (a mean-key shortlist of 8 x top-k, exact block-max within
 // it) with the group's mean query as the index query. At 32K tokens (tst_msa_recall, remapped)
 // adding "/sink/w16" raised the kept mass 0.860 -> 0.912 (oracle for 16 blocks + window: 0.930) at
-// a prefill cost of ~5-20% (bench_depth); not the default yet: the full suite has not run with it.
+// a prefill cost of ~5-20% (bench_depth at 32K).
 inline constexpr const char* kTrainingFreeMode = "hybrid8/group-mean";
 
 // The blocks one (query block, KV group) attended in the last call of a layer.
