@@ -35,10 +35,9 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
     c.stream = builder.assemble(c.prepared, &c.plan);
 
     c.msa.top_k = es.top_k;
-    // kTrainingFreeMode (msa_attention.h): hybrid scoring with the group's mean query. At 32K
-    // (remapped) hybrid8/group-mean kept 0.842 of the attention mass against 0.778 for a shortlist
-    // of 4 with head-max queries and 0.862 for exact block-max, and the group mean scores a third
-    // of the rows (tst_msa_recall, bench_depth; issue #5's notes).
+    // kTrainingFreeMode (msa_attention.h): hybrid scoring with the group's mean query, sink, a
+    // local window of 16 blocks and growth to 98% of the estimated mass; at 32K (remapped) it kept
+    // 0.951 of the dense attention mass (tst_msa_recall, bench_depth; issue #5's notes).
     const char* scoring = kTrainingFreeMode;
     parse_msa_scoring(scoring, c.msa);
     // A model with its own learned indexer (MiniMax-M3 style) selects with it.

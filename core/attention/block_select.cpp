@@ -7,6 +7,7 @@
 #include "core/attention/block_index.h"
 #include "core/kvcache/kv_cache.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/ops.h"
 
 namespace sl {
 
@@ -114,9 +115,12 @@ void select_blocks_native(const float* keys, int block, int dim, const float* ro
     std::sort(out.begin(), out.end());
 }
 
-void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
-                   int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
-                   std::vector<int32_t>& out, SelectStats& st, const RemapRows* remap) {
+namespace {
+
+// select_blocks without the mass growth.
+void select_top(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
+                std::vector<int32_t>& out, SelectStats& st, const RemapRows* remap) {
     const int d = index.head_dim();
     const int B = index.block_size();
     const Forced forced = force_blocks(local, p, out);
@@ -273,6 +277,72 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
     }
     for (const auto& e : s.top) out.push_back(e.second);
     std::sort(out.begin(), out.end());
+}
+
+// SelectParams::mass: grows `out` (ascending, the top-k selection) by the blocks of most estimated
+// mass. Rows as select_blocks's; with Remap a row scores a block W or more before it with its far
+// row against the block-relative mean key, as select_top does.
+void grow_by_mass(const BlockIndex& index, int kv_head, const float* rows, int n_rows, int64_t row_stride,
+                  int64_t local, const SelectParams& p, SelectScratch& s, std::vector<int32_t>& out, SelectStats& st,
+                  const RemapRows* remap) {
+    const int64_t n_vis = local + 1;
+    const int64_t room = static_cast<int64_t>(p.top_k) * (std::max(1, p.grow) - 1);
+    if (static_cast<int64_t>(out.size()) >= n_vis || room <= 0) return;
+    const int d = index.head_dim();
+    const int B = index.block_size();
+    const bool rm = remap && remap->window > 0 && remap->far_rows && remap->pos && index.has_relative();
+    const int per = std::clamp(p.mass_rows_per_query, 1, n_rows);
+    const int nq = n_rows / per;
+    const int Rq = std::min(nq, kMassRows);  // queries sampled, the last included
+    s.imp.assign(static_cast<size_t>(n_vis), 0.0f);
+    s.est.resize(static_cast<size_t>(n_vis));
+    // log n_b: blocks before the local one are full.
+    const float log_full = std::log(static_cast<float>(B));
+    const float log_local = std::log(static_cast<float>(std::max(1, index.block_tokens(local))));
+    for (int i = 0; i < Rq * per; ++i) {
+        const int r = static_cast<int>((static_cast<int64_t>(i / per) + 1) * nq / Rq - 1) * per + i % per;
+        const float* q = rows + r * row_stride;
+        const float* fq = rm ? remap->far_rows + r * row_stride : nullptr;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t b = 0; b < n_vis; ++b) {
+            const bool far = rm && remap->pos[r] >= b * B + B - 1 + remap->window;
+            const float dot = far ? kernels::dot_f32(fq, index.rkmean(b, kv_head), d)
+                                  : kernels::dot_f32(q, index.kmean(b, kv_head), d);
+            const float e = p.scale * dot + (b == local ? log_local : log_full);
+            s.est[static_cast<size_t>(b)] = e;
+            mx = std::max(mx, e);
+        }
+        const float sum = kernels::exp_shifted_sum(s.est.data(), n_vis, mx);  // est <- exp(est - mx)
+        const float w = 1.0f / (sum * static_cast<float>(Rq * per));
+        for (int64_t b = 0; b < n_vis; ++b) s.imp[static_cast<size_t>(b)] += s.est[static_cast<size_t>(b)] * w;
+    }
+    st.summary_bytes += n_vis * d * static_cast<int64_t>(sizeof(float));
+    double have = 0;
+    for (const int32_t b : out) {
+        have += s.imp[static_cast<size_t>(b)];
+        s.imp[static_cast<size_t>(b)] = -1.0f;  // taken
+    }
+    if (have >= p.mass) return;
+    s.grow.clear();
+    for (int64_t b = 0; b < n_vis; ++b)
+        if (s.imp[static_cast<size_t>(b)] >= 0.0f) s.grow.emplace_back(s.imp[static_cast<size_t>(b)], static_cast<int32_t>(b));
+    const auto take = static_cast<size_t>(std::min<int64_t>(room, static_cast<int64_t>(s.grow.size())));
+    std::partial_sort(s.grow.begin(), s.grow.begin() + static_cast<std::ptrdiff_t>(take), s.grow.end(), better);
+    for (size_t i = 0; i < take && have < p.mass; ++i) {
+        out.push_back(s.grow[i].second);
+        have += s.grow[i].first;
+    }
+    std::sort(out.begin(), out.end());
+}
+
+}  // namespace
+
+void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
+                   int n_rows, int64_t row_stride, int64_t local, const SelectParams& p, SelectScratch& s,
+                   std::vector<int32_t>& out, SelectStats& st, const RemapRows* remap) {
+    select_top(index, kv, layer, kv_head, rows, n_rows, row_stride, local, p, s, out, st, remap);
+    if (p.mass > 0.0f && p.scoring != BlockScoring::Native)
+        grow_by_mass(index, kv_head, rows, n_rows, row_stride, local, p, s, out, st, remap);
 }
 
 }  // namespace sl

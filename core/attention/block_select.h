@@ -38,7 +38,24 @@ struct SelectParams {
     BlockScoring scoring = BlockScoring::BlockMax;
     bool prune = true;   // BlockMax only: Quest pruning (false: brute-force exact block-max)
     int hybrid_factor = 4;  // Hybrid: shortlist size as a multiple of the blocks to choose
+    // Mass-adaptive growth (top-p; select_blocks only, not native): after the top-k, the blocks of
+    // most estimated attention mass are added until the selection holds `mass` of the estimate, or
+    // top_k * (grow - 1) blocks were added. 0: off. The estimate, per block b and index row r, is
+    // Jensen's lower bound of the block's softmax sum: n_b exp(scale q_r · mean_key(b)), normalized
+    // over the visible blocks per row and averaged over the rows of up to kMassRows queries spread
+    // over the query block's queries (all `mass_rows_per_query` rows of each: the group's heads with head-max index
+    // queries). Diffuse heads (attention spread over most of the context, common in a dense-trained
+    // model's early layers) get more blocks; focused heads stay at top_k (tst_msa_recall). (A
+    // Gaussian estimate with the keys' per-channel variances, exact for normally distributed scores,
+    // kept less mass per block added at 32K: tst_msa_recall, issue #5's notes.)
+    float mass = 0.0f;
+    int grow = 4;
+    int mass_rows_per_query = 1;  // index rows per query, consecutive (head-max: the group's heads)
+    float scale = 1.0f;  // softmax scale of q · k, for the mass estimate
 };
+
+// Queries per selection whose index rows the mass estimate of SelectParams::mass reads.
+inline constexpr int kMassRows = 8;
 
 // Work counters of the index branch, summed over calls.
 struct SelectStats {
@@ -86,13 +103,16 @@ struct SelectScratch {
     std::vector<int32_t> shortlist;               // Hybrid: candidate blocks passed to BlockMax
     std::vector<float> rbuf, cs;                  // Remap: a block's keys as k^; cos/sin
     std::vector<float> frot;                      // Remap: far rows rotated to a block's positions
+    std::vector<float> est, imp;                  // mass growth: (local + 1) per-row estimates, average
+    std::vector<std::pair<float, int32_t>> grow;  // mass growth: (estimate, block) outside the selection
 };
 
 // Selects blocks of KV head `kv_head` of layer `layer` for index query rows `rows` (n_rows rows of
 // index.head_dim() floats, `row_stride` floats apart) whose queries all lie in block `local`
 // (so blocks < local are fully visible, blocks > local invisible). Candidates are blocks [0, local)
 // minus the sink and the window. `out` receives the selected block ids, ascending: local, the
-// window's blocks, the sink when asked, and the top (top_k - 1 - sink) candidates by score.
+// window's blocks, the sink when asked, and the top (top_k - 1 - sink) candidates by score, then
+// with params.mass > 0 the blocks the mass estimate adds (see SelectParams).
 // local < index.n_blocks(); `kv` holds the keys the index summarizes. `remap` (optional): see RemapRows. Thread-safe for distinct scratch/out/stats.
 void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv_head, const float* rows,
                    int n_rows, int64_t row_stride, int64_t local, const SelectParams& params,

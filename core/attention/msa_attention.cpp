@@ -58,6 +58,21 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     std::string scoring = mode;
     IndexQuery query = IndexQuery::HeadMax;
     int window = 0;
+    float top_p = 0.0f;
+    int grow = 4;
+    if (const size_t pp = scoring.rfind("/p"); pp != std::string::npos) {
+        const std::string n = scoring.substr(pp + 2);
+        const size_t x = n.find('x');
+        const std::string pct = n.substr(0, x), g = x == std::string::npos ? std::string("4") : n.substr(x + 1);
+        auto number = [](const std::string& v) {
+            return !v.empty() && v.size() <= 3 && v.find_first_not_of("0123456789") == std::string::npos;
+        };
+        if (!number(pct) || !number(g) || std::atoi(pct.c_str()) < 1 || std::atoi(pct.c_str()) > 100 || std::atoi(g.c_str()) < 1)
+            throw Error("MSA: bad mass target in '" + mode + "' (/pN or /pNxM: N percent, 1 to 100, M from 1)");
+        top_p = static_cast<float>(std::atoi(pct.c_str())) / 100.0f;
+        grow = std::atoi(g.c_str());
+        scoring.resize(pp);
+    }
     if (const size_t w = scoring.rfind("/w"); w != std::string::npos) {
         const std::string n = scoring.substr(w + 2);
         if (n.empty() || n.size() > 5 || n.find_first_not_of("0123456789") != std::string::npos)
@@ -101,6 +116,8 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     c.index_query = query;
     c.window_blocks = window;
     c.sink = sink;
+    c.top_p = top_p;
+    c.top_p_grow = grow;
 }
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
@@ -108,6 +125,8 @@ MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
     if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
     if (config_.window_blocks < 0) throw Error("MSA: the local window must be >= 0 blocks");
+    if (!(config_.top_p >= 0.0f && config_.top_p <= 1.0f) || config_.top_p_grow < 1)
+        throw Error("MSA: the mass target must lie in [0, 1] and its growth factor be >= 1");
     if (config_.hybrid_factor < 1 || config_.decode_hybrid_factor < 0)
         throw Error("MSA: the hybrid shortlist factors must be >= 1 (decode: >= 0, 0 for the same)");
     if (config_.positions == PositionMode::Remap && config_.remap_window <= 0)
@@ -119,7 +138,11 @@ MsaAttention::~MsaAttention() = default;
 std::string MsaAttention::signature() const {
     const MsaConfig& c = config_;
     return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") +
-           (c.window_blocks > 0 ? " w" + std::to_string(c.window_blocks) : "") + " d" +
+           (c.window_blocks > 0 ? " w" + std::to_string(c.window_blocks) : "") +
+           (c.top_p > 0.0f ? " p" + std::to_string(static_cast<int>(std::lround(c.top_p * 100.0f))) + "x" +
+                                 std::to_string(c.top_p_grow)
+                           : "") +
+           " d" +
            std::to_string(c.dense_layers) + scoring_name(c) +
            (c.index_query == IndexQuery::HeadMax ? " head-max" : " group-mean") +
            (c.positions == PositionMode::Remap ? " remap" + std::to_string(c.remap_window) : "") +
@@ -227,6 +250,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     sp.top_k = config_.top_k;
     sp.sink = config_.sink;
     sp.window = config_.window_blocks;
+    sp.mass = config_.top_p;
+    sp.grow = config_.top_p_grow;
+    sp.scale = c.scale;
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;
     sp.hybrid_factor = c.n_tokens == 1 && config_.decode_hybrid_factor > 0 ? config_.decode_hybrid_factor : config_.hybrid_factor;
@@ -311,7 +337,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             RemapRows rr;
             if (remap && c.pos0 + t1 - 1 - (B - 1) >= W)
                 rr = make_remap_rows(rope, s.rows, nq, n_rows / nq, hd, c.pos0 + t0, W, s.far_rows, s.row_pos, s.cs);
-            select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb, sp, s.select, sel.blocks,
+            SelectParams spi = sp;
+            spi.mass_rows_per_query = n_rows / nq;
+            select_blocks(index, kv, c.layer, g, s.rows.data(), n_rows, hd, qb, spi, s.select, sel.blocks,
                           s.stats, rr.window > 0 ? &rr : nullptr);
         }
     });

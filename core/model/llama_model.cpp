@@ -29,6 +29,7 @@ MsaConfig native_msa_config(const LlamaConfig& c, MsaConfig base) {
     base.dense_layers = c.indexer.dense_layers;
     base.sink = false;  // M3: no init blocks
     base.window_blocks = 0;  // nor a local window: its indexer was trained for top-k alone
+    base.top_p = 0.0f;       // nor mass growth
     return base;
 }
 

@@ -13,7 +13,8 @@
 //               [--modes dense,hybrid,block-max,mean-key] [--positions auto|original|remap]
 //   (an MSA mode is any parse_msa_scoring name: /group-mean, the group's mean query as the index
 //   query, default head-max; hybridN, a shortlist of N x top-k blocks, default 4; hybridNdM, M x in
-//   decode; /wN, a local window of N blocks; the library prefill's is kTrainingFreeMode)
+//   decode; /wN, a local window of N blocks; /pN[xM], growth to N% of the estimated mass; the library
+//   prefill's is kTrainingFreeMode)
 //
 // MSA as the library prefill runs it: blocks of 128, top-k 16; positions
 // remapped (window min(4096, n_ctx_train / 2)) when the context is longer than the model's training
