@@ -1,6 +1,7 @@
 #include "core/attention/msa_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -344,30 +345,57 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         }
     });
 
-    // Sparse branch: items are (selection, slice of the group's heads), enough of them to feed the pool.
-    const int64_t want = 2 * static_cast<int64_t>(pool.size());
-    const int n_split = static_cast<int>(std::clamp<int64_t>((want + n_items - 1) / n_items, 1, G));
+    // Sparse branch: parts of about equal work (rows x blocks), a selection's query tokens (and,
+    // when it has fewer tokens than pieces, the group's heads) split among them, claimed in order of
+    // work by whichever thread is free. Each part writes its own rows and mass slot, so the result
+    // does not depend on which thread ran it.
     size_t kmax = 1;
-    for (const auto& sel : L.selections) kmax = std::max(kmax, sel.blocks.size());
-    const int64_t n_att = n_items * n_split;
+    double work = 0;
+    for (const auto& sel : L.selections) {
+        kmax = std::max(kmax, sel.blocks.size());
+        work += static_cast<double>(sel.n_queries) * static_cast<double>(sel.blocks.size());
+    }
+    const double want = 4.0 * pool.size();
+    parts_.clear();
+    for (int64_t si = 0; si < n_items; ++si) {
+        const Selection& sel = L.selections[static_cast<size_t>(si)];
+        const double w = static_cast<double>(sel.n_queries) * static_cast<double>(sel.blocks.size());
+        const int64_t pieces = std::clamp<int64_t>(std::llround(want * w / std::max(work, 1.0)), 1,
+                                                   static_cast<int64_t>(sel.n_queries) * G);
+        const int hs = pieces > sel.n_queries ? static_cast<int>(std::min<int64_t>(G, (pieces + sel.n_queries - 1) / sel.n_queries)) : 1;
+        const int ts = static_cast<int>(std::min<int64_t>(sel.n_queries, (pieces + hs - 1) / hs));
+        for (int a = 0; a < ts; ++a)
+            for (int b = 0; b < hs; ++b)
+                parts_.push_back({static_cast<int32_t>(si), b * G / hs, (b + 1) * G / hs, a * sel.n_queries / ts,
+                                  (a + 1) * sel.n_queries / ts});
+    }
+    std::stable_sort(parts_.begin(), parts_.end(), [&](const Part& x, const Part& y) {
+        auto cost = [&](const Part& p) {
+            return static_cast<int64_t>(p.t1 - p.t0) * (p.h1 - p.h0) *
+                   static_cast<int64_t>(L.selections[static_cast<size_t>(p.sel)].blocks.size());
+        };
+        return cost(x) > cost(y);
+    });
+    const auto n_att = static_cast<int64_t>(parts_.size());
     mass_parts_.assign(static_cast<size_t>(n_att) * kmax, 0.0f);
     const bool rec_tokens = config_.token_mass && c.n_tokens == 1;
     if (rec_tokens) token_parts_.assign(static_cast<size_t>(n_att) * kmax * static_cast<size_t>(B), 0.0f);
     const int64_t row = hd;  // rows of a block's keys and values as read from the cache
-    pool.parallel_for(n_att, [&](int64_t begin, int64_t stop, int ti) {
+    std::atomic<int64_t> next{0};
+    pool.parallel_for(pool.size(), [&](int64_t, int64_t, int ti) {
         Scratch& s = *scratch_[static_cast<size_t>(ti)];
         s.scores.resize(static_cast<size_t>(B));
         s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
         s.vbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
-        for (int64_t it = begin; it < stop; ++it) {
-            const int64_t si = it / n_split;
-            const int part = static_cast<int>(it % n_split);
-            const Selection& sel = L.selections[static_cast<size_t>(si)];
+        for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < n_att;
+             it = next.fetch_add(1, std::memory_order_relaxed)) {
+            const Part& pt = parts_[static_cast<size_t>(it)];
+            const Selection& sel = L.selections[static_cast<size_t>(pt.sel)];
             const int g = sel.kv_head;
-            const int h0 = g * G + part * G / n_split, h1 = g * G + (part + 1) * G / n_split;
+            const int h0 = g * G + pt.h0, h1 = g * G + pt.h1;
             const int nh = h1 - h0;
-            const int64_t t0 = sel.q_pos0 - c.pos0, t1 = t0 + sel.n_queries;
-            const size_t n_rows = static_cast<size_t>(sel.n_queries) * static_cast<size_t>(nh);
+            const int64_t t0 = sel.q_pos0 - c.pos0 + pt.t0, t1 = sel.q_pos0 - c.pos0 + pt.t1;
+            const size_t n_rows = static_cast<size_t>(t1 - t0) * static_cast<size_t>(nh);
             const size_t nk = sel.blocks.size();
             s.m.assign(n_rows, -std::numeric_limits<float>::infinity());
             s.l.assign(n_rows, 0.0f);
@@ -460,24 +488,24 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     const auto f = static_cast<int64_t>(kv_type_size(kv.type()));  // bytes per stored K/V element
     ++stats_.calls;
     stats_.dense_kv_bytes += static_cast<int64_t>(c.n_kv_head) * end * 2 * hd * f;
+    for (auto& sel : L.selections) {
+        sel.mass.assign(sel.blocks.size(), 0.0f);
+        sel.token_mass.clear();
+        if (rec_tokens) sel.token_mass.assign(sel.blocks.size() * static_cast<size_t>(B), 0.0f);
+    }
+    for (size_t pi = 0; pi < parts_.size(); ++pi) {  // in part order: the same sums on every run
+        Selection& sel = L.selections[static_cast<size_t>(parts_[pi].sel)];
+        const float* src = mass_parts_.data() + pi * kmax;
+        for (size_t bi = 0; bi < sel.blocks.size(); ++bi) sel.mass[bi] += src[bi];
+        if (!rec_tokens) continue;
+        const float* tsrc = token_parts_.data() + pi * kmax * static_cast<size_t>(B);
+        for (size_t i = 0; i < sel.token_mass.size(); ++i) sel.token_mass[i] += tsrc[i];
+    }
     for (int64_t si = 0; si < n_items; ++si) {
         Selection& sel = L.selections[static_cast<size_t>(si)];
-        sel.mass.assign(sel.blocks.size(), 0.0f);
-        for (int part = 0; part < n_split; ++part) {
-            const float* src = mass_parts_.data() + static_cast<size_t>(si * n_split + part) * kmax;
-            for (size_t bi = 0; bi < sel.blocks.size(); ++bi) sel.mass[bi] += src[bi];
-        }
         const float norm = 1.0f / static_cast<float>(sel.n_queries * G);
         for (auto& x : sel.mass) x *= norm;
-        sel.token_mass.clear();
-        if (rec_tokens) {
-            sel.token_mass.assign(sel.blocks.size() * static_cast<size_t>(B), 0.0f);
-            for (int part = 0; part < n_split; ++part) {
-                const float* src = token_parts_.data() + static_cast<size_t>(si * n_split + part) * kmax * static_cast<size_t>(B);
-                for (size_t i = 0; i < sel.token_mass.size(); ++i) sel.token_mass[i] += src[i];
-            }
-            for (auto& x : sel.token_mass) x *= norm;
-        }
+        for (auto& x : sel.token_mass) x *= norm;
         ++stats_.selections;
         stats_.visible_blocks += (sel.q_pos0 + sel.n_queries - 1) / B + 1;
         stats_.selected_blocks += static_cast<int64_t>(sel.blocks.size());

@@ -212,8 +212,16 @@ private:
     DenseAttention dense_;
     std::vector<Layer> layers_;
     std::vector<std::unique_ptr<Scratch>> scratch_;  // per pool thread
-    std::vector<float> mass_parts_;                  // (items, top_k): per-item block masses
-    std::vector<float> token_parts_;                 // token_mass: (items, top_k, B) per-item token masses
+    // A part of the sparse branch: selection `sel`, the group's heads [h0, h1) and its query tokens
+    // [t0, t1) (both relative to the selection).
+    struct Part {
+        int32_t sel;
+        int h0, h1;
+        int t0, t1;
+    };
+    std::vector<Part> parts_;
+    std::vector<float> mass_parts_;                  // (parts, top_k): per-part block masses
+    std::vector<float> token_parts_;                 // token_mass: (parts, top_k, B) per-part token masses
     MsaStats stats_;
     SelectionObserver observer_;
 };

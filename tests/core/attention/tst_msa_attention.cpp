@@ -105,6 +105,7 @@ private Q_SLOTS:
     void lastQuerySelectsAlone();
     void parseScoring();
     void decodeShortlistFactor();
+    void sameForEveryThreadCount();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -858,6 +859,59 @@ void TstMsaAttention::decodeShortlistFactor() {
     }
     qInfo("decode queries whose selection differs between factor 1 and factor 8: %d of %d", differs, n_decode);
     QVERIFY2(differs > 0, "the inputs must make the two factors select differently in decode");
+}
+
+
+// The sparse branch splits its work by rows and blocks into parts claimed by free threads: every
+// output row must come out bitwise the same with 1, 2, 3 or 5 threads (each row's online softmax
+// runs over its blocks in the same order whatever the split), the selections the same, the masses
+// equal to rounding. Prefill of a chunk (remapped positions, sink, window and growth), then decode.
+void TstMsaAttention::sameForEveryThreadCount() {
+    const int n_head = 9, n_kv = 3, hd = 64, B = 16, n_ctx = 517, pos0 = 260;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    Roped r(kv, n_head, pos0, hd, true);
+    sl::MsaConfig cfg;
+    cfg.block_size = B;
+    cfg.top_k = 3;
+    parse_msa_scoring("hybrid4/group-mean/sink/w2/p90x3", cfg);
+    cfg.positions = sl::PositionMode::Remap;
+    cfg.remap_window = 64;
+    std::vector<float> first_out, first_dec;
+    std::vector<sl::Selection> first_sel;
+    for (int threads : {1, 2, 3, 5}) {
+        sl::ThreadPool pool(threads);
+        sl::MsaAttention msa(cfg);
+        // The chunk [pos0, n_ctx - 1) as prefill, then the last token as decode.
+        sl::AttentionCall pre = r.call;
+        pre.n_tokens = n_ctx - 1 - pos0;
+        msa.forward(pre, kv, pool);
+        sl::AttentionCall dec = r.call;
+        dec.pos0 = n_ctx - 1;
+        dec.n_tokens = 1;
+        dec.q = r.q.data() + static_cast<size_t>(pre.n_tokens) * n_head * hd;
+        std::vector<float> dout(static_cast<size_t>(n_head) * hd);
+        dec.out = dout.data();
+        const std::vector<float> out(r.out.begin(), r.out.begin() + static_cast<std::ptrdiff_t>(pre.n_tokens) * n_head * hd);
+        const auto pre_sel = msa.last_selections(0);
+        msa.forward(dec, kv, pool);
+        if (threads == 1) {
+            first_out = out;
+            first_dec = dout;
+            first_sel = pre_sel;
+            QVERIFY(pre_sel.size() > 3);
+            continue;
+        }
+        QVERIFY2(out == first_out, qPrintable(QString("prefill output differs with %1 threads").arg(threads)));
+        QVERIFY2(dout == first_dec, qPrintable(QString("decode output differs with %1 threads").arg(threads)));
+        QCOMPARE(pre_sel.size(), first_sel.size());
+        for (size_t i = 0; i < pre_sel.size(); ++i) {
+            QCOMPARE(pre_sel[i].blocks, first_sel[i].blocks);
+            QCOMPARE(pre_sel[i].mass.size(), first_sel[i].mass.size());
+            for (size_t b = 0; b < pre_sel[i].mass.size(); ++b)
+                QVERIFY(std::fabs(pre_sel[i].mass[b] - first_sel[i].mass[b]) < 1e-6f);
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TstMsaAttention)
