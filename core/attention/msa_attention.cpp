@@ -12,6 +12,7 @@
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/ops.h"
 
 namespace sl {
@@ -25,7 +26,8 @@ struct MsaAttention::Scratch {
     std::vector<float> acc;     // (rows, head_dim): unnormalized output
     std::vector<float> bref;    // (rows, k): the running max a block's sum was taken against
     std::vector<float> bsum;    // (rows, k): Σ exp(s - bref) over the block's tokens
-    std::vector<float> scores;  // (B)
+    std::vector<float> kt, rkt;     // (head_dim, tile_ldk(B)): a block's keys (or k^) transposed
+    std::vector<float> p;           // (kTileRows, tile_ldk(B)): a tile's scores, then exp(s - m)
     std::vector<float> kbuf, vbuf;  // (B, head_dim): a block's keys / values as f32
     // Remap (rope_shift.h): index rows as R(W - p) q and their positions; the item's query rows
     // as R(W - p) q; a far block's keys as k^ = R(-b*B) k; cos/sin.
@@ -39,6 +41,9 @@ struct MsaAttention::Scratch {
 };
 
 namespace {
+
+// Rows of a sparse-branch part from which its blocks are transposed for the tile kernel.
+constexpr int kMinTileRows = 16;
 
 std::string scoring_name(const MsaConfig& c) {
     switch (c.scoring) {
@@ -360,10 +365,10 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     for (int64_t si = 0; si < n_items; ++si) {
         const Selection& sel = L.selections[static_cast<size_t>(si)];
         const double w = static_cast<double>(sel.n_queries) * static_cast<double>(sel.blocks.size());
-        const int64_t pieces = std::clamp<int64_t>(std::llround(want * w / std::max(work, 1.0)), 1,
-                                                   static_cast<int64_t>(sel.n_queries) * G);
-        const int hs = pieces > sel.n_queries ? static_cast<int>(std::min<int64_t>(G, (pieces + sel.n_queries - 1) / sel.n_queries)) : 1;
-        const int ts = static_cast<int>(std::min<int64_t>(sel.n_queries, (pieces + hs - 1) / hs));
+        // Heads are split only to feed the pool when there are few selections (decode): every
+        // part converts the blocks it reads.
+        const int hs = static_cast<int>(std::clamp<int64_t>((2 * pool.size() + n_items - 1) / n_items, 1, G));
+        const int ts = static_cast<int>(std::clamp<int64_t>(std::llround(want * w / std::max(work, 1.0) / hs), 1, sel.n_queries));
         for (int a = 0; a < ts; ++a)
             for (int b = 0; b < hs; ++b)
                 parts_.push_back({static_cast<int32_t>(si), b * G / hs, (b + 1) * G / hs, a * sel.n_queries / ts,
@@ -384,9 +389,10 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     std::atomic<int64_t> next{0};
     pool.parallel_for(pool.size(), [&](int64_t, int64_t, int ti) {
         Scratch& s = *scratch_[static_cast<size_t>(ti)];
-        s.scores.resize(static_cast<size_t>(B));
         s.kbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
         s.vbuf.resize(static_cast<size_t>(B) * static_cast<size_t>(hd));
+        s.kt.resize(static_cast<size_t>(hd) * static_cast<size_t>(kernels::tile_ldk(B)));
+        s.p.resize(static_cast<size_t>(kernels::kTileRows) * static_cast<size_t>(kernels::tile_ldk(B)));
         for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < n_att;
              it = next.fetch_add(1, std::memory_order_relaxed)) {
             const Part& pt = parts_[static_cast<size_t>(it)];
@@ -418,50 +424,84 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                     rope.rotate(dst, nh, hd, W - (c.pos0 + t), s.cs);
                 }
                 s.rk.resize(static_cast<size_t>(B) * hd);
+                s.rkt.resize(s.kt.size());
             }
-            // KV-block outer: each selected block is streamed once for all rows of the item.
+            // KV-block outer: each selected block is streamed once for all rows of the part, in
+            // tiles of up to kTileRows rows that share its (transposed) keys and visible length.
+            // Parts of few rows (decode) skip the transpose and go row by row.
+            const int64_t ldk = kernels::tile_ldk(B);
+            const bool tiled = n_rows >= static_cast<size_t>(kMinTileRows);
             for (size_t bi = 0; bi < nk; ++bi) {
                 const int64_t p0 = static_cast<int64_t>(sel.blocks[bi]) * B;
                 const int n_in = index.block_tokens(sel.blocks[bi]);
                 const float* K = kv.k_span(c.layer, g, p0, n_in, s.kbuf.data());
                 const float* V = kv.v_span(c.layer, g, p0, n_in, s.vbuf.data());
-                // Far for the item's last query: the block's keys as k^ too.
+                // Far for the part's last query: the block's keys as k^ too.
                 const bool block_far = any_far && c.pos0 + t1 - 1 - (p0 + n_in - 1) >= W;
-                if (block_far && !rotate_rows) index.relative_keys(kv, c.layer, g, sel.blocks[bi], s.rk.data(), s.cs);
+                bool kt_done = false, rkt_done = false;  // the transposes, made when first needed
+                const float* tq[kernels::kTileRows];
+                float tsum[kernels::kTileRows];
+                int tn = 0, tvis = 0;
+                size_t tr0 = 0;
+                const float* tkt = nullptr;
+                auto flush = [&] {
+                    if (tn == 0) return;
+                    if (tiled)
+                        kernels::attend_tile(tn, tq, tkt, ldk, V, row, tvis, hd, c.scale, s.m.data() + tr0, s.l.data() + tr0,
+                                             s.acc.data() + tr0 * hd, s.p.data(), ldk, tsum);
+                    else
+                        for (int i = 0; i < tn; ++i)
+                            tsum[i] = kernels::attend_row(tq[i], tkt, row, V, row, tvis, hd, c.scale, s.m[tr0 + i], s.l[tr0 + i],
+                                                          s.acc.data() + (tr0 + i) * hd, s.p.data() + i * ldk);
+                    for (int i = 0; i < tn; ++i) {
+                        const size_t r = tr0 + static_cast<size_t>(i);
+                        s.bref[r * nk + bi] = s.m[r];
+                        s.bsum[r * nk + bi] = tsum[i];
+                        if (rec_tokens)
+                            std::copy(s.p.data() + i * ldk, s.p.data() + i * ldk + tvis,
+                                      s.tok.data() + (r * nk + bi) * static_cast<size_t>(B));
+                    }
+                    tn = 0;
+                };
                 for (int64_t t = t0; t < t1; ++t) {
                     const int n_vis = static_cast<int>(std::min<int64_t>(n_in, c.pos0 + t - p0 + 1));
                     const bool far = block_far && c.pos0 + t - (p0 + n_in - 1) >= W;
                     const bool far_rows = far && rotate_rows;  // this query's rows rotated to the block
                     if (far_rows) {
+                        flush();  // s.qhat is about to change
                         std::copy(c.q + (t * c.n_head + h0) * hd, c.q + (t * c.n_head + h1) * hd, s.qhat.data());
                         rope.rotate(s.qhat.data(), nh, hd, W - (c.pos0 + t) + p0, s.cs);
                     }
-                    const float* Kt = far && !rotate_rows ? s.rk.data() : K;
+                    // The keys this query's rows attend: row-major (K, or k^ in s.rk), or their
+                    // transpose when tiled.
+                    const float* kt = nullptr;
+                    if (far && !rotate_rows) {
+                        if (!rkt_done) {
+                            index.relative_keys(kv, c.layer, g, sel.blocks[bi], s.rk.data(), s.cs);
+                            if (tiled) kernels::transpose_keys(s.rkt.data(), ldk, s.rk.data(), row, n_in, hd);
+                            rkt_done = true;
+                        }
+                        kt = tiled ? s.rkt.data() : s.rk.data();
+                    } else {
+                        if (!kt_done && tiled) kernels::transpose_keys(s.kt.data(), ldk, K, row, n_in, hd);
+                        kt_done = true;
+                        kt = tiled ? s.kt.data() : K;
+                    }
                     for (int h = h0; h < h1; ++h) {
                         const size_t r = static_cast<size_t>(t - t0) * nh + static_cast<size_t>(h - h0);
                         const float* q = far_rows ? s.qhat.data() + static_cast<size_t>(h - h0) * hd
                                          : far    ? s.qhat.data() + r * hd
                                                   : c.q + (t * c.n_head + h) * hd;
-                        float* acc = s.acc.data() + r * hd;
-                        float* sc = s.scores.data();
-                        kernels::dot_rows_f32(sc, q, Kt, row, n_vis, hd, c.scale);
-                        float bm = -std::numeric_limits<float>::infinity();
-                        for (int j = 0; j < n_vis; ++j) bm = sc[j] > bm ? sc[j] : bm;
-                        if (bm > s.m[r]) {
-                            const float f = std::exp(s.m[r] - bm);
-                            for (int i = 0; i < hd; ++i) acc[i] *= f;
-                            s.l[r] *= f;
-                            s.m[r] = bm;
+                        if (tn > 0 && (tn == kernels::kTileRows || kt != tkt || n_vis != tvis)) flush();
+                        if (tn == 0) {
+                            tr0 = r;
+                            tkt = kt;
+                            tvis = n_vis;
                         }
-                        const float mr = s.m[r];
-                        const float sum = kernels::exp_shifted_sum(sc, n_vis, mr);  // sc <- exp(sc - mr)
-                        if (rec_tokens) std::copy(sc, sc + n_vis, s.tok.data() + (r * nk + bi) * static_cast<size_t>(B));
-                        kernels::accumulate_rows_f32(acc, sc, V, row, n_vis, hd);
-                        s.l[r] += sum;
-                        s.bref[r * nk + bi] = mr;
-                        s.bsum[r * nk + bi] = sum;
+                        tq[tn++] = q;
                     }
                 }
+                flush();
             }
             float* mass = mass_parts_.data() + static_cast<size_t>(it) * kmax;
             for (int64_t t = t0; t < t1; ++t) {
