@@ -1,11 +1,13 @@
 #include "core/attention/dense_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/ops.h"
 
 namespace sl {
@@ -44,6 +46,89 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
             kernels::accumulate_rows_f32(acc + i * hd, scores + i * n + (p - j0), V, hd, len, hd);
         p += len;
     }
+}
+
+// Rows (query tokens x the group's heads) of a prefill item from which pages are transposed for the
+// tile kernel; fewer go token by token (attend_range).
+constexpr int kMinTileRows = 16;
+// Query tokens per prefill item of the tiled path.
+constexpr int64_t kTileTokens = 32;
+
+// Tiled prefill: items of (KV head, up to kTileTokens query tokens), claimed by free threads, the
+// items with the most keys first. Each page of keys is read (dequantized) and transposed once per
+// item, and the item's rows (token-major, the group's heads) attend it in tiles of
+// kernels::kTileRows (attention_tile.h). Each item writes only its own output rows.
+void prefill_tiled(const AttentionCall& c, const KvCache& kv, ThreadPool& pool, std::vector<std::vector<float>>& scratch) {
+    const int group = c.n_head / c.n_kv_head;
+    const int hd = c.head_dim;
+    const int64_t B = kv.block_size();
+    const int64_t ldk = kernels::tile_ldk(static_cast<int>(B));
+    const int64_t n_chunks = (c.n_tokens + kTileTokens - 1) / kTileTokens;
+    const int64_t items = n_chunks * c.n_kv_head;
+    const auto max_rows = static_cast<size_t>(kTileTokens * group);
+    const auto page = static_cast<size_t>(B) * static_cast<size_t>(hd);
+    scratch.resize(static_cast<size_t>(pool.size()));
+    std::atomic<int64_t> next{0};
+    pool.parallel_for(pool.size(), [&](int64_t, int64_t, int ti) {
+        std::vector<float>& buf = scratch[static_cast<size_t>(ti)];
+        buf.resize(2 * page + static_cast<size_t>(hd) * static_cast<size_t>(ldk) +
+                   static_cast<size_t>(kernels::kTileRows) * static_cast<size_t>(ldk) + max_rows * (2 + static_cast<size_t>(hd)));
+        float* kbuf = buf.data();
+        float* vbuf = kbuf + page;
+        float* kt = vbuf + page;
+        float* pt = kt + static_cast<size_t>(hd) * static_cast<size_t>(ldk);
+        float* m = pt + static_cast<size_t>(kernels::kTileRows) * static_cast<size_t>(ldk);
+        float* l = m + max_rows;
+        float* acc = l + max_rows;
+        for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < items; it = next.fetch_add(1, std::memory_order_relaxed)) {
+            const int64_t chunk = n_chunks - 1 - it / c.n_kv_head;
+            const int g = static_cast<int>(it % c.n_kv_head);
+            const int64_t t0 = chunk * kTileTokens, t1 = std::min<int64_t>(c.n_tokens, t0 + kTileTokens);
+            const auto rows = static_cast<size_t>((t1 - t0) * group);
+            std::fill(m, m + rows, -INFINITY);
+            std::fill(l, l + rows, 0.0f);
+            std::fill(acc, acc + rows * static_cast<size_t>(hd), 0.0f);
+            const int64_t end = c.pos0 + t1;  // keys [0, end)
+            for (int64_t p = 0; p < end;) {
+                const int len = static_cast<int>(std::min(end, (p / B + 1) * B) - p);
+                const float* K = kv.k_rows(c.layer, g, p, len, kbuf);
+                const float* V = kv.v_rows(c.layer, g, p, len, vbuf);
+                kernels::transpose_keys(kt, ldk, K, hd, len, hd);
+                const float* tq[kernels::kTileRows];
+                float tsum[kernels::kTileRows];
+                int tn = 0, tvis = 0;
+                size_t tr0 = 0;
+                auto flush = [&] {
+                    if (tn > 0)
+                        kernels::attend_tile(tn, tq, kt, ldk, V, hd, tvis, hd, c.scale, m + tr0, l + tr0, acc + tr0 * static_cast<size_t>(hd),
+                                             pt, ldk, tsum);
+                    tn = 0;
+                };
+                for (int64_t t = t0; t < t1; ++t) {
+                    const int64_t n_vis = std::min<int64_t>(len, c.pos0 + t - p + 1);  // causal
+                    if (n_vis <= 0) continue;
+                    for (int h = 0; h < group; ++h) {
+                        const size_t r = static_cast<size_t>((t - t0) * group + h);
+                        if (tn > 0 && (tn == kernels::kTileRows || n_vis != tvis || r != tr0 + static_cast<size_t>(tn))) flush();
+                        if (tn == 0) {
+                            tr0 = r;
+                            tvis = static_cast<int>(n_vis);
+                        }
+                        tq[tn++] = c.q + (t * c.n_head + static_cast<int64_t>(g) * group + h) * hd;
+                    }
+                }
+                flush();
+                p += len;
+            }
+            for (int64_t t = t0; t < t1; ++t)
+                for (int h = 0; h < group; ++h) {
+                    const size_t r = static_cast<size_t>((t - t0) * group + h);
+                    const float inv = 1.0f / l[r];
+                    float* out = c.out + (t * c.n_head + static_cast<int64_t>(g) * group + h) * hd;
+                    for (int d = 0; d < hd; ++d) out[d] = acc[r * static_cast<size_t>(hd) + static_cast<size_t>(d)] * inv;
+                }
+        }
+    });
 }
 
 }  // namespace
@@ -103,6 +188,11 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
                 for (int d = 0; d < hd; ++d) out[d] *= inv;
             }
         }
+        return;
+    }
+
+    if (static_cast<int64_t>(c.n_tokens) * group >= kMinTileRows) {
+        prefill_tiled(c, kv, pool, scratch_);
         return;
     }
 

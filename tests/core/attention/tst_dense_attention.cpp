@@ -24,12 +24,20 @@ void TstDenseAttention::matchesReference_data() {
     QTest::addColumn<int>("hd");
     QTest::addColumn<int>("pos0");
     QTest::addColumn<int>("n_tokens");
-    QTest::newRow("smollm prefill") << 9 << 3 << 64 << 0 << 37;
-    QTest::newRow("smollm decode") << 9 << 3 << 64 << 101 << 1;
-    QTest::newRow("chunk after past") << 4 << 2 << 24 << 13 << 5;
-    QTest::newRow("mha odd dim") << 3 << 3 << 17 << 0 << 11;
-    QTest::newRow("long decode, split keys") << 9 << 3 << 64 << 1500 << 1;
-    QTest::newRow("long decode, m3 shape") << 64 << 4 << 128 << 777 << 1;
+    QTest::addColumn<int>("block");  // KV cache page size
+    // Prefill of >= 16 rows (tokens x group) takes the tiled path (items of 32 tokens, pages
+    // transposed); fewer, and decode, the token-by-token one.
+    QTest::newRow("smollm prefill") << 9 << 3 << 64 << 0 << 37 << 128;
+    QTest::newRow("smollm decode") << 9 << 3 << 64 << 101 << 1 << 128;
+    QTest::newRow("chunk after past") << 4 << 2 << 24 << 13 << 5 << 128;
+    QTest::newRow("mha odd dim") << 3 << 3 << 17 << 0 << 11 << 128;
+    QTest::newRow("long decode, split keys") << 9 << 3 << 64 << 1500 << 1 << 128;
+    QTest::newRow("long decode, m3 shape") << 64 << 4 << 128 << 777 << 1 << 128;
+    QTest::newRow("tiled, pages of 16, odd start") << 9 << 3 << 64 << 301 << 150 << 16;
+    QTest::newRow("tiled, m3 shape, 2 tokens") << 64 << 4 << 128 << 50 << 2 << 128;
+    QTest::newRow("tiled, dim 40 (avx2 tiles)") << 8 << 2 << 40 << 70 << 33 << 32;
+    QTest::newRow("tiled, odd dim (scalar tiles)") << 3 << 3 << 17 << 5 << 20 << 8;
+    QTest::newRow("tiled, pages of 100") << 9 << 3 << 64 << 0 << 257 << 100;
 }
 
 void TstDenseAttention::matchesReference() {
@@ -38,8 +46,11 @@ void TstDenseAttention::matchesReference() {
     QFETCH(int, hd);
     QFETCH(int, pos0);
     QFETCH(int, n_tokens);
+    QFETCH(int, block);
     const int n_ctx = pos0 + n_tokens;
-    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    sl::KvCacheOptions o;
+    o.block_size = block;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd, o);
     for (int p = 0; p < n_ctx; ++p) {
         auto k = sl::test::random_floats(static_cast<size_t>(n_kv * hd), -2, 2);
         auto v = sl::test::random_floats(static_cast<size_t>(n_kv * hd));
