@@ -1,5 +1,8 @@
 // Exact causal softmax attention over every cached position: the reference the MSA path is
-// compared with, and the path for short contexts.
+// compared with, and the path for short contexts. Prefill of 16 or more rows (query tokens x the
+// group's heads) runs in items of (KV head, 32 query tokens): each page of keys is dequantized and
+// transposed once per item and attended by the item's rows in tiles of 4 (attention_tile.h);
+// smaller calls go token by token, and decode over a long context splits the keys across threads.
 #pragma once
 
 #include <vector>

@@ -42,7 +42,8 @@ struct MsaAttention::Scratch {
 
 namespace {
 
-// Rows of a sparse-branch part from which its blocks are transposed for the tile kernel.
+// Rows of a selection (queries x the group's heads) from which the sparse branch transposes its
+// blocks for the tile kernel.
 constexpr int kMinTileRows = 16;
 
 std::string scoring_name(const MsaConfig& c) {
@@ -413,8 +414,10 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             const bool any_far = remap && c.pos0 + t1 - 1 - (static_cast<int64_t>(sel.blocks.front()) * B + index.block_tokens(sel.blocks.front()) - 1) >= W;
             // With fewer rows than a block's keys (decode), a far block is attended with each
             // query rotated straight to R(W - p + b*B) q against the true keys (= q^ · k^), instead
-            // of the block's keys rotated.
-            const bool rotate_rows = any_far && n_rows < static_cast<size_t>(B);
+            // of the block's keys rotated. The selection's rows decide (not the part's), so a row
+            // is computed the same way however the selection was split.
+            const int64_t sel_rows = static_cast<int64_t>(sel.n_queries) * G;
+            const bool rotate_rows = any_far && sel_rows < B;
             if (rotate_rows) s.qhat.resize(static_cast<size_t>(nh) * hd);
             if (any_far && !rotate_rows) {
                 s.qhat.resize(n_rows * hd);
@@ -428,9 +431,10 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             }
             // KV-block outer: each selected block is streamed once for all rows of the part, in
             // tiles of up to kTileRows rows that share its (transposed) keys and visible length.
-            // Parts of few rows (decode) skip the transpose and go row by row.
+            // Selections of few rows (decode) skip the transpose and go row by row. Decided per
+            // selection, not per part: a row's arithmetic must not depend on how it was split.
             const int64_t ldk = kernels::tile_ldk(B);
-            const bool tiled = n_rows >= static_cast<size_t>(kMinTileRows);
+            const bool tiled = sel_rows >= kMinTileRows;
             for (size_t bi = 0; bi < nk; ++bi) {
                 const int64_t p0 = static_cast<int64_t>(sel.blocks[bi]) * B;
                 const int n_in = index.block_tokens(sel.blocks[bi]);

@@ -863,11 +863,13 @@ void TstMsaAttention::decodeShortlistFactor() {
 
 
 // The sparse branch splits its work by rows and blocks into parts claimed by free threads: every
-// output row must come out bitwise the same with 1, 2, 3 or 5 threads (each row's online softmax
+// output row must come out bitwise the same with 1, 2, 3, 5 or 32 threads (each row's online softmax
 // runs over its blocks in the same order whatever the split), the selections the same, the masses
 // equal to rounding. Prefill of a chunk (remapped positions, sink, window and growth), then decode.
 void TstMsaAttention::sameForEveryThreadCount() {
-    const int n_head = 9, n_kv = 3, hd = 64, B = 16, n_ctx = 517, pos0 = 260;
+    // Blocks of 32: 8 query blocks x 3 groups, so 32 threads split a selection's tokens into
+    // parts of fewer than 16 rows, 1 thread not at all.
+    const int n_head = 9, n_kv = 3, hd = 64, B = 32, n_ctx = 517, pos0 = 260;
     sl::test::HostKv kv(1, n_ctx, n_kv, hd);
     fill_structured(kv, 0, n_ctx, B);
     Roped r(kv, n_head, pos0, hd, true);
@@ -879,7 +881,7 @@ void TstMsaAttention::sameForEveryThreadCount() {
     cfg.remap_window = 64;
     std::vector<float> first_out, first_dec;
     std::vector<sl::Selection> first_sel;
-    for (int threads : {1, 2, 3, 5}) {
+    for (int threads : {1, 2, 3, 5, 32}) {
         sl::ThreadPool pool(threads);
         sl::MsaAttention msa(cfg);
         // The chunk [pos0, n_ctx - 1) as prefill, then the last token as decode.
