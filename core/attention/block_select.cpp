@@ -7,6 +7,7 @@
 #include "core/attention/block_index.h"
 #include "core/kvcache/kv_cache.h"
 #include "kernels/cpu/attention_block.h"
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/ops.h"
 
 namespace sl {
@@ -19,6 +20,11 @@ inline bool better(const std::pair<float, int32_t>& a, const std::pair<float, in
 }
 
 
+// Index rows from which exact_max transposes the block once and scores the rows in tiles of
+// kernels::kTileRows (max_dot_tile), instead of row by row (max_dot). Decided by n_rows alone, so
+// the pruned and brute-force selections (and exact_block_score) score a block the same way.
+constexpr int kTileMinRows = 32;
+
 // Exact max over rows and the keys k (n_keys rows of d) of q · k, skipping rows whose bound (plus
 // `slack`) cannot beat the running max. row_bound holds each row's Quest bound for this block, or is
 // null (no skipping). The result does not depend on the skipping: skipped rows score below it.
@@ -28,13 +34,40 @@ float exact_max(const float* k, int n_keys, int d, const float* rows, int n_rows
     int first = 0;
     if (row_bound)
         first = static_cast<int>(std::max_element(row_bound, row_bound + n_rows) - row_bound);
-    float best = kernels::max_dot(rows + first * row_stride, k, d, n_keys, d);
-    int64_t done = 1;
-    for (int r = 0; r < n_rows; ++r) {
-        if (r == first) continue;
-        if (row_bound && row_bound[r] + slack < best) continue;
-        best = std::max(best, kernels::max_dot(rows + r * row_stride, k, d, n_keys, d));
-        ++done;
+    int64_t done = 0;
+    float best = -std::numeric_limits<float>::infinity();
+    if (n_rows >= kTileMinRows) {
+        // Per pool thread, reused: the block's keys transposed and a tile's scores.
+        thread_local std::vector<float> kt, p;
+        const int64_t ldk = kernels::tile_ldk(n_keys);
+        kt.resize(static_cast<size_t>(d) * static_cast<size_t>(ldk));
+        p.resize(static_cast<size_t>(kernels::kTileRows) * static_cast<size_t>(ldk));
+        kernels::transpose_keys(kt.data(), ldk, k, d, n_keys, d);
+        const float* tq[kernels::kTileRows];
+        tq[0] = rows + first * row_stride;  // the row of the highest bound alone: a max to skip by
+        best = kernels::max_dot_tile(1, tq, kt.data(), ldk, n_keys, d, p.data(), ldk);
+        done = 1;
+        int tn = 0;
+        for (int r = 0; r <= n_rows; ++r) {
+            if (r < n_rows) {
+                if (r == first || (row_bound && row_bound[r] + slack < best)) continue;
+                tq[tn++] = rows + r * row_stride;
+            }
+            if (tn == kernels::kTileRows || (r == n_rows && tn > 0)) {
+                best = std::max(best, kernels::max_dot_tile(tn, tq, kt.data(), ldk, n_keys, d, p.data(), ldk));
+                done += tn;
+                tn = 0;
+            }
+        }
+    } else {
+        best = kernels::max_dot(rows + first * row_stride, k, d, n_keys, d);
+        done = 1;
+        for (int r = 0; r < n_rows; ++r) {
+            if (r == first) continue;
+            if (row_bound && row_bound[r] + slack < best) continue;
+            best = std::max(best, kernels::max_dot(rows + r * row_stride, k, d, n_keys, d));
+            ++done;
+        }
     }
     st.exact_rows += done;
     st.exact_keys += done * n_keys;

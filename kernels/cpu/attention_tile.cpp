@@ -52,7 +52,25 @@ void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, con
     }
 }
 
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float*, int64_t) {
+    float best = -INFINITY;
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < n; ++j) {
+            float s = 0.0f;
+            for (int c = 0; c < d; ++c) s = std::fma(q[r][c], kt[c * ldk + j], s);
+            best = std::max(best, s);
+        }
+    return best;
+}
+
 }  // namespace ref
+
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp) {
+    const Isa isa = active_isa();
+    if (isa == Isa::Avx512 && d % 16 == 0) return avx512::max_dot_tile(R, q, kt, ldk, n, d, p, ldp);
+    if (isa >= Isa::Avx2 && d % 8 == 0) return avx2::max_dot_tile(R, q, kt, ldk, n, d, p, ldp);
+    return ref::max_dot_tile(R, q, kt, ldk, n, d, p, ldp);
+}
 
 float attend_row(const float* q, const float* k, int64_t k_stride, const float* v, int64_t v_stride, int n, int d,
                  float scale, float& m, float& l, float* acc, float* p) {

@@ -30,6 +30,12 @@ void transpose_keys(float* kt, int64_t ldk, const float* k, int64_t k_stride, in
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
                  int d, float scale, float* m, float* l, float* acc, float* p, int64_t ldp, float* bsum);
 
+// max over rows r < R and keys j < n of q[r] · k_j (k_j: column j of kt, (d, ldk); unscaled): MSA's
+// exact block score for many index rows. p: scratch of R rows of ldp >= ldk floats. Each q[r] · k_j
+// comes out of the same arithmetic whatever R and j (a chain of fused multiply-adds over the d
+// channels in order, per ISA tier), so block scores from different calls compare bitwise.
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp);
+
 // The same step for one row against row-major keys k_j = k + j * k_stride (no transpose), for rows
 // too few to pay for one (decode): p (n floats) as above, returns bsum. Uses ops.h's dispatched rows.
 float attend_row(const float* q, const float* k, int64_t k_stride, const float* v, int64_t v_stride, int n, int d,
@@ -38,18 +44,21 @@ float attend_row(const float* q, const float* k, int64_t k_stride, const float* 
 namespace ref {
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
                  int d, float scale, float* m, float* l, float* acc, float* p, int64_t ldp, float* bsum);
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp);
 }  // namespace ref
 
 namespace avx2 {
 // d % 8 == 0.
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
                  int d, float scale, float* m, float* l, float* acc, float* p, int64_t ldp, float* bsum);
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp);
 }  // namespace avx2
 
 namespace avx512 {
 // d % 16 == 0.
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
                  int d, float scale, float* m, float* l, float* acc, float* p, int64_t ldp, float* bsum);
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp);
 }  // namespace avx512
 
 }  // namespace sl::kernels

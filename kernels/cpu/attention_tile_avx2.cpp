@@ -86,6 +86,26 @@ void tile(const float* const* q, const float* kt, int64_t ldk, const float* val,
     if (c0 < d) pv<R, 1>(acc, d, p, ldp, val, v_stride, n, c0);
 }
 
+
+template <int R>
+float max_tile(const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp) {
+    const __m256 one = _mm256_set1_ps(1.0f);  // scores unscaled (x 1 is exact)
+    const int64_t cols = tile_ldk(n);
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) scores<R, 2>(p, ldp, q, kt, ldk, j0, d, one);
+    float best = -INFINITY;
+    for (int r = 0; r < R; ++r) {
+        const float* pr = p + r * ldp;
+        __m256 mx = _mm256_set1_ps(-INFINITY);
+        int j = 0;
+        for (; j + 8 <= n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(pr + j));
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, mx);
+        for (float x : lanes) best = std::max(best, x);
+        for (; j < n; ++j) best = std::max(best, pr[j]);
+    }
+    return best;
+}
+
 }  // namespace
 
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
@@ -95,6 +115,15 @@ void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, con
         case 2: return tile<2>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
         case 3: return tile<3>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
         default: return tile<4>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
+    }
+}
+
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp) {
+    switch (R) {
+        case 1: return max_tile<1>(q, kt, ldk, n, d, p, ldp);
+        case 2: return max_tile<2>(q, kt, ldk, n, d, p, ldp);
+        case 3: return max_tile<3>(q, kt, ldk, n, d, p, ldp);
+        default: return max_tile<4>(q, kt, ldk, n, d, p, ldp);
     }
 }
 

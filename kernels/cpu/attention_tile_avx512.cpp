@@ -97,6 +97,32 @@ void tile(const float* const* q, const float* kt, int64_t ldk, const float* val,
     }
 }
 
+
+template <int R>
+float max_tile(const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp) {
+    const __m512 one = _mm512_set1_ps(1.0f);  // scores unscaled (x 1 is exact)
+    const int64_t cols = tile_ldk(n);
+    int64_t j0 = 0;
+    for (; j0 + 64 <= cols; j0 += 64) scores<R, 4>(p, ldp, q, kt, ldk, j0, d, one);
+    switch ((cols - j0) / 16) {
+        case 3: scores<R, 3>(p, ldp, q, kt, ldk, j0, d, one); break;
+        case 2: scores<R, 2>(p, ldp, q, kt, ldk, j0, d, one); break;
+        case 1: scores<R, 1>(p, ldp, q, kt, ldk, j0, d, one); break;
+        default: break;
+    }
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int r = 0; r < R; ++r) {
+        const float* pr = p + r * ldp;
+        int j = 0;
+        for (; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(pr + j));
+        if (j < n) {
+            const auto mask = static_cast<__mmask16>((1u << (n - j)) - 1u);
+            mx = _mm512_mask_max_ps(mx, mask, mx, _mm512_maskz_loadu_ps(mask, pr + j));
+        }
+    }
+    return _mm512_reduce_max_ps(mx);
+}
+
 }  // namespace
 
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
@@ -106,6 +132,15 @@ void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, con
         case 2: return tile<2>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
         case 3: return tile<3>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
         default: return tile<4>(q, kt, ldk, v, v_stride, n, d, scale, m, l, acc, p, ldp, bsum);
+    }
+}
+
+float max_dot_tile(int R, const float* const* q, const float* kt, int64_t ldk, int n, int d, float* p, int64_t ldp) {
+    switch (R) {
+        case 1: return max_tile<1>(q, kt, ldk, n, d, p, ldp);
+        case 2: return max_tile<2>(q, kt, ldk, n, d, p, ldp);
+        case 3: return max_tile<3>(q, kt, ldk, n, d, p, ldp);
+        default: return max_tile<4>(q, kt, ldk, n, d, p, ldp);
     }
 }
 

@@ -20,6 +20,8 @@ private Q_SLOTS:
     void transposePads();
     void tiers_data();
     void tiers();
+    void maxDotTiers_data() { tiers_data(); }
+    void maxDotTiers();
     void cleanup() { set_active_isa(max_supported_isa()); }
 };
 
@@ -121,6 +123,43 @@ void TstAttentionTile::tiers() {
         }
     }
     QCOMPARE(cases, 7 * 7 * kTileRows);
+}
+
+// max_dot_tile: the max of the block's scores against double precision, and bitwise the same max
+// whichever rows share a tile (the exact block score MSA compares across calls).
+void TstAttentionTile::maxDotTiers() {
+    QFETCH(int, isa);
+    set_active_isa(static_cast<Isa>(isa));
+    for (int d : {8, 17, 24, 64, 128}) {
+        for (int n : {1, 9, 16, 45, 128}) {
+            const int64_t ldk = tile_ldk(n);
+            auto qs = sl::test::random_floats(static_cast<size_t>(kTileRows * d), -2, 2);
+            auto k = sl::test::random_floats(static_cast<size_t>(n * d), -2, 2);
+            std::vector<float> kt(static_cast<size_t>(d * ldk)), p(static_cast<size_t>(kTileRows * ldk));
+            transpose_keys(kt.data(), ldk, k.data(), d, n, d);
+            const float* q[kTileRows];
+            for (int r = 0; r < kTileRows; ++r) q[r] = qs.data() + r * d;
+            double want = -1e300, scale = 0;
+            for (int r = 0; r < kTileRows; ++r)
+                for (int j = 0; j < n; ++j) {
+                    double s = 0, a = 0;
+                    for (int c = 0; c < d; ++c) {
+                        s += static_cast<double>(q[r][c]) * k[static_cast<size_t>(j * d + c)];
+                        a += std::fabs(static_cast<double>(q[r][c]) * k[static_cast<size_t>(j * d + c)]);
+                    }
+                    want = std::max(want, s);
+                    scale = std::max(scale, a);
+                }
+            const float all = max_dot_tile(kTileRows, q, kt.data(), ldk, n, d, p.data(), ldk);
+            QVERIFY2(std::fabs(all - want) <= 1e-6 * scale, qPrintable(QStringLiteral("d=%1 n=%2").arg(d).arg(n)));
+            float one_by_one = -INFINITY;
+            for (int r = 0; r < kTileRows; ++r) one_by_one = std::max(one_by_one, max_dot_tile(1, q + r, kt.data(), ldk, n, d, p.data(), ldk));
+            QCOMPARE(all, one_by_one);
+            const float pairs = std::max(max_dot_tile(2, q, kt.data(), ldk, n, d, p.data(), ldk),
+                                         max_dot_tile(2, q + 2, kt.data(), ldk, n, d, p.data(), ldk));
+            QCOMPARE(all, pairs);
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TstAttentionTile)

@@ -310,6 +310,11 @@ void TstMsaAttention::prunedEqualsBruteForce_data() {
     QTest::newRow("ties d32 B16") << 32 << 16 << 45 << 4 << 6 << false << 2 << 0;
     QTest::newRow("clustered d64 B16 window 9") << 64 << 16 << 50 << 5 << 6 << false << 1 << 9;
     QTest::newRow("random d40 B32 sink window 13") << 40 << 32 << 30 << 2 << 4 << true << 0 << 13;
+    // 32 rows or more: exact scores in tiles over transposed keys (max_dot_tile), every ISA's d.
+    QTest::newRow("ties d32 B16 tiled rows") << 32 << 16 << 45 << 40 << 6 << false << 2 << 0;
+    QTest::newRow("clustered d40 B32 tiled rows window 5") << 40 << 32 << 30 << 33 << 4 << true << 1 << 5;
+    QTest::newRow("random d17 B16 tiled rows") << 17 << 16 << 28 << 37 << 5 << false << 0 << 0;
+    QTest::newRow("clustered d64 B128 tiled rows") << 64 << 128 << 20 << 64 << 6 << false << 1 << 0;
     QTest::newRow("clustered d32 B16 window past block 0") << 32 << 16 << 20 << 3 << 5 << true << 1 << 40;
 }
 
