@@ -8,6 +8,8 @@
 #   4. measures dense PyTorch SDPA (flash) on the benchmark's shapes when torch imports;
 #   5. runs bench_cuda_msa, which prints the table last.
 # Exits non-zero when the build or a test failed (the benchmark still runs after a test failure).
+# SIGHTLINE_GPU_PREBUILT=DIR skips 1 and runs the executables tests/gpu/pack.sh packed into DIR
+# (for a device machine without the project's build dependencies); logs go to $OUT when it is set.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$root/scripts/env.sh"
@@ -22,15 +24,37 @@ if [ "$archs" = native ] && ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 sizes="${SIGHTLINE_BENCH_SIZES:-32768,131072,1048576}"
 
-echo "== configure + build ($build)"
-timeout 120 cmake --preset release-cuda -B "$build" -DSIGHTLINE_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES="$archs" >/dev/null
-timeout "$(( $(left) > 200 ? $(left) - 150 : 50 ))" cmake --build "$build" -j "$SIGHTLINE_JOBS" \
-  --target tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend bench_cuda_msa
-
-echo "== gpu tests"
 tests_rc=0
-timeout 150 ctest --test-dir "$build" -L gpu --output-on-failure -V >"$build/gpu-tests.log" 2>&1 || tests_rc=$?
-grep -E "CUDA:|MSA n_q|step [0-9]|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
+prebuilt="${SIGHTLINE_GPU_PREBUILT:-}"
+if [ -n "$prebuilt" ]; then
+  echo "== prebuilt executables ($prebuilt)"
+  logs="${OUT:-$prebuilt}"
+  unpacked="$(mktemp -d)"
+  tar -C "$unpacked" -xJf "$prebuilt/prebuilt.tar.xz"
+  bin="$unpacked/bin"
+  export LD_LIBRARY_PATH="$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export SIGHTLINE_CACHE="$(cd "$prebuilt" && pwd)/cache"
+  nvidia-smi -L || true
+  echo "== gpu tests"
+  : >"$logs/gpu-tests.log"
+  for t in tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend; do
+    rc=0
+    timeout 150 "$bin/$t" >>"$logs/gpu-tests.log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || { tests_rc=$rc; echo "$t FAILED (rc $rc)"; }
+  done
+  grep -E "CUDA:|MSA n_q|step [0-9]|PASS|FAIL|SKIP|Totals" "$logs/gpu-tests.log" || true
+  build="$logs"
+else
+  echo "== configure + build ($build)"
+  timeout 120 cmake --preset release-cuda -B "$build" -DSIGHTLINE_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES="$archs" >/dev/null
+  timeout "$(( $(left) > 200 ? $(left) - 150 : 50 ))" cmake --build "$build" -j "$SIGHTLINE_JOBS" \
+    --target tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend bench_cuda_msa
+  bin="$build/tests/gpu"
+
+  echo "== gpu tests"
+  timeout 150 ctest --test-dir "$build" -L gpu --output-on-failure -V >"$build/gpu-tests.log" 2>&1 || tests_rc=$?
+  grep -E "CUDA:|MSA n_q|step [0-9]|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
+fi
 [ "$tests_rc" -eq 0 ] || echo "GPU TESTS FAILED (rc $tests_rc): see $build/gpu-tests.log"
 
 # Memory checking of the new kernels on the device (out-of-bounds, misaligned, shared races are
@@ -39,7 +63,7 @@ san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitize
 if [ -x "$san" ] && [ "$(left)" -gt 300 ]; then
   echo "== compute-sanitizer memcheck (tst_cuda_msa, tst_cuda_ops)"
   for t in tst_cuda_msa tst_cuda_ops; do
-    if ! timeout 60 "$san" --tool memcheck --error-exitcode 9 "$build/tests/gpu/$t" >"$build/$t.memcheck.log" 2>&1; then
+    if ! timeout 60 "$san" --tool memcheck --error-exitcode 9 "$bin/$t" >"$build/$t.memcheck.log" 2>&1; then
       tests_rc=9
       echo "MEMCHECK FAILED or timed out: $t (see $build/$t.memcheck.log)"; tail -20 "$build/$t.memcheck.log"
     else
@@ -68,7 +92,7 @@ budget=$(( $(left) - 20 ))
 if [ "$budget" -lt 30 ]; then
   echo "no time left for the benchmark (8-minute budget)"
 else
-  timeout "$budget" "$build/tests/gpu/bench_cuda_msa" --sdpa "$sdpa" --sizes "$sizes" \
+  timeout "$budget" "$bin/bench_cuda_msa" --sdpa "$sdpa" --sizes "$sizes" \
     --budget-s "$(( budget * 2 / 3 ))" || echo "bench_cuda_msa failed or timed out (rc $?)"
 fi
 echo "run.sh: $(( $(date +%s) - t0 )) s"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Packs what tests/gpu/run.sh needs on a device machine that cannot build the project (no Qt, no
+# network): the GPU test and benchmark executables built here (release preset; CUDA 13, every arch
+# of cmake/SightlineCuda.cmake including sm_90), the shared libraries they load that a bare CUDA
+# image lacks, and the default model cut to its first SIGHTLINE_GPU_BLOCKS blocks (a call carries
+# at most 64 MiB). Writes .gpu/ (ignored); carry it and run
+#   SIGHTLINE_GPU_PREBUILT=.gpu bash tests/gpu/run.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/scripts/env.sh"
+cd "$root"
+build="${SIGHTLINE_BUILD:-build/release}"
+blocks="${SIGHTLINE_GPU_BLOCKS:-6}"
+targets=(tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend bench_cuda_msa)
+cmake --build "$build" -j "$SIGHTLINE_JOBS" --target "${targets[@]}"
+rm -rf .gpu && mkdir -p .gpu/stage/bin .gpu/stage/lib .gpu/cache/models
+for t in "${targets[@]}"; do strip -o ".gpu/stage/bin/$t" "$build/tests/gpu/$t"; done
+# Everything ldd resolves except the C runtime and the toolchain's own libraries.
+for l in $(ldd "$build"/tests/gpu/{tst_cuda_msa,tst_cuda_model,bench_cuda_msa} | awk '/=>/{print $3}' | sort -u); do
+  case "$(basename "$l")" in libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libdl.so*|libpthread*|librt.so*) continue ;; esac
+  cp -L "$l" .gpu/stage/lib/
+done
+tar -C .gpu/stage -cJf .gpu/prebuilt.tar.xz bin lib
+rm -rf .gpu/stage
+"$SIGHTLINE_VENV/bin/python" tests/gpu/truncate_gguf.py "$SIGHTLINE_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
+  .gpu/cache/models/SmolLM2-135M-Instruct.Q4_1.gguf "$blocks"
+du -sh .gpu/*  .gpu/cache/models/*
