@@ -81,6 +81,36 @@ cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stri
 // (1 <= top_k <= 64).
 cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream);
 
+// ---- Hybrid index (the CPU's BlockScoring::Hybrid with group-mean index queries) ----
+// msa_index_scores reads every key of the context: at 1M tokens that is half the bytes dense
+// attention reads, so it cannot make decode cheap. The hybrid ranks blocks by their mean key first
+// (one bf16 row per block and head: 1/B of the keys), keeps a shortlist of n_cand blocks, scores
+// only those exactly (block-max, the same arithmetic as msa_index_scores), and keeps the top_k.
+//
+// kmean (n_blocks, n_kv_head, head_dim) bf16, logical block order (not paged): the mean of each
+// block's keys over the tokens present, [b * B, min((b + 1) * B, n_kv)). PagedKvCache keeps it.
+// msa_key_means writes it for blocks [b0, b1) from `keys` (those blocks must be resident).
+cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int64_t b1, int64_t n_kv,
+                          uint16_t* kmean, cudaStream_t stream);
+
+// est (n_tasks, n_kv_blocks) f32: max over the query block's index rows of iq_r . kmean(b, g)
+// (bf16 products, f32 sums), with msa_index_scores' forced / invisible entries (+inf local,
+// FLT_MAX sink, -inf after the local block).
+cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
+                            float* est, cudaStream_t stream);
+
+// Workspace bytes of msa_hybrid_select. Its first n_tasks * n_cand int32 hold the shortlist after
+// the call (ascending block ids, -1-padded), for tests and statistics.
+int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k);
+
+// sel (n_tasks, top_k), as msa_select writes it: the top_k blocks by exact block score among the
+// n_cand best by msa_mean_scores (forced blocks rank first in both). 1 <= top_k <= n_cand <= 64.
+// The shortlisted blocks must be resident (a non-resident one is never selected); with n_cand >=
+// n_kv_blocks the result is msa_select's over msa_index_scores.
+cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
+                              const uint16_t* kmean, bool sink, int n_cand, int top_k, int32_t* sel, void* workspace,
+                              int64_t workspace_bytes, cudaStream_t stream);
+
 // Dense attention through the sparse kernel: sel (n_tasks, top_k) <- every visible block of each
 // task (0..qb), -1-padded; needs top_k >= n_kv_blocks (else cudaErrorInvalidValue). For the dense
 // layers and for contexts too short for sparsity to pay.

@@ -30,14 +30,47 @@ __global__ void group_mean_kernel(const float* q, int64_t n_q, int n_head, int n
     }
 }
 
-// Scores KV blocks [blockIdx.x * kBlocksPerCta, +kBlocksPerCta) for task blockIdx.y. The query
+// Stages a query block's index rows (task group g, call rows [t_begin, t_begin + nq)) as bf16 in
+// `tile` (B rows of pitch D + 8; rows past nq repeat the first query, which leaves every max
+// unchanged) and loads this warp's A fragments (rows warp*16 .. +15). Returns whether the warp's
+// row tile holds a query: tiles past the block's queries only repeat its first, so they sit out
+// (decode has one). Ends with the tile still holding the rows (callers sync before reusing it).
+template <int D, int B>
+__device__ bool stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t iq_stride, int g, int64_t t_begin,
+                                 int nq, uint32_t (&qa)[D / 16][4]) {
+    constexpr int LD = D + 8;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    for (int idx = threadIdx.x; idx < B * D; idx += blockDim.x) {
+        const int r = idx / D, i = idx % D;
+        const int64_t t = t_begin + (r < nq ? r : 0);
+        tile[r * LD + i] = __float2bfloat16_rn(iq[t * iq_stride + static_cast<int64_t>(g) * D + i]);
+    }
+    __syncthreads();
+    const bool has_rows = warp * 16 < (nq < B ? nq : B);
+    if (has_rows) {
+        const __nv_bfloat16* r0 = tile + (warp * 16 + gid) * LD + 2 * tig;
+        const __nv_bfloat16* r8 = r0 + 8 * LD;
+#pragma unroll
+        for (int kc = 0; kc < D / 16; ++kc) {
+            qa[kc][0] = *reinterpret_cast<const uint32_t*>(r0 + kc * 16);
+            qa[kc][1] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16);
+            qa[kc][2] = *reinterpret_cast<const uint32_t*>(r0 + kc * 16 + 8);
+            qa[kc][3] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16 + 8);
+        }
+    }
+    return has_rows;
+}
+
+// Scores entries [blockIdx.x * kBlocksPerCta, +kBlocksPerCta) for task blockIdx.y: KV block j, or
+// with `cand` the block cand[task * n_cand + j] (-1: padding, scores -inf). The query
 // block's rows (B of them; rows past the block's queries repeat its first query, which leaves every
 // max unchanged) live as bf16 A fragments in registers, one 16-row tile per warp; each KV block's
 // keys are staged in shared memory and every warp takes the max of its 16 x B score tile (warps whose
 // tile holds no query of the block sit out the products).
 template <int D, int B>
 __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
-                                                                     PagedView keys, bool sink, float* scores) {
+                                                                     PagedView keys, bool sink, const int32_t* cand,
+                                                                     int n_cand, float* scores) {
     constexpr int LD = D + 8;  // bf16 row pitch of the staging tile: conflict-free fragment loads
     constexpr int KC = D / 16;
     __shared__ __align__(16) __nv_bfloat16 tile[B * LD];
@@ -50,49 +83,33 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     const int64_t t_begin = (qb * B > s.pos0 ? qb * B : s.pos0) - s.pos0;
     const int64_t t_end = ((qb + 1) * B < s.n_kv() ? (qb + 1) * B : s.n_kv()) - s.pos0;
     const int nq = static_cast<int>(t_end - t_begin);
-    const int64_t n_blocks = s.n_kv_blocks();
-    const int64_t b_begin = static_cast<int64_t>(blockIdx.x) * kBlocksPerCta;
-    const int64_t b_end = b_begin + kBlocksPerCta < n_blocks ? b_begin + kBlocksPerCta : n_blocks;
-    float* out = scores + task * n_blocks;
+    const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
+    const int64_t j_begin = static_cast<int64_t>(blockIdx.x) * kBlocksPerCta;
+    const int64_t j_end = j_begin + kBlocksPerCta < n_out ? j_begin + kBlocksPerCta : n_out;
+    float* out = scores + task * n_out;
+    const int32_t* task_cand = cand ? cand + task * n_cand : nullptr;
+    auto block_of = [&](int64_t j) -> int64_t { return task_cand ? task_cand[j] : j; };
+    auto scored = [&](int64_t b) { return b >= 0 && b < qb && !(sink && b == 0); };
 
-    // Forced and invisible blocks need no keys.
+    // Forced, invisible and padding entries need no keys.
     bool any_scored = false;
-    for (int64_t b = b_begin; b < b_end; ++b) {
-        const bool forced_sink = sink && b == 0 && qb != 0;
-        if (b < qb && !forced_sink) any_scored = true;
-        if (threadIdx.x == 0 && !(b < qb && !forced_sink))
-            out[b] = b == qb ? INFINITY : forced_sink ? FLT_MAX : -INFINITY;
+    for (int64_t j = j_begin; j < j_end; ++j) {
+        const int64_t b = block_of(j);
+        if (scored(b)) any_scored = true;
+        else if (threadIdx.x == 0) out[j] = b == qb ? INFINITY : (sink && b == 0 && qb != 0) ? FLT_MAX : -INFINITY;
     }
     if (!any_scored) return;  // uniform over the CTA
 
-    // Stage the index queries as bf16 and pick up this warp's A fragments.
-    for (int idx = threadIdx.x; idx < B * D; idx += kIndexThreads) {
-        const int r = idx / D, i = idx % D;
-        const int64_t t = t_begin + (r < nq ? r : 0);
-        tile[r * LD + i] = __float2bfloat16_rn(iq[t * iq_stride + static_cast<int64_t>(g) * D + i]);
-    }
-    __syncthreads();
-    // Row tiles past the block's queries only repeat its first query: skip them (decode has one).
-    const bool has_rows = warp * 16 < (nq < B ? nq : B);
     uint32_t qa[KC][4];
-    if (has_rows) {
-        const __nv_bfloat16* r0 = tile + (warp * 16 + gid) * LD + 2 * tig;
-        const __nv_bfloat16* r8 = r0 + 8 * LD;
-#pragma unroll
-        for (int kc = 0; kc < KC; ++kc) {
-            qa[kc][0] = *reinterpret_cast<const uint32_t*>(r0 + kc * 16);
-            qa[kc][1] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16);
-            qa[kc][2] = *reinterpret_cast<const uint32_t*>(r0 + kc * 16 + 8);
-            qa[kc][3] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16 + 8);
-        }
-    }
+    const bool has_rows = stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, qa);
 
     const uint16_t* head_base = keys.base + static_cast<int64_t>(g) * keys.head_stride;
-    for (int64_t b = b_begin; b < b_end; ++b) {
-        if (b >= qb || (sink && b == 0)) continue;  // written above; uniform
+    for (int64_t j = j_begin; j < j_end; ++j) {
+        const int64_t b = block_of(j);
+        if (!scored(b)) continue;  // written above; uniform
         const int32_t phys = keys.table[b];
         if (phys < 0) {  // not resident: never selected (documented in msa.cuh)
-            if (threadIdx.x == 0) out[b] = -INFINITY;
+            if (threadIdx.x == 0) out[j] = -INFINITY;
             continue;
         }
         __syncthreads();  // the previous block's tile and red are consumed
@@ -124,7 +141,7 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
         if (threadIdx.x == 0) {
             float m = red[0];
             for (int w = 1; w < kIndexWarps; ++w) m = fmaxf(m, red[w]);
-            out[b] = m;
+            out[j] = m;
         }
     }
 }
@@ -142,6 +159,121 @@ __global__ void write_paged_kernel(PagedView dst, int n_heads, const float* rows
         if (phys < 0) continue;
         base[phys * dst.block_stride + h * dst.head_stride + (pos % dst.block_size) * D + i] =
             __float2bfloat16_rn(rows[e]);
+    }
+}
+
+// kmean of block b0 + blockIdx.x, head blockIdx.y: thread i sums dim i over the block's tokens
+// present (coalesced across the threads of each key row), f32, then rounds the mean to bf16.
+__global__ void key_means_kernel(PagedView keys, int n_kv_head, int64_t b0, int64_t n_kv, uint16_t* kmean) {
+    const int64_t b = b0 + blockIdx.x;
+    const int h = static_cast<int>(blockIdx.y), D = keys.head_dim, B = keys.block_size;
+    const int32_t phys = keys.table[b];
+    const int64_t n = n_kv - b * B < B ? n_kv - b * B : B;
+    if (phys < 0 || n <= 0) return;
+    const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(keys.base) +
+                               static_cast<int64_t>(phys) * keys.block_stride +
+                               static_cast<int64_t>(h) * keys.head_stride;
+    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(kmean) + (b * n_kv_head + h) * D;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int64_t t = 0; t < n; ++t) acc += __bfloat162float(src[t * D + i]);
+        dst[i] = __float2bfloat16_rn(acc / static_cast<float>(n));
+    }
+}
+
+constexpr int kMeanTile = 128;  // mean keys per staged tile of mean_scores_kernel
+
+// Estimates of blocks [blockIdx.x * tiles * kMeanTile, +tiles * kMeanTile) for task blockIdx.y:
+// the query block's rows as A fragments (stage_query_rows), each tile of 128 mean keys staged in
+// shared memory; every warp takes the column maxima of its 16 x 128 score tile, and the warps'
+// maxima meet in shared memory. Blocks at or after the local one, and the sink, need no products.
+template <int D, int B>
+__global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
+                                                                    const uint16_t* kmean, bool sink, int tiles,
+                                                                    float* est) {
+    constexpr int LD = D + 8;
+    constexpr int KC = D / 16;
+    static_assert(B <= kMeanTile, "the query rows are staged in the mean-key tile");
+    __shared__ __align__(16) __nv_bfloat16 tile[kMeanTile * LD];
+    __shared__ float colmax[kIndexWarps][kMeanTile];
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    const int64_t task = blockIdx.y;
+    const int g = static_cast<int>(task % s.n_kv_head);
+    const int64_t qb = s.first_qblock() + task / s.n_kv_head;
+    const int64_t t_begin = (qb * B > s.pos0 ? qb * B : s.pos0) - s.pos0;
+    const int64_t t_end = ((qb + 1) * B < s.n_kv() ? (qb + 1) * B : s.n_kv()) - s.pos0;
+    const int64_t n_blocks = s.n_kv_blocks();
+    float* out = est + task * n_blocks;
+
+    uint32_t qa[KC][4];
+    const bool has_rows = stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, static_cast<int>(t_end - t_begin), qa);
+    const int64_t first = static_cast<int64_t>(blockIdx.x) * tiles * kMeanTile;
+    for (int ti = 0; ti < tiles; ++ti) {
+        const int64_t c0 = first + static_cast<int64_t>(ti) * kMeanTile;
+        if (c0 >= n_blocks) break;  // uniform
+        const int64_t c_end = c0 + kMeanTile < n_blocks ? c0 + kMeanTile : n_blocks;
+        const int64_t vis_end = c_end < qb ? c_end : qb;  // blocks scored: [c0, vis_end), the sink aside
+        if (c0 < vis_end) {  // uniform
+            __syncthreads();  // the query rows (first tile) or the previous tile and colmax are consumed
+            for (int idx = threadIdx.x; idx < kMeanTile * (D / 8); idx += kIndexThreads) {
+                const int r = idx / (D / 8), c8 = idx % (D / 8);
+                uint4 val = make_uint4(0, 0, 0, 0);
+                if (c0 + r < vis_end)
+                    val = *reinterpret_cast<const uint4*>(kmean + ((c0 + r) * s.n_kv_head + g) * D + c8 * 8);
+                *reinterpret_cast<uint4*>(tile + r * LD + c8 * 8) = val;
+            }
+            __syncthreads();
+#pragma unroll 2
+            for (int nt = 0; nt < kMeanTile / 8; ++nt) {
+                float m0 = -INFINITY, m1 = -INFINITY;  // columns nt*8 + 2*tig and +1
+                if (has_rows) {  // warp-uniform
+                    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                    const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
+#pragma unroll
+                    for (int kc = 0; kc < KC; ++kc) {
+                        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kc * 16);
+                        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kc * 16 + 8);
+                        dev::mma_bf16_16816(acc, qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
+                    }
+                    m0 = fmaxf(acc[0], acc[2]);  // rows gid and gid + 8
+                    m1 = fmaxf(acc[1], acc[3]);
+#pragma unroll
+                    for (int o = 4; o < 32; o <<= 1) {  // across the 8 row groups
+                        m0 = fmaxf(m0, __shfl_xor_sync(dev::kFullMask, m0, o));
+                        m1 = fmaxf(m1, __shfl_xor_sync(dev::kFullMask, m1, o));
+                    }
+                }
+                if (gid == 0) {
+                    colmax[warp][nt * 8 + 2 * tig] = m0;
+                    colmax[warp][nt * 8 + 2 * tig + 1] = m1;
+                }
+            }
+            __syncthreads();
+        }
+        for (int64_t r = threadIdx.x; r < c_end - c0; r += kIndexThreads) {
+            const int64_t b = c0 + r;
+            float v;
+            if (b == qb) v = INFINITY;
+            else if (sink && b == 0 && qb != 0) v = FLT_MAX;
+            else if (b > qb) v = -INFINITY;
+            else {
+                v = colmax[0][r];
+                for (int w = 1; w < kIndexWarps; ++w) v = fmaxf(v, colmax[w][r]);
+            }
+            out[b] = v;
+        }
+    }
+}
+
+// sel[task][i] = the candidate csel[task][i] names (-1 stays -1).
+__global__ void gather_selection_kernel(const int32_t* cand, int n_cand, const int32_t* csel, int64_t rows, int top_k,
+                                        int32_t* sel) {
+    const int64_t total = rows * top_k;
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int32_t j = csel[e];
+        sel[e] = j >= 0 ? cand[(e / top_k) * n_cand + j] : -1;
     }
 }
 
@@ -173,14 +305,42 @@ bool shape_ok(const MsaShape& s) {
 
 template <int D, int B>
 cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
-                         float* scores, cudaStream_t stream) {
-    const int64_t gx = (s.n_kv_blocks() + kBlocksPerCta - 1) / kBlocksPerCta;
+                         const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
+    const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
+    const int64_t gx = (n_out + kBlocksPerCta - 1) / kBlocksPerCta;
     const int64_t gy = s.n_tasks();
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
     index_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, keys, sink, scores);
+        s, iq, iq_stride, keys, sink, cand, n_cand, scores);
     return cudaGetLastError();
 }
+
+// Exact scores of either every block (cand null) or each task's candidates.
+cudaError_t index_dispatch(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
+                           const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
+    const bool d128 = keys.head_dim == 128, b128 = s.block_size == 128;
+    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
+    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
+    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
+    return launch_index<64, 64>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
+}
+
+template <int D, int B>
+cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
+                               float* est, cudaStream_t stream) {
+    // Enough CTAs for two per SM of a large GPU, each taking up to 8 tiles (1,024 blocks), so the
+    // query rows are staged once per CTA rather than once per tile.
+    const int64_t n_tiles = (s.n_kv_blocks() + kMeanTile - 1) / kMeanTile;
+    int64_t tiles = n_tiles * s.n_tasks() / 264;
+    tiles = tiles < 1 ? 1 : tiles > 8 ? 8 : tiles;
+    const int64_t gx = (n_tiles + tiles - 1) / tiles, gy = s.n_tasks();
+    if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
+    mean_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
+        s, iq, iq_stride, kmean, sink, static_cast<int>(tiles), est);
+    return cudaGetLastError();
+}
+
+int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -196,16 +356,66 @@ cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stri
     if (!iq || !scores || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size ||
         iq_stride < static_cast<int64_t>(s.n_kv_head) * keys.head_dim)
         return cudaErrorInvalidValue;
-    const bool d128 = keys.head_dim == 128, b128 = s.block_size == 128;
-    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, sink, scores, stream);
-    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, sink, scores, stream);
-    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, sink, scores, stream);
-    return launch_index<64, 64>(s, iq, iq_stride, keys, sink, scores, stream);
+    return index_dispatch(s, iq, iq_stride, keys, sink, nullptr, 0, scores, stream);
 }
 
 cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream) {
     if (!shape_ok(s)) return cudaErrorInvalidValue;
     return topk_rows(scores, s.n_tasks(), s.n_kv_blocks(), top_k, /*by_index=*/true, sel, nullptr, stream);
+}
+
+cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int64_t b1, int64_t n_kv,
+                          uint16_t* kmean, cudaStream_t stream) {
+    if (!kmean || !view_ok(keys) || n_kv_head <= 0 || b0 < 0 || b1 < b0 || n_kv < 0 ||
+        (b1 > b0 && (b1 - 1) * keys.block_size >= n_kv) || b1 - b0 > INT32_MAX || n_kv_head > 65535)
+        return cudaErrorInvalidValue;
+    if (b1 == b0) return cudaSuccess;
+    key_means_kernel<<<dim3(static_cast<unsigned>(b1 - b0), static_cast<unsigned>(n_kv_head)), keys.head_dim, 0,
+                       stream>>>(keys, n_kv_head, b0, n_kv, kmean);
+    return cudaGetLastError();
+}
+
+cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
+                            float* est, cudaStream_t stream) {
+    if (!iq || !kmean || !est || !shape_ok(s) || iq_stride < static_cast<int64_t>(s.n_kv_head) * s.head_dim ||
+        (reinterpret_cast<uintptr_t>(kmean) % 16) != 0)
+        return cudaErrorInvalidValue;
+    const bool d128 = s.head_dim == 128, b128 = s.block_size == 128;
+    if (d128 && b128) return launch_mean_scores<128, 128>(s, iq, iq_stride, kmean, sink, est, stream);
+    if (d128) return launch_mean_scores<128, 64>(s, iq, iq_stride, kmean, sink, est, stream);
+    if (b128) return launch_mean_scores<64, 128>(s, iq, iq_stride, kmean, sink, est, stream);
+    return launch_mean_scores<64, 64>(s, iq, iq_stride, kmean, sink, est, stream);
+}
+
+// Workspace layout: shortlist int32 (n_tasks, n_cand) | chosen candidates int32 (n_tasks, top_k) |
+// estimates f32 (n_tasks, n_kv_blocks) | candidate scores f32 (n_tasks, n_cand), each 256-aligned.
+int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k) {
+    const int64_t t = s.n_tasks();
+    return align256(t * n_cand * 4) + align256(t * top_k * 4) + align256(t * s.n_kv_blocks() * 4) +
+           align256(t * n_cand * 4);
+}
+
+cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
+                              const uint16_t* kmean, bool sink, int n_cand, int top_k, int32_t* sel, void* workspace,
+                              int64_t workspace_bytes, cudaStream_t stream) {
+    if (!sel || !workspace || !iq || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size ||
+        keys.head_dim != s.head_dim || top_k < 1 || n_cand < top_k || n_cand > kMaxTopK ||
+        workspace_bytes < msa_hybrid_workspace_bytes(s, n_cand, top_k))
+        return cudaErrorInvalidValue;
+    const int64_t t = s.n_tasks();
+    char* w = static_cast<char*>(workspace);
+    int32_t* cand = reinterpret_cast<int32_t*>(w);
+    int32_t* csel = reinterpret_cast<int32_t*>(w + align256(t * n_cand * 4));
+    float* est = reinterpret_cast<float*>(w + align256(t * n_cand * 4) + align256(t * top_k * 4));
+    float* cscores = est + align256(t * s.n_kv_blocks() * 4) / 4;
+    cudaError_t e = msa_mean_scores(s, iq, iq_stride, kmean, sink, est, stream);
+    if (e == cudaSuccess) e = topk_rows(est, t, s.n_kv_blocks(), n_cand, /*by_index=*/true, cand, nullptr, stream);
+    if (e == cudaSuccess) e = index_dispatch(s, iq, iq_stride, keys, sink, cand, n_cand, cscores, stream);
+    // The shortlist is ascending, so candidates chosen in index order are blocks in ascending order.
+    if (e == cudaSuccess) e = topk_rows(cscores, t, n_cand, top_k, /*by_index=*/true, csel, nullptr, stream);
+    if (e != cudaSuccess) return e;
+    gather_selection_kernel<<<elem_grid(t * top_k), 256, 0, stream>>>(cand, n_cand, csel, t, top_k, sel);
+    return cudaGetLastError();
 }
 
 cudaError_t msa_select_all(const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream) {

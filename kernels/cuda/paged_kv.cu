@@ -27,7 +27,9 @@ std::unique_ptr<PagedKvCache> PagedKvCache::create(const Config& c, std::string*
         !ok(cudaMalloc(&p->tables_, static_cast<size_t>(c.n_layer) * c.max_blocks * sizeof(int32_t)),
             "cudaMalloc (block tables)", error) ||
         !ok(cudaMemset(p->tables_, 0xff, static_cast<size_t>(c.n_layer) * c.max_blocks * sizeof(int32_t)),
-            "cudaMemset (block tables)", error))
+            "cudaMemset (block tables)", error) ||
+        !ok(cudaMalloc(&p->kmean_, static_cast<size_t>(c.n_layer) * p->kmean_elems() * 2), "cudaMalloc (mean keys)",
+            error))
         return nullptr;
     if (c.host_blocks > 0 &&
         !ok(cudaHostAlloc(&p->host_pool_, static_cast<size_t>(c.host_blocks) * p->block_elems() * 2 * 2,
@@ -50,6 +52,7 @@ PagedKvCache::~PagedKvCache() {
     cudaFree(k_pool_);
     cudaFree(v_pool_);
     cudaFree(tables_);
+    cudaFree(kmean_);
     if (host_pool_) cudaFreeHost(host_pool_);
 }
 
@@ -144,6 +147,9 @@ bool PagedKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, co
     }
     if (fresh && !upload_table(layer, b0, b1 + 1, stream, error)) return false;
     if (!ok(write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
+    if (!ok(msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
+            "msa_key_means", error))
+        return false;
     return ok(write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
 }
 

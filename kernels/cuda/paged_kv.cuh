@@ -45,7 +45,9 @@ public:
     const Config& config() const { return cfg_; }
 
     // Writes K and V rows (n, n_kv_head, head_dim) f32 (device) for positions [pos0, pos0 + n) of
-    // `layer`, first giving physical blocks to the logical blocks they touch (fetching offloaded ones).
+    // `layer`, first giving physical blocks to the logical blocks they touch (fetching offloaded ones),
+    // and updates the mean keys of those blocks (over their tokens before pos0 + n: appends go in
+    // position order).
     bool append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
                 std::string* error);
 
@@ -60,6 +62,10 @@ public:
 
     PagedView k_view(int layer) const;
     PagedView v_view(int layer) const;
+    // The layer's mean keys (max_blocks, n_kv_head, head_dim) bf16 (msa.cuh's kmean, for
+    // msa_hybrid_select). They stay on the device when a block goes to the host tier, so the index
+    // can rank offloaded blocks without fetching them.
+    const uint16_t* key_means(int layer) const { return kmean_ + layer * kmean_elems(); }
 
 private:
     struct Pending {
@@ -68,6 +74,7 @@ private:
     };
     explicit PagedKvCache(const Config& c) : cfg_(c) {}
     int64_t block_elems() const;
+    int64_t kmean_elems() const { return cfg_.max_blocks * cfg_.n_kv_head * cfg_.head_dim; }
     bool take_device_block(int64_t* phys, std::string* error);
     bool take_host_slot(int64_t* slot, std::string* error);
     bool push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error);
@@ -80,6 +87,7 @@ private:
     uint16_t* v_pool_ = nullptr;
     uint16_t* host_pool_ = nullptr;  // pinned: per slot, K block then V block
     int32_t* tables_ = nullptr;      // device (n_layer, max_blocks)
+    uint16_t* kmean_ = nullptr;      // device (n_layer, max_blocks, n_kv_head, head_dim) bf16
     std::vector<int32_t> dev_of_;    // host mirror of tables_: physical block or -1
     std::vector<int64_t> host_of_;   // (n_layer, max_blocks): host slot or -1
     std::vector<int64_t> free_dev_, free_host_;

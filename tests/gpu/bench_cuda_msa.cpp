@@ -5,6 +5,9 @@
 //   prefill: the last 4,096 queries of an N-token context (one prefill chunk at the far end,
 //            where a chunk costs the most), pos0 = N - 4096;
 //   decode:  one query at position N - 1 (split-K over the 16 selected blocks).
+// Two index branches: the exact one (msa_index_scores over every key, then msa_select) and the
+// hybrid (msa_hybrid_select: mean keys rank the blocks, a shortlist of 61 = 4 x 15 + the local
+// block is scored exactly; its time includes the group mean and refreshing the call's mean keys).
 // Then SmolLM2 tokens/s end to end (device runner vs CPU session). Prints the table last. Exits 0 with a message when no device is usable.
 //
 // usage: bench_cuda_msa [--sdpa FILE] [--sizes 32768,131072,1048576] [--budget-s 240]
@@ -111,7 +114,10 @@ struct Row {
     double index_ms = 0, topk_ms = 0, attn_ms = 0;
     double index_rate = 0;  // TFLOP/s (prefill) or GB/s (decode)
     double attn_rate = 0;   // TFLOP/s (prefill) or GB/s (decode)
+    double hybrid_ms = 0;   // the hybrid index branch, selection included
 };
+
+constexpr int kHybridCand = 61;  // 4 x (top-16 - the local block) + the local block: the CPU's hybrid4
 
 void run_size(int64_t N, cudaStream_t st, std::vector<Row>& rows) {
     sl::cuda::PagedKvCache::Config cfg;
@@ -167,6 +173,19 @@ void run_size(int64_t N, cudaStream_t st, std::vector<Row>& rows) {
         r.attn_ms = time_ms(st, reps, [&] {
             CK(sl::cuda::msa_sparse_attention(s, q, out, scale, sel, kTopK, kv, vv, splits, ws, ws_n, st));
         });
+        {
+            const int64_t hws = sl::cuda::msa_hybrid_workspace_bytes(s, kHybridCand, kTopK);
+            char* hw = dev_alloc<char>(static_cast<size_t>(hws));
+            uint16_t* km = dev_alloc<uint16_t>(static_cast<size_t>(s.n_kv_blocks()) * kKvHeads * kDim);
+            r.hybrid_ms = time_ms(st, reps, [&] {
+                CK(sl::cuda::msa_group_mean(q, s, iq, st));
+                CK(sl::cuda::msa_key_means(kv, kKvHeads, s.first_qblock(), s.n_kv_blocks(), N, km, st));
+                CK(sl::cuda::msa_hybrid_select(s, iq, static_cast<int64_t>(kKvHeads) * kDim, kv, cache->key_means(0),
+                                               false, kHybridCand, kTopK, sel, hw, hws, st));
+            });
+            cudaFree(hw);
+            cudaFree(km);
+        }
         // Work: the indexer scores B rows per query block against every visible key block (b < qb);
         // the sparse branch multiplies every row with top_k blocks of keys (QK and PV: 4 D flops).
         double idx_flops = 0;
@@ -324,6 +343,19 @@ int main(int argc, char** argv) {
                                     : fmt("%.1f TFLOP/s", r.attn_rate) + fmt(" (%.0f%% GEMM)", 100 * r.attn_rate / c.gemm_tflops);
         std::printf("| %lldK | %s | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s |\n", static_cast<long long>(r.n / 1024),
                     r.phase.c_str(), total, r.index_ms, r.topk_ms, r.attn_ms, idx.c_str(), att.c_str(),
+                    it == sdpa.end() ? "n/a" : fmt("%.3f", it->second).c_str(),
+                    it == sdpa.end() ? "n/a" : fmt("%.1fx", it->second / total).c_str());
+    }
+    std::printf("\nHybrid index (mean keys, shortlist of %d, exact block-max on the shortlist) + the same sparse branch\n",
+                kHybridCand);
+    std::printf("| N | phase | hybrid index ms | sparse ms | MSA hybrid ms | exact-index MSA ms | SDPA flash ms | hybrid speed-up |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (const Row& r : rows) {
+        const bool dec = r.phase == "decode";
+        const double total = r.hybrid_ms + r.attn_ms;
+        const auto it = sdpa.find((dec ? "decode " : "prefill ") + std::to_string(r.n));
+        std::printf("| %lldK | %s | %.3f | %.3f | %.3f | %.3f | %s | %s |\n", static_cast<long long>(r.n / 1024),
+                    r.phase.c_str(), r.hybrid_ms, r.attn_ms, total, r.index_ms + r.topk_ms + r.attn_ms,
                     it == sdpa.end() ? "n/a" : fmt("%.3f", it->second).c_str(),
                     it == sdpa.end() ? "n/a" : fmt("%.1fx", it->second / total).c_str());
     }

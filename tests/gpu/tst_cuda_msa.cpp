@@ -2,7 +2,8 @@
 // kernels/cpu primitives (ref::max_dot for block scores, ref::dot_rows_f32 + softmax +
 // ref::accumulate_rows_f32 for attention), on fresh random caches of odd lengths, unaligned
 // call starts, GQA groups, both head dims and block sizes, prefill and split-K decode, with blocks
-// moved through the pinned host tier. Skips without a device.
+// moved through the pinned host tier; the hybrid index (mean keys, estimates, shortlist, exact
+// re-ranking) against host references. Skips without a device.
 #include <QTest>
 
 #include <algorithm>
@@ -30,6 +31,7 @@ private Q_SLOTS:
     void prefillMatchesReference();
     void decodeSplitKMatchesReference();
     void denseSelectionIsEveryVisibleBlock();
+    void hybridSelection();
 };
 
 #if SIGHTLINE_HAVE_CUDA
@@ -253,6 +255,150 @@ void check_pipeline(Fixture& f, int top_k, bool sink, int n_splits) {
     QVERIFY2(err < 1e-2, "sparse attention");
 }
 
+// The hybrid index on `f` against host references: the cache's mean keys within bf16 rounding,
+// the estimates by normalized error (forced entries exactly), the shortlist = the n_cand best
+// estimates and the selection = the top_k best exact block scores of the shortlist (both up to
+// near-ties), and with a shortlist of every block exactly msa_select over msa_index_scores.
+void check_hybrid(Fixture& f, int n_cand, int top_k, bool sink) {
+    const auto& s = f.s;
+    const int64_t nb = s.n_kv_blocks(), B = s.block_size, T = s.n_tasks();
+    const int D = s.head_dim, H = s.n_kv_head;
+    const int64_t stride = static_cast<int64_t>(H) * D;
+    DevBuf<float> dq(f.q), diq(static_cast<size_t>(s.n_q) * H * D), dest(static_cast<size_t>(T * nb));
+    QVERIFY(dq.ok() && diq.ok() && dest.ok());
+    CUDA_OK(sl::cuda::msa_group_mean(dq.get(), s, diq.get(), nullptr));
+    const auto iq = bf16_round(diq.download());
+
+    // Mean keys as the cache keeps them (filled in random chunks, blocks moved through the host).
+    std::vector<uint16_t> km(static_cast<size_t>(nb * H * D));
+    CUDA_OK(cudaMemcpy(km.data(), f.cache->key_means(0), km.size() * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> kmf(km.size());
+    for (int64_t b = 0; b < nb; ++b)
+        for (int h = 0; h < H; ++h)
+            for (int i = 0; i < D; ++i) {
+                const int64_t t1 = std::min((b + 1) * B, s.n_kv());
+                double acc = 0;
+                for (int64_t t = b * B; t < t1; ++t) acc += f.k[static_cast<size_t>((t * H + h) * D + i)];
+                const double want = acc / static_cast<double>(t1 - b * B);
+                const size_t e = static_cast<size_t>((b * H + h) * D + i);
+                kmf[e] = kc::bf16_to_f32(km[e]);
+                if (std::abs(kmf[e] - want) > 4e-3 * std::abs(want) + 1e-6)
+                    QFAIL(qPrintable(QStringLiteral("mean key of block %1 head %2 dim %3: %4, want %5")
+                                         .arg(b).arg(h).arg(i).arg(kmf[e]).arg(want)));
+            }
+
+    // Estimates.
+    CUDA_OK(sl::cuda::msa_mean_scores(s, diq.get(), stride, f.cache->key_means(0), sink, dest.get(), nullptr));
+    const auto est = dest.download();
+    std::vector<double> est_ref(est.size());
+    std::vector<float> got_f, want_f;
+    for (int64_t task = 0; task < T; ++task) {
+        const int g = static_cast<int>(task % H);
+        const int64_t qb = s.first_qblock() + task / H;
+        const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+        for (int64_t b = 0; b < nb; ++b) {
+            const size_t e = static_cast<size_t>(task * nb + b);
+            double want;
+            if (b == qb) want = INFINITY;
+            else if (sink && b == 0 && qb != 0) want = FLT_MAX;
+            else if (b > qb) want = -INFINITY;
+            else {
+                want = -INFINITY;
+                for (int64_t t = t0; t < t1; ++t) {
+                    double d = 0;
+                    for (int i = 0; i < D; ++i)
+                        d += static_cast<double>(iq[static_cast<size_t>((t * H + g) * D + i)]) *
+                             kmf[static_cast<size_t>((b * H + g) * D + i)];
+                    want = std::max(want, d);
+                }
+                got_f.push_back(est[e]);
+                want_f.push_back(static_cast<float>(want));
+            }
+            est_ref[e] = want;
+            if (!std::isfinite(want) || want == FLT_MAX) QCOMPARE(static_cast<double>(est[e]), want);
+        }
+    }
+    if (!want_f.empty())
+        QVERIFY2(sl::test::normalized_error(got_f.data(), want_f.data(), want_f.size()) < 1e-5, "estimates");
+
+    // The hybrid selection and its shortlist.
+    const int64_t ws_bytes = sl::cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k);
+    DevBuf<char> dws(static_cast<size_t>(ws_bytes));
+    DevBuf<int32_t> dsel(static_cast<size_t>(T * top_k));
+    QVERIFY(dws.ok() && dsel.ok());
+    CUDA_OK(sl::cuda::msa_hybrid_select(s, diq.get(), stride, f.cache->k_view(0), f.cache->key_means(0), sink, n_cand,
+                                        top_k, dsel.get(), dws.get(), ws_bytes, nullptr));
+    const auto sel = dsel.download();
+    std::vector<int32_t> cand(static_cast<size_t>(T * n_cand));
+    CUDA_OK(cudaMemcpy(cand.data(), dws.get(), cand.size() * 4, cudaMemcpyDeviceToHost));
+    const auto exact = reference_scores(f, iq, sink);
+    double scale_est = 0, scale_exact = 0;
+    for (size_t i = 0; i < exact.size(); ++i) {
+        if (std::isfinite(exact[i]) && exact[i] != FLT_MAX)
+            scale_exact = std::max(scale_exact, std::abs(static_cast<double>(exact[i])));
+        if (std::isfinite(est_ref[i]) && est_ref[i] != FLT_MAX) scale_est = std::max(scale_est, std::abs(est_ref[i]));
+    }
+    const double tol_est = 1e-4 * scale_est, tol_exact = 1e-4 * scale_exact;
+    int64_t shortlisted_blocks = 0;
+    for (int64_t task = 0; task < T; ++task) {
+        const int64_t qb = s.first_qblock() + task / H;
+        auto forced = [&](int64_t b) { return b == qb || (sink && b == 0); };
+        const std::vector<int32_t> c(cand.begin() + task * n_cand, cand.begin() + (task + 1) * n_cand);
+        const std::vector<int32_t> r(sel.begin() + task * top_k, sel.begin() + (task + 1) * top_k);
+        const int n_valid_c = static_cast<int>(std::count_if(c.begin(), c.end(), [](int32_t b) { return b >= 0; }));
+        QCOMPARE(n_valid_c, static_cast<int>(std::min<int64_t>(n_cand, qb + 1)));
+        QVERIFY(std::is_sorted(c.begin(), c.begin() + n_valid_c));
+        QVERIFY(std::find(c.begin(), c.end(), static_cast<int32_t>(qb)) != c.end());
+        if (sink && qb > 0 && n_cand >= 2) QCOMPARE(c[0], 0);
+        shortlisted_blocks += n_valid_c;
+        double min_in = INFINITY, max_out = -INFINITY;
+        for (int64_t b = 0; b <= qb; ++b) {
+            if (forced(b)) continue;
+            const double v = est_ref[static_cast<size_t>(task * nb + b)];
+            if (std::find(c.begin(), c.end(), static_cast<int32_t>(b)) != c.end()) min_in = std::min(min_in, v);
+            else max_out = std::max(max_out, v);
+        }
+        if (!(max_out <= min_in + tol_est))
+            QFAIL(qPrintable(QStringLiteral("task %1: a block left off the shortlist estimates %2 > %3")
+                                 .arg(task).arg(max_out).arg(min_in)));
+        const int n_valid_r = static_cast<int>(std::count_if(r.begin(), r.end(), [](int32_t b) { return b >= 0; }));
+        QCOMPARE(n_valid_r, std::min(top_k, n_valid_c));
+        QVERIFY(std::is_sorted(r.begin(), r.begin() + n_valid_r));
+        QVERIFY(std::find(r.begin(), r.end(), static_cast<int32_t>(qb)) != r.end());
+        double min_sel = INFINITY, max_unsel = -INFINITY;
+        for (int j = 0; j < n_valid_c; ++j) {
+            const int32_t b = c[static_cast<size_t>(j)];
+            if (forced(b)) continue;
+            const double v = exact[static_cast<size_t>(task * nb + b)];
+            if (std::find(r.begin(), r.end(), b) != r.end()) min_sel = std::min(min_sel, v);
+            else max_unsel = std::max(max_unsel, v);
+        }
+        for (int j = 0; j < n_valid_r; ++j)
+            QVERIFY(std::find(c.begin(), c.end(), r[static_cast<size_t>(j)]) != c.end());
+        if (!(max_unsel <= min_sel + tol_exact))
+            QFAIL(qPrintable(QStringLiteral("task %1: a shortlisted block left out scores %2 > %3")
+                                 .arg(task).arg(max_unsel).arg(min_sel)));
+    }
+    qInfo("hybrid n_q %d pos0 %lld blocks %lld D %d B %d shortlist %d top_k %d sink %d: %.1f blocks shortlisted per task",
+          s.n_q, static_cast<long long>(s.pos0), static_cast<long long>(nb), D, s.block_size, n_cand, top_k,
+          sink ? 1 : 0, static_cast<double>(shortlisted_blocks) / static_cast<double>(T));
+
+    // A shortlist of every block: the exact path's selection, id for id.
+    if (nb >= top_k && nb <= 64) {  // 64: the most msa_hybrid_select shortlists
+        const int all = static_cast<int>(nb);
+        const int64_t ws_all = sl::cuda::msa_hybrid_workspace_bytes(s, all, top_k);
+        DevBuf<char> dws_all(static_cast<size_t>(ws_all));
+        DevBuf<float> dscores(static_cast<size_t>(T * nb));
+        DevBuf<int32_t> dsel_exact(static_cast<size_t>(T * top_k));
+        QVERIFY(dws_all.ok() && dscores.ok() && dsel_exact.ok());
+        CUDA_OK(sl::cuda::msa_hybrid_select(s, diq.get(), stride, f.cache->k_view(0), f.cache->key_means(0), sink, all,
+                                            top_k, dsel.get(), dws_all.get(), ws_all, nullptr));
+        CUDA_OK(sl::cuda::msa_index_scores(s, diq.get(), stride, f.cache->k_view(0), sink, dscores.get(), nullptr));
+        CUDA_OK(sl::cuda::msa_select(dscores.get(), s, top_k, dsel_exact.get(), nullptr));
+        QCOMPARE(dsel.download(), dsel_exact.download());
+    }
+}
+
 }  // namespace
 
 // Query-block bookkeeping, and shapes the kernels refuse before touching the device (so this runs
@@ -312,10 +458,43 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     odd = v;
     odd.head_stride = 100;  // heads overlap within a block
     QVERIFY(refused(sl::cuda::write_paged(odd, 4, fake_f, 0, 1, nullptr)));
+    // Hybrid index: workspace arithmetic (4 pieces, each 256-aligned) and refusals.
+    QCOMPARE(sl::cuda::msa_hybrid_workspace_bytes(s, 8, 4), int64_t{4 * 256});
+    alignas(16) static char fake_ws[4096];
+    QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 65, 16, fake_sel, fake_ws, 4096,
+                                                nullptr)));  // shortlist > 64
+    QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 8, 9, fake_sel, fake_ws, 4096,
+                                                nullptr)));  // top_k > shortlist
+    QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 8, 4, fake_sel, fake_ws, 1000,
+                                                nullptr)));  // workspace too small
+    QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv + 1, false, fake_f, nullptr)));  // unaligned
+    QVERIFY(refused(sl::cuda::msa_key_means(v, 4, 0, 5, 500, fake_kv, nullptr)));  // block 4 is past 500 tokens
     sl::cuda::PagedKvCache::Config c;  // no heads: refused without allocating
     std::string error;
     QVERIFY(!sl::cuda::PagedKvCache::create(c, &error));
     QVERIFY(error.find("bad configuration") != std::string::npos);
+}
+
+void TstCudaMsa::hybridSelection() {
+    REQUIRE_CUDA_DEVICE();
+    struct Case {
+        int blocks_lo, blocks_hi, n_q_lo, n_q_hi, kv_heads, G, D, B, n_cand, top_k;
+    };
+    // Long enough that the shortlist leaves blocks out; prefill and decode; both dims and block
+    // sizes; and short contexts whose shortlist holds every block (checked against the exact path).
+    const Case cases[] = {{90, 110, 100, 300, 2, 3, 64, 64, 24, 8}, {70, 90, 60, 200, 2, 2, 128, 128, 40, 16},
+                          {70, 90, 1, 1, 4, 4, 128, 128, 40, 16},   {150, 170, 1, 1, 3, 3, 64, 64, 64, 16},
+                          {12, 30, 30, 150, 2, 3, 64, 64, 64, 8},   {12, 30, 1, 1, 2, 2, 128, 128, 64, 6}};
+    for (const Case& c : cases)
+        for (const bool sink : {false, true}) {
+            Fixture f;
+            std::string error;
+            const int64_t pos0 = static_cast<int64_t>(uniform(c.blocks_lo, c.blocks_hi)) * c.B - uniform(0, c.B - 1);
+            QVERIFY2(make_fixture(f, pos0, uniform(c.n_q_lo, c.n_q_hi), c.kv_heads, c.G, c.D, c.B, &error),
+                     error.c_str());
+            check_hybrid(f, c.n_cand, c.top_k, sink);
+            if (QTest::currentTestFailed()) return;
+        }
 }
 
 void TstCudaMsa::pagedCacheRoundTrip() {
@@ -407,6 +586,7 @@ void TstCudaMsa::denseSelectionIsEveryVisibleBlock() {
 void TstCudaMsa::shapeArithmeticAndRefusals() { QSKIP("built without CUDA"); }
 void TstCudaMsa::denseSelectionIsEveryVisibleBlock() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::pagedCacheRoundTrip() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::hybridSelection() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::prefillMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::decodeSplitKMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 #endif

@@ -146,6 +146,37 @@ void TstCudaOps::softmaxRows() {
 
 void TstCudaOps::topkRows() {
     REQUIRE_CUDA_DEVICE();
+    // Every row of x (rows, n) against a stable sort on the host, for k 1, 16, 64 and both orders.
+    auto check = [](const std::vector<float>& x, int rows, int n, const char* what) {
+        DevBuf<float> dx(x);
+        for (int k : {1, 16, 64}) {
+            for (bool by_index : {false, true}) {
+                DevBuf<int32_t> di(static_cast<size_t>(rows) * k);
+                DevBuf<float> dv(static_cast<size_t>(rows) * k);
+                QVERIFY(dx.ok() && di.ok() && dv.ok());
+                CUDA_OK(sl::cuda::topk_rows(dx.get(), rows, n, k, by_index, di.get(), dv.get(), nullptr));
+                const auto idx = di.download();
+                const auto val = dv.download();
+                for (int r = 0; r < rows; ++r) {
+                    const float* xr = x.data() + static_cast<size_t>(r) * n;
+                    std::vector<int> order;
+                    for (int i = 0; i < n; ++i)
+                        if (!std::isnan(xr[i]) && xr[i] != -INFINITY) order.push_back(i);
+                    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return xr[a] > xr[b]; });
+                    order.resize(static_cast<size_t>(std::min<int>(k, static_cast<int>(order.size()))));
+                    if (by_index) std::sort(order.begin(), order.end());
+                    for (int j = 0; j < k; ++j) {
+                        const int want = j < static_cast<int>(order.size()) ? order[static_cast<size_t>(j)] : -1;
+                        if (idx[static_cast<size_t>(r) * k + j] != want)
+                            QFAIL(qPrintable(QStringLiteral("%1: k %2 by_index %3 row %4 entry %5: index %6, want %7")
+                                                 .arg(what).arg(k).arg(by_index).arg(r).arg(j)
+                                                 .arg(idx[static_cast<size_t>(r) * k + j]).arg(want)));
+                        if (want >= 0) QCOMPARE(val[static_cast<size_t>(r) * k + j], xr[want]);
+                    }
+                }
+            }
+        }
+    };
     const int rows = odd(3, 9), n = odd(1001, 49153);
     auto x = random_floats(static_cast<size_t>(rows) * n, -5, 5);
     // Ties, -inf and NaN: ties go to the lower index, -inf / NaN are never chosen.
@@ -155,30 +186,20 @@ void TstCudaOps::topkRows() {
         xr[3] = -INFINITY;
         xr[5] = NAN;
     }
-    DevBuf<float> dx(x);
-    for (int k : {1, 16, 64}) {
-        for (bool by_index : {false, true}) {
-            DevBuf<int32_t> di(static_cast<size_t>(rows) * k);
-            DevBuf<float> dv(static_cast<size_t>(rows) * k);
-            QVERIFY(dx.ok() && di.ok() && dv.ok());
-            CUDA_OK(sl::cuda::topk_rows(dx.get(), rows, n, k, by_index, di.get(), dv.get(), nullptr));
-            const auto idx = di.download();
-            const auto val = dv.download();
-            for (int r = 0; r < rows; ++r) {
-                const float* xr = x.data() + static_cast<size_t>(r) * n;
-                std::vector<int> order;
-                for (int i = 0; i < n; ++i)
-                    if (!std::isnan(xr[i]) && xr[i] != -INFINITY) order.push_back(i);
-                std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return xr[a] > xr[b]; });
-                order.resize(k);
-                if (by_index) std::sort(order.begin(), order.end());
-                for (int j = 0; j < k; ++j) {
-                    QCOMPARE(idx[static_cast<size_t>(r) * k + j], order[j]);
-                    QCOMPARE(val[static_cast<size_t>(r) * k + j], xr[order[j]]);
-                }
-            }
-        }
+    check(x, rows, n, "uniform");
+    if (QTest::currentTestFailed()) return;
+    // Mostly ties: a handful of values (+inf, +0 and -0, which tie, negatives), so the k-th best
+    // value is shared by many entries and the lowest indices among them must be taken.
+    const float levels[] = {INFINITY, 2.0f, 1.0f, 0.0f, -0.0f, -1.0f, -INFINITY, NAN};
+    const int rows2 = odd(3, 7), n2 = odd(301, 9001);
+    std::vector<float> t(static_cast<size_t>(rows2) * n2);
+    std::uniform_int_distribution<int> pick(0, 7), rare(0, 99);
+    for (size_t i = 0; i < t.size(); ++i) {
+        const int l = pick(sl::test::rng());
+        t[i] = levels[l < 2 && rare(sl::test::rng()) > 2 ? 3 : l];  // +inf and 2 are rare
     }
+    check(t, rows2, n2, "ties");
+    if (QTest::currentTestFailed()) return;
     // A row with fewer candidates than k pads with -1.
     std::vector<float> few(100, -INFINITY);
     few[42] = 1.0f;
