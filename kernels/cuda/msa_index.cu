@@ -30,25 +30,44 @@ __global__ void group_mean_kernel(const float* q, int64_t n_q, int n_head, int n
     }
 }
 
+// How a CTA's warps share a query block's score tiles: R row tiles of 16 rows hold its queries
+// (rows past them would only repeat the first query), and the 8 warps split into S = 8 / R slices,
+// warp w taking row tile w % R and the column tiles nt = w / R, + S, ... (decode: one row tile, so
+// all 8 warps share the columns rather than one warp doing them all). Warps w >= R * S sit out.
+struct WarpRows {
+    int R, S, row_tile, slice;
+    bool active;
+};
+
+__device__ __forceinline__ WarpRows warp_rows(int nq, int B) {
+    WarpRows w;
+    const int rows = nq < B ? nq : B;
+    w.R = (rows + 15) / 16;
+    w.S = kIndexWarps / w.R;
+    const int warp = threadIdx.x >> 5;
+    w.row_tile = warp % w.R;
+    w.slice = warp / w.R;
+    w.active = warp < w.R * w.S;
+    return w;
+}
+
 // Stages a query block's index rows (task group g, call rows [t_begin, t_begin + nq)) as bf16 in
-// `tile` (B rows of pitch D + 8; rows past nq repeat the first query, which leaves every max
-// unchanged) and loads this warp's A fragments (rows warp*16 .. +15). Returns whether the warp's
-// row tile holds a query: tiles past the block's queries only repeat its first, so they sit out
-// (decode has one). Ends with the tile still holding the rows (callers sync before reusing it).
+// `tile` (its first wr.R * 16 rows, pitch D + 8; rows past nq repeat the first query, which leaves
+// every max unchanged) and loads this warp's A fragments (row tile wr.row_tile). Ends with the tile
+// still holding the rows (callers sync before reusing it).
 template <int D, int B>
-__device__ bool stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t iq_stride, int g, int64_t t_begin,
-                                 int nq, uint32_t (&qa)[D / 16][4]) {
+__device__ void stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t iq_stride, int g, int64_t t_begin,
+                                 int nq, const WarpRows& wr, uint32_t (&qa)[D / 16][4]) {
     constexpr int LD = D + 8;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-    for (int idx = threadIdx.x; idx < B * D; idx += blockDim.x) {
+    const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    for (int idx = threadIdx.x; idx < wr.R * 16 * D; idx += blockDim.x) {
         const int r = idx / D, i = idx % D;
         const int64_t t = t_begin + (r < nq ? r : 0);
         tile[r * LD + i] = __float2bfloat16_rn(iq[t * iq_stride + static_cast<int64_t>(g) * D + i]);
     }
     __syncthreads();
-    const bool has_rows = warp * 16 < (nq < B ? nq : B);
-    if (has_rows) {
-        const __nv_bfloat16* r0 = tile + (warp * 16 + gid) * LD + 2 * tig;
+    if (wr.active) {
+        const __nv_bfloat16* r0 = tile + (wr.row_tile * 16 + gid) * LD + 2 * tig;
         const __nv_bfloat16* r8 = r0 + 8 * LD;
 #pragma unroll
         for (int kc = 0; kc < D / 16; ++kc) {
@@ -58,11 +77,10 @@ __device__ bool stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t i
             qa[kc][3] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16 + 8);
         }
     }
-    return has_rows;
 }
 
-// Scores entries [blockIdx.x * kBlocksPerCta, +kBlocksPerCta) for task blockIdx.y: KV block j, or
-// with `cand` the block cand[task * n_cand + j] (-1: padding, scores -inf). The query
+// Scores entries [blockIdx.x * per_cta, +per_cta) for task blockIdx.y: KV block j, or with `cand`
+// the block cand[task * n_cand + j] (-1: padding, scores -inf). The query
 // block's rows (B of them; rows past the block's queries repeat its first query, which leaves every
 // max unchanged) live as bf16 A fragments in registers, one 16-row tile per warp; each KV block's
 // keys are staged in shared memory and every warp takes the max of its 16 x B score tile (warps whose
@@ -70,7 +88,7 @@ __device__ bool stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t i
 template <int D, int B>
 __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
                                                                      PagedView keys, bool sink, const int32_t* cand,
-                                                                     int n_cand, float* scores) {
+                                                                     int n_cand, int per_cta, float* scores) {
     constexpr int LD = D + 8;  // bf16 row pitch of the staging tile: conflict-free fragment loads
     constexpr int KC = D / 16;
     __shared__ __align__(16) __nv_bfloat16 tile[B * LD];
@@ -84,8 +102,8 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     const int64_t t_end = ((qb + 1) * B < s.n_kv() ? (qb + 1) * B : s.n_kv()) - s.pos0;
     const int nq = static_cast<int>(t_end - t_begin);
     const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
-    const int64_t j_begin = static_cast<int64_t>(blockIdx.x) * kBlocksPerCta;
-    const int64_t j_end = j_begin + kBlocksPerCta < n_out ? j_begin + kBlocksPerCta : n_out;
+    const int64_t j_begin = static_cast<int64_t>(blockIdx.x) * per_cta;
+    const int64_t j_end = j_begin + per_cta < n_out ? j_begin + per_cta : n_out;
     float* out = scores + task * n_out;
     const int32_t* task_cand = cand ? cand + task * n_cand : nullptr;
     auto block_of = [&](int64_t j) -> int64_t { return task_cand ? task_cand[j] : j; };
@@ -101,7 +119,8 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     if (!any_scored) return;  // uniform over the CTA
 
     uint32_t qa[KC][4];
-    const bool has_rows = stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, qa);
+    const WarpRows wr = warp_rows(nq, B);
+    stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, wr, qa);
 
     const uint16_t* head_base = keys.base + static_cast<int64_t>(g) * keys.head_stride;
     for (int64_t j = j_begin; j < j_end; ++j) {
@@ -121,9 +140,9 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
         }
         __syncthreads();
         float mx = -INFINITY;
-        if (has_rows) {
+        if (wr.active) {
 #pragma unroll 2
-            for (int nt = 0; nt < B / 8; ++nt) {
+            for (int nt = wr.slice; nt < B / 8; nt += wr.S) {
                 float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                 const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
 #pragma unroll
@@ -162,22 +181,32 @@ __global__ void write_paged_kernel(PagedView dst, int n_heads, const float* rows
     }
 }
 
-// kmean of block b0 + blockIdx.x, head blockIdx.y: thread i sums dim i over the block's tokens
-// present (coalesced across the threads of each key row), f32, then rounds the mean to bf16.
-__global__ void key_means_kernel(PagedView keys, int n_kv_head, int64_t b0, int64_t n_kv, uint16_t* kmean) {
+// kmean of block b0 + blockIdx.x, head blockIdx.y, 256 threads: thread t sums dim t % D over the
+// tokens t / D, + 256 / D, ... of the block (coalesced across the threads of each key row; each
+// thread's loads independent, so they overlap), f32; the partial sums meet in shared memory and
+// the mean is rounded to bf16.
+constexpr int kMeanThreads = 256;
+__global__ void __launch_bounds__(kMeanThreads) key_means_kernel(PagedView keys, int n_kv_head, int64_t b0,
+                                                                 int64_t n_kv, uint16_t* kmean) {
+    __shared__ float part[kMeanThreads];
     const int64_t b = b0 + blockIdx.x;
     const int h = static_cast<int>(blockIdx.y), D = keys.head_dim, B = keys.block_size;
     const int32_t phys = keys.table[b];
-    const int64_t n = n_kv - b * B < B ? n_kv - b * B : B;
-    if (phys < 0 || n <= 0) return;
+    const int n = static_cast<int>(n_kv - b * B < B ? n_kv - b * B : B);
+    if (phys < 0 || n <= 0) return;  // uniform
     const __nv_bfloat16* src = reinterpret_cast<const __nv_bfloat16*>(keys.base) +
                                static_cast<int64_t>(phys) * keys.block_stride +
                                static_cast<int64_t>(h) * keys.head_stride;
-    __nv_bfloat16* dst = reinterpret_cast<__nv_bfloat16*>(kmean) + (b * n_kv_head + h) * D;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) {
-        float acc = 0.0f;
-        for (int64_t t = 0; t < n; ++t) acc += __bfloat162float(src[t * D + i]);
-        dst[i] = __float2bfloat16_rn(acc / static_cast<float>(n));
+    const int per = kMeanThreads / D, i = threadIdx.x % D;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int t = threadIdx.x / D; t < n; t += per) acc += __bfloat162float(src[t * D + i]);
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x < D) {
+        float sum = 0.0f;
+        for (int p = 0; p < per; ++p) sum += part[p * D + i];
+        reinterpret_cast<__nv_bfloat16*>(kmean)[(b * n_kv_head + h) * D + i] = __float2bfloat16_rn(sum / static_cast<float>(n));
     }
 }
 
@@ -185,8 +214,8 @@ constexpr int kMeanTile = 128;  // mean keys per staged tile of mean_scores_kern
 
 // Estimates of blocks [blockIdx.x * tiles * kMeanTile, +tiles * kMeanTile) for task blockIdx.y:
 // the query block's rows as A fragments (stage_query_rows), each tile of 128 mean keys staged in
-// shared memory; every warp takes the column maxima of its 16 x 128 score tile, and the warps'
-// maxima meet in shared memory. Blocks at or after the local one, and the sink, need no products.
+// shared memory; every warp takes the column maxima of its 16-row score tile over its columns
+// (WarpRows), and the maxima of a column's R row tiles meet in shared memory. Blocks at or after the local one, and the sink, need no products.
 template <int D, int B>
 __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
                                                                     const uint16_t* kmean, bool sink, int tiles,
@@ -207,7 +236,9 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
     float* out = est + task * n_blocks;
 
     uint32_t qa[KC][4];
-    const bool has_rows = stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, static_cast<int>(t_end - t_begin), qa);
+    const int nq = static_cast<int>(t_end - t_begin);
+    const WarpRows wr = warp_rows(nq, B);
+    stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, wr, qa);
     const int64_t first = static_cast<int64_t>(blockIdx.x) * tiles * kMeanTile;
     for (int ti = 0; ti < tiles; ++ti) {
         const int64_t c0 = first + static_cast<int64_t>(ti) * kMeanTile;
@@ -224,10 +255,9 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
                 *reinterpret_cast<uint4*>(tile + r * LD + c8 * 8) = val;
             }
             __syncthreads();
-#pragma unroll 2
-            for (int nt = 0; nt < kMeanTile / 8; ++nt) {
-                float m0 = -INFINITY, m1 = -INFINITY;  // columns nt*8 + 2*tig and +1
-                if (has_rows) {  // warp-uniform
+            for (int nt = wr.slice; wr.active && nt < kMeanTile / 8; nt += wr.S) {  // warp-uniform
+                float m0, m1;  // columns nt*8 + 2*tig and +1
+                {
                     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
                     const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
 #pragma unroll
@@ -257,9 +287,10 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
             if (b == qb) v = INFINITY;
             else if (sink && b == 0 && qb != 0) v = FLT_MAX;
             else if (b > qb) v = -INFINITY;
-            else {
-                v = colmax[0][r];
-                for (int w = 1; w < kIndexWarps; ++w) v = fmaxf(v, colmax[w][r]);
+            else {  // the R warps of column tile r / 8's slice
+                const int w0 = static_cast<int>((r / 8) % wr.S) * wr.R;
+                v = colmax[w0][r];
+                for (int w = 1; w < wr.R; ++w) v = fmaxf(v, colmax[w0 + w][r]);
             }
             out[b] = v;
         }
@@ -306,12 +337,16 @@ bool shape_ok(const MsaShape& s) {
 template <int D, int B>
 cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
                          const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
+    // Up to kBlocksPerCta blocks per CTA (the query rows are staged once per CTA), fewer when that
+    // would leave the GPU short of CTAs (decode: a few tasks), so blocks are scored side by side.
     const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
-    const int64_t gx = (n_out + kBlocksPerCta - 1) / kBlocksPerCta;
     const int64_t gy = s.n_tasks();
+    int64_t per_cta = n_out * gy / 528;
+    per_cta = per_cta < 1 ? 1 : per_cta > kBlocksPerCta ? kBlocksPerCta : per_cta;
+    const int64_t gx = (n_out + per_cta - 1) / per_cta;
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
     index_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, keys, sink, cand, n_cand, scores);
+        s, iq, iq_stride, keys, sink, cand, n_cand, static_cast<int>(per_cta), scores);
     return cudaGetLastError();
 }
 
@@ -370,7 +405,7 @@ cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int6
         (b1 > b0 && (b1 - 1) * keys.block_size >= n_kv) || b1 - b0 > INT32_MAX || n_kv_head > 65535)
         return cudaErrorInvalidValue;
     if (b1 == b0) return cudaSuccess;
-    key_means_kernel<<<dim3(static_cast<unsigned>(b1 - b0), static_cast<unsigned>(n_kv_head)), keys.head_dim, 0,
+    key_means_kernel<<<dim3(static_cast<unsigned>(b1 - b0), static_cast<unsigned>(n_kv_head)), kMeanThreads, 0,
                        stream>>>(keys, n_kv_head, b0, n_kv, kmean);
     return cudaGetLastError();
 }

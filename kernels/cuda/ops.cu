@@ -103,12 +103,13 @@ __device__ __forceinline__ uint32_t order_key(float v) {
 
 __device__ __forceinline__ bool topk_eligible(float v) { return !isnan(v) && v != -INFINITY; }
 
-// One CTA per row; blockDim.x a multiple of 32 (every loop below runs the same number of
-// iterations in all lanes of a warp, for the warp-wide intrinsics). A radix select finds the key
-// T of the kk-th best entry (kk = min(k, eligible entries)): four passes of 8 bits, each a
-// histogram of the next digit among the entries whose key matches the digits fixed so far (lanes
-// with the same digit add once, __match_any_sync). Then the entries above T, and the
-// lowest-indexed entries equal to T (a scan in index order), make the top kk; thread 0 orders them.
+// One CTA of exactly 256 threads per row (every loop below runs the same number of iterations in
+// all lanes of a warp, for the warp-wide intrinsics). A radix select finds the key T of the kk-th
+// best entry (kk = min(k, eligible entries)): four passes of 8 bits, each a histogram of the next
+// digit among the entries whose key matches the digits fixed so far (lanes with the same digit add
+// once, __match_any_sync), then a suffix sum over the 256 bins (thread t holds bin 255 - t) finds
+// the bin where the kk-th best falls. Then the entries above T, and the lowest-indexed entries
+// equal to T (a scan in index order), make the top kk, ordered by ranking them in parallel.
 // The cost is a few passes over the row whatever k is (the former k rounds of block reductions
 // made a top-61 over 8,192 blocks take 0.3 ms on one SM).
 __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k, bool by_index, int32_t* idx,
@@ -117,6 +118,7 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
     __shared__ uint32_t s_prefix, s_mask;
     __shared__ int s_kk, s_remaining, s_count, s_eq_base;
     __shared__ int s_warp[32];
+    __shared__ uint32_t s_wsum[32];
     __shared__ float s_val[kMaxTopK];
     __shared__ int64_t s_idx[kMaxTopK];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, n_warps = blockDim.x >> 5;
@@ -125,6 +127,8 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
         if (tid == 0) {
             s_prefix = 0;
             s_mask = 0;
+            s_count = 0;
+            s_eq_base = 0;
         }
         for (int shift = 24; shift >= 0; shift -= 8) {
             for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
@@ -142,23 +146,31 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
                 if (bin < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
             }
             __syncthreads();
-            if (tid == 0) {
-                if (shift == 24) {
-                    int total = 0;
-                    for (int b = 0; b < 256; ++b) total += static_cast<int>(hist[b]);
-                    s_kk = total < k ? total : k;
-                    s_remaining = s_kk;
-                }
-                int rem = s_remaining, d = 255;
-                for (; d > 0; --d) {
-                    if (static_cast<int>(hist[d]) >= rem) break;
-                    rem -= static_cast<int>(hist[d]);
-                }
-                s_prefix = prefix | (static_cast<uint32_t>(d) << shift);
+            // incl = entries in bins >= bin, excl = in bins > bin.
+            const int bin = 255 - tid;
+            const uint32_t h = hist[bin];
+            uint32_t v = h;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const uint32_t u = __shfl_up_sync(dev::kFullMask, v, o);
+                if (lane >= o) v += u;
+            }
+            if (lane == 31) s_wsum[warp] = v;
+            __syncthreads();
+            uint32_t incl = v;
+            for (int w = 0; w < warp; ++w) incl += s_wsum[w];
+            const int excl = static_cast<int>(incl - h);
+            if (shift == 24 && tid == 255) {  // bin 0: incl counts every eligible entry
+                s_kk = static_cast<int>(incl) < k ? static_cast<int>(incl) : k;
+                s_remaining = s_kk;
+            }
+            __syncthreads();
+            const int rem = s_remaining;
+            __syncthreads();  // every thread read s_remaining before the winner rewrites it
+            if (rem > 0 && excl < rem && rem <= static_cast<int>(incl)) {  // exactly one bin
+                s_prefix = prefix | (static_cast<uint32_t>(bin) << shift);
                 s_mask = mask | (255u << shift);
-                s_remaining = rem;
-                s_count = 0;
-                s_eq_base = 0;
+                s_remaining = rem - excl;
             }
             __syncthreads();
             if (s_kk == 0) break;  // uniform: nothing eligible
@@ -198,19 +210,25 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
                 }
             }
             __syncthreads();
-            if (tid == 0)  // insertion sort of at most kMaxTopK entries
-                for (int a = 1; a < kk; ++a) {
-                    const int64_t ti = s_idx[a];
-                    const float tv = s_val[a];
-                    int b = a - 1;
-                    while (b >= 0 && (by_index ? s_idx[b] > ti : (s_val[b] < tv || (s_val[b] == tv && s_idx[b] > ti)))) {
-                        s_idx[b + 1] = s_idx[b];
-                        s_val[b + 1] = s_val[b];
-                        --b;
-                    }
-                    s_idx[b + 1] = ti;
-                    s_val[b + 1] = tv;
+            // Order the kk entries: each of the first kk threads counts the entries that go before its
+            // own (a strict total order: ids are unique), then all write to their places.
+            float my_v = 0.0f;
+            int64_t my_i = -1;
+            int place = 0;
+            if (tid < kk) {
+                my_v = s_val[tid];
+                my_i = s_idx[tid];
+                for (int o = 0; o < kk; ++o) {
+                    const float ov = s_val[o];
+                    const int64_t oi = s_idx[o];
+                    place += by_index ? oi < my_i : (ov > my_v || (ov == my_v && oi < my_i));
                 }
+            }
+            __syncthreads();
+            if (tid < kk) {
+                s_val[place] = my_v;
+                s_idx[place] = my_i;
+            }
             __syncthreads();
         }
         for (int j = tid; j < k; j += blockDim.x) {
@@ -298,6 +316,7 @@ cudaError_t topk_rows(const float* x, int64_t rows, int64_t n, int k, bool by_in
                       cudaStream_t stream) {
     if (!x || !idx || rows < 0 || n <= 0 || n > INT32_MAX || k < 1 || k > kMaxTopK) return cudaErrorInvalidValue;
     if (rows == 0) return cudaSuccess;
+    static_assert(kRowThreads == 256, "topk_rows_kernel holds one radix bin per thread");
     topk_rows_kernel<<<row_grid(rows), kRowThreads, 0, stream>>>(x, rows, n, k, by_index, idx, val);
     return cudaGetLastError();
 }

@@ -115,7 +115,25 @@ struct Row {
     double index_rate = 0;  // TFLOP/s (prefill) or GB/s (decode)
     double attn_rate = 0;   // TFLOP/s (prefill) or GB/s (decode)
     double hybrid_ms = 0;   // the hybrid index branch, selection included
+    double hybrid_graph_ms = 0, exact_graph_ms = 0;  // a whole step replayed as one CUDA graph
+    double means_ms = 0, est_ms = 0, shortlist_ms = 0;  // parts of the hybrid index, timed alone
 };
+
+// Mean milliseconds of `step` captured once into a CUDA graph and replayed: the GPU's time without
+// the host's per-launch cost (a decode step is a dozen small launches; a decode loop replays a graph).
+template <typename Fn>
+double graph_ms(cudaStream_t st, int reps, Fn step) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    step();
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    const double ms = time_ms(st, reps, [&] { CK(cudaGraphLaunch(exec, st)); });
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    return ms;
+}
 
 constexpr int kHybridCand = 61;  // 4 x (top-16 - the local block) + the local block: the CPU's hybrid4
 
@@ -177,11 +195,40 @@ void run_size(int64_t N, cudaStream_t st, std::vector<Row>& rows) {
             const int64_t hws = sl::cuda::msa_hybrid_workspace_bytes(s, kHybridCand, kTopK);
             char* hw = dev_alloc<char>(static_cast<size_t>(hws));
             uint16_t* km = dev_alloc<uint16_t>(static_cast<size_t>(s.n_kv_blocks()) * kKvHeads * kDim);
-            r.hybrid_ms = time_ms(st, reps, [&] {
+            auto hybrid_index = [&] {
                 CK(sl::cuda::msa_group_mean(q, s, iq, st));
                 CK(sl::cuda::msa_key_means(kv, kKvHeads, s.first_qblock(), s.n_kv_blocks(), N, km, st));
                 CK(sl::cuda::msa_hybrid_select(s, iq, static_cast<int64_t>(kKvHeads) * kDim, kv, cache->key_means(0),
                                                false, kHybridCand, kTopK, sel, hw, hws, st));
+            };
+            auto sparse = [&] {
+                CK(sl::cuda::msa_sparse_attention(s, q, out, scale, sel, kTopK, kv, vv, splits, ws, ws_n, st));
+            };
+            r.hybrid_ms = time_ms(st, reps, hybrid_index);
+            float* est = dev_alloc<float>(static_cast<size_t>(s.n_tasks() * s.n_kv_blocks()));
+            int32_t* cand = dev_alloc<int32_t>(static_cast<size_t>(s.n_tasks()) * kHybridCand);
+            r.means_ms = time_ms(st, reps * 4, [&] {
+                CK(sl::cuda::msa_key_means(kv, kKvHeads, s.first_qblock(), s.n_kv_blocks(), N, km, st));
+            });
+            r.est_ms = time_ms(st, reps * 4, [&] {
+                CK(sl::cuda::msa_mean_scores(s, iq, static_cast<int64_t>(kKvHeads) * kDim, cache->key_means(0), false,
+                                             est, st));
+            });
+            r.shortlist_ms = time_ms(st, reps * 4, [&] {
+                CK(sl::cuda::topk_rows(est, s.n_tasks(), s.n_kv_blocks(), kHybridCand, true, cand, nullptr, st));
+            });
+            cudaFree(est);
+            cudaFree(cand);
+            const int greps = decode ? 50 : reps;
+            r.hybrid_graph_ms = graph_ms(st, greps, [&] {
+                hybrid_index();
+                sparse();
+            });
+            r.exact_graph_ms = graph_ms(st, greps, [&] {
+                CK(sl::cuda::msa_group_mean(q, s, iq, st));
+                CK(sl::cuda::msa_index_scores(s, iq, static_cast<int64_t>(kKvHeads) * kDim, kv, false, scores, st));
+                CK(sl::cuda::msa_select(scores, s, kTopK, sel, st));
+                sparse();
             });
             cudaFree(hw);
             cudaFree(km);
@@ -223,7 +270,7 @@ std::map<std::string, double> read_sdpa(const std::string& path, std::string* no
         if (kind == "unavailable") {
             std::getline(ls, *note);
             *note = "PyTorch not available:" + *note;
-        } else if (kind == "prefill" || kind == "decode") {
+        } else if (kind == "prefill" || kind == "decode" || kind == "decode-graph") {
             std::string n;
             double ms = 0;
             if (ls >> n >> ms) m[kind + " " + n] = ms;
@@ -348,17 +395,26 @@ int main(int argc, char** argv) {
     }
     std::printf("\nHybrid index (mean keys, shortlist of %d, exact block-max on the shortlist) + the same sparse branch\n",
                 kHybridCand);
-    std::printf("| N | phase | hybrid index ms | sparse ms | MSA hybrid ms | exact-index MSA ms | SDPA flash ms | hybrid speed-up |\n");
-    std::printf("|---|---|---|---|---|---|---|---|\n");
+    std::printf("(graph: the whole step captured once and replayed, so the host's launch cost is out; SDPA decode\n"
+                " likewise from a torch CUDA graph. Prefill graph speed-up against eager SDPA: one kernel, no launch cost.)\n");
+    std::printf("| N | phase | hybrid index ms | sparse ms | MSA hybrid ms | hybrid graph ms | exact-index graph ms | SDPA flash ms | SDPA graph ms | hybrid speed-up | graph speed-up |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : rows) {
         const bool dec = r.phase == "decode";
         const double total = r.hybrid_ms + r.attn_ms;
         const auto it = sdpa.find((dec ? "decode " : "prefill ") + std::to_string(r.n));
-        std::printf("| %lldK | %s | %.3f | %.3f | %.3f | %.3f | %s | %s |\n", static_cast<long long>(r.n / 1024),
-                    r.phase.c_str(), r.hybrid_ms, r.attn_ms, total, r.index_ms + r.topk_ms + r.attn_ms,
-                    it == sdpa.end() ? "n/a" : fmt("%.3f", it->second).c_str(),
-                    it == sdpa.end() ? "n/a" : fmt("%.1fx", it->second / total).c_str());
+        const auto git = dec ? sdpa.find("decode-graph " + std::to_string(r.n)) : it;
+        std::printf("| %lldK | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %s | %s | %s |\n",
+                    static_cast<long long>(r.n / 1024), r.phase.c_str(), r.hybrid_ms, r.attn_ms, total,
+                    r.hybrid_graph_ms, r.exact_graph_ms, it == sdpa.end() ? "n/a" : fmt("%.3f", it->second).c_str(),
+                    git == sdpa.end() ? "n/a" : fmt("%.3f", git->second).c_str(),
+                    it == sdpa.end() ? "n/a" : fmt("%.1fx", it->second / total).c_str(),
+                    git == sdpa.end() ? "n/a" : fmt("%.1fx", git->second / r.hybrid_graph_ms).c_str());
     }
+    for (const Row& r : rows)
+        std::printf("hybrid parts, %lldK %s: mean keys %.3f ms, estimates %.3f ms, shortlist top-%d %.3f ms (of %.3f)\n",
+                    static_cast<long long>(r.n / 1024), r.phase.c_str(), r.means_ms, r.est_ms, kHybridCand,
+                    r.shortlist_ms, r.hybrid_ms);
     std::printf("%s\n", smol.c_str());
     cudaStreamDestroy(st);
     return 0;

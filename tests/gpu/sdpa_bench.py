@@ -3,7 +3,8 @@
 backend, on the shapes the MSA benchmark runs (64 q / 4 kv heads, dim 128, bf16):
   prefill: the last 4,096 queries of an N-token context (causal, lower-right aligned);
   decode:  one query against all N keys.
-Writes "prefill N ms" / "decode N ms" lines to OUT, or one "unavailable REASON" line; never fails
+and decode once more replayed from a CUDA graph (no launch overhead: how a decode loop runs).
+Writes "prefill N ms" / "decode N ms" / "decode-graph N ms" lines to OUT, or one "unavailable REASON" line; never fails
 the run (a shape that fails is reported as a comment line).
 
 usage: sdpa_bench.py OUT [N,N,...]
@@ -47,7 +48,26 @@ def measure(torch, SDPBackend, sdpa_kernel, n, phase):
         call(*args)
     b.record()
     torch.cuda.synchronize()
-    return a.elapsed_time(b) / reps, how
+    ms = a.elapsed_time(b) / reps
+    graph_ms = None
+    if phase == "decode":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            call(*args)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            call(*args)
+        g.replay()
+        torch.cuda.synchronize()
+        a.record()
+        for _ in range(20):
+            g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        graph_ms = a.elapsed_time(b) / 20
+    return ms, graph_ms, how
 
 
 def main():
@@ -67,8 +87,10 @@ def main():
         for n in sizes:
             for phase in ("prefill", "decode"):
                 try:
-                    ms, how = measure(torch, SDPBackend, sdpa_kernel, n, phase)
+                    ms, graph_ms, how = measure(torch, SDPBackend, sdpa_kernel, n, phase)
                     out.write(f"{phase} {n} {ms:.4f}\n# {phase} {n}: flash, {how}, torch {torch.__version__}\n")
+                    if graph_ms is not None:
+                        out.write(f"{phase}-graph {n} {graph_ms:.4f}\n")
                 except Exception as e:  # noqa: BLE001
                     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
                     out.write(f"# {phase} {n} failed: {msg}\n")
