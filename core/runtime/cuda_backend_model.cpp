@@ -64,6 +64,14 @@ struct CudaLlamaRunner::Impl {
           *g = nullptr, *u = nullptr, *logits = nullptr, *ws = nullptr;
     int32_t* sel = nullptr;
     int64_t ws_floats = 0, sel_ints = 0;
+    // MSA: index queries (cap, n_kv_head, head_dim), the hybrid index's workspace, and what the
+    // last call selected (sel holds one (tasks, top_k) table per layer when it was sparse).
+    CudaMsaOptions msa;
+    float* iq = nullptr;
+    void* hws = nullptr;
+    int64_t hws_bytes = 0;
+    int64_t last_tasks = 0;
+    int last_top_k = 0;
     std::vector<float> host_x;
 
     explicit Impl(const LlamaModel& m) : model(m) {}
@@ -123,7 +131,7 @@ struct CudaLlamaRunner::Impl {
     void grow(int n) {
         if (n <= cap) return;
         const LlamaConfig& c = model.config();
-        for (float* p : {x, xn, q, k, v, att, o, g, u}) release(p);
+        for (float* p : {x, xn, q, k, v, att, o, g, u, iq}) release(p);
         const size_t nn = static_cast<size_t>(n);
         const size_t d = static_cast<size_t>(c.d_model), dq = static_cast<size_t>(c.n_head) * c.head_dim,
                      dkv = static_cast<size_t>(c.n_kv_head) * c.head_dim, ff = static_cast<size_t>(c.n_ff);
@@ -136,6 +144,7 @@ struct CudaLlamaRunner::Impl {
         o = static_cast<float*>(alloc(nn * d * 4));
         g = static_cast<float*>(alloc(nn * ff * 4));
         u = static_cast<float*>(alloc(nn * ff * 4));
+        iq = static_cast<float*>(alloc(nn * dkv * 4));
         cap = n;
     }
 
@@ -144,7 +153,8 @@ struct CudaLlamaRunner::Impl {
     }
 };
 
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx) : impl_(std::make_unique<Impl>(model)) {
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOptions msa)
+    : impl_(std::make_unique<Impl>(model)) {
     const cuda::DeviceStatus st = cuda::probe();
     if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
     const LlamaConfig& c = model.config();
@@ -152,8 +162,12 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx) : impl_(std
         throw Error("CUDA model: head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
                     std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)");
     if (n_ctx <= 0) throw Error("CUDA model: n_ctx must be positive");
+    if (msa.enabled && (msa.top_k < 1 || msa.top_k > 64 || msa.shortlist_factor < 1))
+        throw Error("CUDA model: MSA top-k must be 1 to 64 and the shortlist factor at least 1 (got " +
+                    std::to_string(msa.top_k) + ", " + std::to_string(msa.shortlist_factor) + ")");
     Impl& m = *impl_;
     m.n_ctx = n_ctx;
+    m.msa = msa;
     ck(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     const LlamaWeights& w = model.weights();
     for (const LlamaLayer& L : w.layers) {
@@ -194,6 +208,17 @@ CudaLlamaRunner::~CudaLlamaRunner() = default;
 int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
 void CudaLlamaRunner::reset() { impl_->n_past = 0; }  // positions are rewritten before they are read
 int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
+int CudaLlamaRunner::last_top_k() const { return impl_->last_top_k; }
+
+std::vector<int32_t> CudaLlamaRunner::last_selection(int layer) const {
+    const Impl& m = *impl_;
+    if (m.last_top_k == 0 || layer < 0 || layer >= m.model.config().n_layer) return {};
+    const int64_t n = m.last_tasks * m.last_top_k;
+    std::vector<int32_t> out(static_cast<size_t>(n));
+    ck(cudaMemcpy(out.data(), m.sel + layer * n, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost),
+       "cudaMemcpy (selection)");
+    return out;
+}
 
 void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
     Impl& m = *impl_;
@@ -218,20 +243,33 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
     s.n_kv_head = c.n_kv_head;
     s.head_dim = c.head_dim;
     s.block_size = m.cache->config().block_size;
-    const int top_k = static_cast<int>(s.n_kv_blocks());
+    const bool sparse = m.msa.enabled && s.n_kv_blocks() > m.msa.top_k;
+    const int top_k = sparse ? m.msa.top_k : static_cast<int>(s.n_kv_blocks());
     const int splits = n == 1 ? std::clamp(top_k / 4, 1, 16) : 1;
-    if (s.n_tasks() * top_k > m.sel_ints) {
+    const int64_t sel_need = s.n_tasks() * top_k * (sparse ? c.n_layer : 1);
+    if (sel_need > m.sel_ints) {
         m.release(m.sel);
-        m.sel_ints = s.n_tasks() * top_k * 2;
+        m.sel_ints = sel_need * 2;
         m.sel = static_cast<int32_t*>(m.alloc(static_cast<size_t>(m.sel_ints) * 4));
     }
+    const int forced = m.msa.sink ? 2 : 1;
+    const int n_cand = sparse ? std::clamp(forced + m.msa.shortlist_factor * (top_k - forced), top_k, 64) : 0;
+    if (sparse) {
+        const int64_t need = cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k);
+        if (need > m.hws_bytes) {
+            m.release(m.hws);
+            m.hws_bytes = need * 2;
+            m.hws = m.alloc(static_cast<size_t>(m.hws_bytes));
+        }
+    }
+    m.last_top_k = 0;  // until this call's selections are complete
     const int64_t need_ws = cuda::msa_workspace_floats(s, splits);
     if (need_ws > m.ws_floats) {
         m.release(m.ws);
         m.ws_floats = need_ws * 2;
         m.ws = static_cast<float*>(m.alloc(static_cast<size_t>(m.ws_floats) * 4));
     }
-    ck(cuda::msa_select_all(s, top_k, m.sel, m.stream), "msa_select_all");
+    if (!sparse) ck(cuda::msa_select_all(s, top_k, m.sel, m.stream), "msa_select_all");
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const int style = c.rope_style == kernels::RopeStyle::Neox ? 1 : 0;
     const int64_t nd = static_cast<int64_t>(n) * d;
@@ -252,7 +290,15 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
         ck(cuda::rope(m.k, n, c.n_kv_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale,
                       style, m.stream), "rope (k)");
         if (!m.cache->append(l, m.n_past, n, m.k, m.v, m.stream, &error)) throw Error("CUDA model: " + error);
-        ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, m.sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
+        int32_t* sel = m.sel;
+        if (sparse) {
+            sel = m.sel + static_cast<int64_t>(l) * s.n_tasks() * top_k;
+            ck(cuda::msa_group_mean(m.q, s, m.iq, m.stream), "msa_group_mean");
+            ck(cuda::msa_hybrid_select(s, m.iq, dkv, m.cache->k_view(l), m.cache->key_means(l), m.msa.sink, n_cand, top_k,
+                                       sel, m.hws, m.hws_bytes, m.stream),
+               "msa_hybrid_select");
+        }
+        ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
                                       m.ws, m.ws_floats, m.stream), "attention");
         m.linear(L.wo, m.att, n, m.o);
         ck(cuda::add(m.x, m.o, nd, m.stream), "add (residual)");
@@ -270,12 +316,14 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
        "cudaMemcpyAsync (logits)");
     ck(cudaStreamSynchronize(m.stream), "forward");
     m.n_past += n;
+    m.last_tasks = s.n_tasks();
+    m.last_top_k = sparse ? top_k : 0;
 }
 
 #else  // built without CUDA
 
 struct CudaLlamaRunner::Impl {};
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int) {
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, CudaMsaOptions) {
     throw Error("CUDA model: built without CUDA");
 }
 CudaLlamaRunner::~CudaLlamaRunner() = default;
@@ -283,6 +331,8 @@ void CudaLlamaRunner::forward(const int32_t*, int, float*) { throw Error("CUDA m
 int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
+std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
+int CudaLlamaRunner::last_top_k() const { return 0; }
 
 #endif
 

@@ -1,7 +1,7 @@
 // A LlamaModel's forward pass on CUDA device 0 (kernels/cuda): the weights uploaded once (types the
 // device kernels take as they are; any other type dequantized on the host and uploaded as f16), a
-// paged bf16 KV cache on the device, and dense attention through the MSA sparse kernel with every
-// visible block selected. Linear layers are the quantized matrix-vector kernels with f32
+// paged bf16 KV cache on the device, and attention through the MSA sparse kernel: dense (every
+// visible block selected) by default, or MSA with the hybrid index (CudaMsaOptions). Linear layers are the quantized matrix-vector kernels with f32
 // activations (up to 4 tokens per pass over the weights: fine for decode and for small models'
 // prefill; cuBLAS prefill is the next step).
 //
@@ -11,15 +11,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace sl {
 
 class LlamaModel;
 
+// MSA on the device (kernels/cuda/msa.cuh, msa_hybrid_select): once a call's context has more than
+// top_k blocks of 128 tokens, every (query block, KV group) of every layer attends to the local
+// block, block 0 (sink) and the best of a mean-key shortlist by exact block score, top_k blocks
+// in all; before that, every block. The CPU's "hybrid<shortlist_factor>/group-mean/sink" mode
+// (core/attention/block_select.h) with the same top_k, except that the CPU also gives a prefill
+// call's last query a selection of its own.
+struct CudaMsaOptions {
+    bool enabled = false;
+    int top_k = 16;            // 1..64
+    int shortlist_factor = 4;  // shortlist: the forced blocks + factor x (top_k - forced), at most 64
+    bool sink = true;
+};
+
 class CudaLlamaRunner {
 public:
-    // n_ctx: most positions the device cache holds. Throws sl::Error without a usable device.
-    CudaLlamaRunner(const LlamaModel& model, int n_ctx);
+    // n_ctx: most positions the device cache holds. Throws sl::Error without a usable device or
+    // with MSA options out of range.
+    CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOptions msa = {});
     ~CudaLlamaRunner();
     CudaLlamaRunner(const CudaLlamaRunner&) = delete;
     CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
@@ -31,6 +46,10 @@ public:
     int64_t n_past() const;
     void reset();  // forgets the context (the cache blocks are reused)
     int64_t device_bytes() const;  // weights + cache + scratch on the device
+    // The blocks each KV group of `layer` attended in the last forward call, (query block, group)
+    // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.
+    std::vector<int32_t> last_selection(int layer) const;
+    int last_top_k() const;  // top_k of the last call's selections (0: dense)
 
 private:
     struct Impl;

@@ -177,7 +177,8 @@ void TstCudaOps::topkRows() {
             }
         }
     };
-    const int rows = odd(3, 9), n = odd(1001, 49153);
+    // Rows longer than the kernel's shared-memory key cache (8,192) here, shorter in the ties case.
+    const int rows = odd(3, 9), n = odd(8193, 49153);
     auto x = random_floats(static_cast<size_t>(rows) * n, -5, 5);
     // Ties, -inf and NaN: ties go to the lower index, -inf / NaN are never chosen.
     for (int r = 0; r < rows; ++r) {
@@ -191,7 +192,7 @@ void TstCudaOps::topkRows() {
     // Mostly ties: a handful of values (+inf, +0 and -0, which tie, negatives), so the k-th best
     // value is shared by many entries and the lowest indices among them must be taken.
     const float levels[] = {INFINITY, 2.0f, 1.0f, 0.0f, -0.0f, -1.0f, -INFINITY, NAN};
-    const int rows2 = odd(3, 7), n2 = odd(301, 9001);
+    const int rows2 = odd(3, 7), n2 = odd(301, 8191);
     std::vector<float> t(static_cast<size_t>(rows2) * n2);
     std::uniform_int_distribution<int> pick(0, 7), rare(0, 99);
     for (size_t i = 0; i < t.size(); ++i) {
