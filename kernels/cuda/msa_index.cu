@@ -79,6 +79,24 @@ __device__ void stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t i
     }
 }
 
+// acc = this warp's 16 x 8 score tile: its query rows (A fragments qa) against the 8 rows nt*8 ..
+// nt*8 + 7 of a staged bf16 tile (pitch D + 8). acc[0], acc[1]: row gid, columns 2*tig and +1;
+// acc[2], acc[3]: row gid + 8.
+template <int D>
+__device__ __forceinline__ void score_8keys(float (&acc)[4], const uint32_t (&qa)[D / 16][4],
+                                            const __nv_bfloat16* tile, int nt) {
+    constexpr int LD = D + 8;
+    const int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
+    acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kc * 16);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kc * 16 + 8);
+        dev::mma_bf16_16816(acc, qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
+    }
+}
+
 // Scores entries [blockIdx.x * per_cta, +per_cta) for task blockIdx.y: KV block j, or with `cand`
 // the block cand[task * n_cand + j] (-1: padding, scores -inf). The query
 // block's rows (B of them; rows past the block's queries repeat its first query, which leaves every
@@ -94,7 +112,7 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     __shared__ __align__(16) __nv_bfloat16 tile[B * LD];
     __shared__ float red[kIndexWarps];
 
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t task = blockIdx.y;
     const int g = static_cast<int>(task % s.n_kv_head);
     const int64_t qb = s.first_qblock() + task / s.n_kv_head;
@@ -143,14 +161,8 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
         if (wr.active) {
 #pragma unroll 2
             for (int nt = wr.slice; nt < B / 8; nt += wr.S) {
-                float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
-#pragma unroll
-                for (int kc = 0; kc < KC; ++kc) {
-                    const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kc * 16);
-                    const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kc * 16 + 8);
-                    dev::mma_bf16_16816(acc, qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
-                }
+                float acc[4];
+                score_8keys<D>(acc, qa, tile, nt);
                 mx = fmaxf(mx, fmaxf(fmaxf(acc[0], acc[1]), fmaxf(acc[2], acc[3])));
             }
         }
@@ -256,23 +268,13 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
             }
             __syncthreads();
             for (int nt = wr.slice; wr.active && nt < kMeanTile / 8; nt += wr.S) {  // warp-uniform
-                float m0, m1;  // columns nt*8 + 2*tig and +1
-                {
-                    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                    const __nv_bfloat16* kr = tile + (nt * 8 + gid) * LD + 2 * tig;
+                float acc[4];
+                score_8keys<D>(acc, qa, tile, nt);
+                float m0 = fmaxf(acc[0], acc[2]), m1 = fmaxf(acc[1], acc[3]);  // columns nt*8 + 2*tig, +1
 #pragma unroll
-                    for (int kc = 0; kc < KC; ++kc) {
-                        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kc * 16);
-                        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kc * 16 + 8);
-                        dev::mma_bf16_16816(acc, qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
-                    }
-                    m0 = fmaxf(acc[0], acc[2]);  // rows gid and gid + 8
-                    m1 = fmaxf(acc[1], acc[3]);
-#pragma unroll
-                    for (int o = 4; o < 32; o <<= 1) {  // across the 8 row groups
-                        m0 = fmaxf(m0, __shfl_xor_sync(dev::kFullMask, m0, o));
-                        m1 = fmaxf(m1, __shfl_xor_sync(dev::kFullMask, m1, o));
-                    }
+                for (int o = 4; o < 32; o <<= 1) {  // across the 8 row groups
+                    m0 = fmaxf(m0, __shfl_xor_sync(dev::kFullMask, m0, o));
+                    m1 = fmaxf(m1, __shfl_xor_sync(dev::kFullMask, m1, o));
                 }
                 if (gid == 0) {
                     colmax[warp][nt * 8 + 2 * tig] = m0;

@@ -101,7 +101,13 @@ __device__ __forceinline__ uint32_t order_key(float v) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-__device__ __forceinline__ bool topk_eligible(float v) { return !isnan(v) && v != -INFINITY; }
+// order_key of an entry topk_rows may choose, 0 for NaN and -inf (no eligible entry has key 0:
+// the smallest, -FLT_MAX, has 0x00800000).
+__device__ __forceinline__ uint32_t topk_key(float v) {
+    return (isnan(v) || v == -INFINITY) ? 0u : order_key(v);
+}
+
+constexpr int kTopkCache = 8192;  // rows up to this long keep their keys in shared memory
 
 // One CTA of exactly 256 threads per row (every loop below runs the same number of iterations in
 // all lanes of a warp, for the warp-wide intrinsics). A radix select finds the key T of the kk-th
@@ -110,6 +116,8 @@ __device__ __forceinline__ bool topk_eligible(float v) { return !isnan(v) && v !
 // once, __match_any_sync), then a suffix sum over the 256 bins (thread t holds bin 255 - t) finds
 // the bin where the kk-th best falls. Then the entries above T, and the lowest-indexed entries
 // equal to T (a scan in index order), make the top kk, ordered by ranking them in parallel.
+// A row of up to kTopkCache entries is read from global memory once: the first pass keeps its
+// keys in shared memory (each thread reads back only the entries it wrote).
 // The cost is a few passes over the row whatever k is (the former k rounds of block reductions
 // made a top-61 over 8,192 blocks take 0.3 ms on one SM).
 __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k, bool by_index, int32_t* idx,
@@ -121,6 +129,8 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
     __shared__ uint32_t s_wsum[32];
     __shared__ float s_val[kMaxTopK];
     __shared__ int64_t s_idx[kMaxTopK];
+    __shared__ uint32_t s_keys[kTopkCache];
+    const bool cached = n <= kTopkCache;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, n_warps = blockDim.x >> 5;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const float* xr = x + r * n;
@@ -138,9 +148,14 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
                 const int64_t i = base + tid;
                 uint32_t bin = 256;  // no entry
                 if (i < n) {
-                    const float v = xr[i];
-                    const uint32_t key = order_key(v);
-                    if (topk_eligible(v) && (key & mask) == prefix) bin = (key >> shift) & 255u;
+                    uint32_t key;
+                    if (!cached || shift == 24) {
+                        key = topk_key(xr[i]);
+                        if (cached) s_keys[i] = key;
+                    } else {
+                        key = s_keys[i];
+                    }
+                    if (key != 0 && (key & mask) == prefix) bin = (key >> shift) & 255u;
                 }
                 const unsigned peers = __match_any_sync(dev::kFullMask, bin);
                 if (bin < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
@@ -180,10 +195,9 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
             const uint32_t T = s_prefix;
             const int need_eq = s_remaining, n_above = kk - need_eq;
             for (int64_t i = tid; i < n; i += blockDim.x) {
-                const float v = xr[i];
-                if (topk_eligible(v) && order_key(v) > T) {
+                if ((cached ? s_keys[i] : topk_key(xr[i])) > T) {  // T >= 0x00800000: ineligible keys never pass
                     const int slot = atomicAdd(&s_count, 1);
-                    s_val[slot] = v;
+                    s_val[slot] = xr[i];
                     s_idx[slot] = i;
                 }
             }
@@ -192,7 +206,7 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
                 const int eq_base = s_eq_base;
                 if (eq_base >= need_eq) break;  // uniform
                 const int64_t i = base + tid;
-                const bool eq = i < n && topk_eligible(xr[i]) && order_key(xr[i]) == T;
+                const bool eq = i < n && (cached ? s_keys[i] : topk_key(xr[i])) == T;
                 const unsigned ballot = __ballot_sync(dev::kFullMask, eq);
                 if (lane == 0) s_warp[warp] = __popc(ballot);
                 __syncthreads();

@@ -316,12 +316,38 @@ std::string smollm_line() {
             cpu.prefill(std::span<const int32_t>(&next, 1));
         }
         auto c2 = now();
-        char buf[256];
+        char buf[640];
         std::snprintf(buf, sizeof buf,
-                      "SmolLM2-135M Q4_1 end-to-end: CUDA prefill %.0f tok/s, decode %.0f tok/s | CPU (%u threads) "
+                      "SmolLM2-135M Q4_1 (%d blocks) end-to-end: CUDA prefill %.0f tok/s, decode %.0f tok/s | CPU (%u threads) "
                       "prefill %.0f tok/s, decode %.1f tok/s",
-                      gp, gd, std::thread::hardware_concurrency(), n_prompt / secs(c0, c1), 32 / secs(c1, c2));
-        return buf;
+                      m->model->config().n_layer, gp, gd, std::thread::hardware_concurrency(), n_prompt / secs(c0, c1),
+                      32 / secs(c1, c2));
+        std::string line = buf;
+        // A long context on the device, dense vs MSA (the runner's hybrid index, top-16 + sink).
+        const int n_long = 32768, n_dec = 64;
+        std::vector<int32_t> longp(static_cast<size_t>(n_long));
+        for (int i = 0; i < n_long; ++i) longp[static_cast<size_t>(i)] = (i * 7919 + 13) % n_vocab;
+        double rate[2][2] = {};
+        for (const bool msa : {false, true}) {
+            sl::CudaMsaOptions mo;
+            mo.enabled = msa;
+            sl::CudaLlamaRunner r(*m->model, n_long + n_dec + 8, mo);
+            auto l0 = now();
+            for (int p = 0; p < n_long; p += 512) r.forward(longp.data() + p, std::min(512, n_long - p), logits.data());
+            auto l1 = now();
+            for (int i = 0; i < n_dec; ++i) {
+                const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                r.forward(&next, 1, logits.data());
+            }
+            auto l2 = now();
+            rate[msa][0] = n_long / secs(l0, l1);
+            rate[msa][1] = n_dec / secs(l1, l2);
+        }
+        std::snprintf(buf, sizeof buf,
+                      "\nSmolLM2 on the device at %d tokens: dense prefill %.0f tok/s, decode %.0f tok/s | MSA (top-16, "
+                      "hybrid4/sink) prefill %.0f tok/s, decode %.0f tok/s",
+                      n_long, rate[0][0], rate[0][1], rate[1][0], rate[1][1]);
+        return line + buf;
     } catch (const std::exception& e) {
         return std::string("SmolLM2 end-to-end: failed: ") + e.what();
     }
