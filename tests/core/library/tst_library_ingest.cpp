@@ -329,14 +329,17 @@ private Q_SLOTS:
             delay_ms = static_cast<int>(test::rng()() % 2500);
             std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
         } else {
-            // Poll through our own connection: a document in state ingesting that has units.
+            // Poll through our own connection: R-intro.pdf (113 units, one commit each with --batch 1)
+            // in state ingesting with some units. A 3- or 4-unit document could be finished between
+            // the poll and the kill on a loaded machine (seen once under load), R-intro.pdf not.
             while (!fs::exists(fs::path(lib_dir.toStdString()) / "library.sqlite"))
                 std::this_thread::sleep_for(std::chrono::milliseconds(5));
             Library watch = Library::open(lib_dir.toStdString());
             // (waitForFinished also lets QProcess notice the child's exit.)
             while (t.elapsed() < 300000) {
                 units_at_kill = test::count(
-                    watch, "SELECT count(*) FROM units u JOIN documents d ON u.document = d.id WHERE d.state = 'ingesting'");
+                    watch, "SELECT count(*) FROM units u JOIN documents d ON u.document = d.id "
+                           "WHERE d.state = 'ingesting' AND d.path LIKE '%R-intro.pdf'");
                 if (units_at_kill > 0 || p.waitForFinished(2)) break;
             }
             QVERIFY2(units_at_kill > 0, "never saw a document mid-write");
