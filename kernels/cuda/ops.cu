@@ -112,8 +112,9 @@ constexpr int kTopkCache = 8192;  // rows up to this long keep their keys in sha
 // One CTA of exactly 256 threads per row (every loop below runs the same number of iterations in
 // all lanes of a warp, for the warp-wide intrinsics). A radix select finds the key T of the kk-th
 // best entry (kk = min(k, eligible entries)): four passes of 8 bits, each a histogram of the next
-// digit among the entries whose key matches the digits fixed so far (lanes with the same digit add
-// once, __match_any_sync), then a suffix sum over the 256 bins (thread t holds bin 255 - t) finds
+// digit among the entries whose key matches the digits fixed so far (a histogram per warp, so
+// atomics contend within a warp only), then
+// a suffix sum over the 256 bins (thread t holds bin 255 - t) finds
 // the bin where the kk-th best falls. Then the entries above T, and the lowest-indexed entries
 // equal to T (a scan in index order), make the top kk, ordered by ranking them in parallel.
 // A row of up to kTopkCache entries is read from global memory once: the first pass keeps its
@@ -122,7 +123,7 @@ constexpr int kTopkCache = 8192;  // rows up to this long keep their keys in sha
 // made a top-61 over 8,192 blocks take 0.3 ms on one SM).
 __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k, bool by_index, int32_t* idx,
                                  float* val) {
-    __shared__ uint32_t hist[256];
+    __shared__ uint32_t whist[kRowThreads / 32][256];  // one histogram per warp, summed per bin
     __shared__ uint32_t s_prefix, s_mask;
     __shared__ int s_kk, s_remaining, s_count, s_eq_base;
     __shared__ int s_warp[32];
@@ -141,7 +142,7 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
             s_eq_base = 0;
         }
         for (int shift = 24; shift >= 0; shift -= 8) {
-            for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+            for (int e = tid; e < (kRowThreads / 32) * 256; e += blockDim.x) (&whist[0][0])[e] = 0;
             __syncthreads();  // also: s_prefix / s_mask of the previous pass are visible
             const uint32_t prefix = s_prefix, mask = s_mask;
             for (int64_t base = 0; base < n; base += blockDim.x) {
@@ -157,13 +158,14 @@ __global__ void topk_rows_kernel(const float* x, int64_t rows, int64_t n, int k,
                     }
                     if (key != 0 && (key & mask) == prefix) bin = (key >> shift) & 255u;
                 }
-                const unsigned peers = __match_any_sync(dev::kFullMask, bin);
-                if (bin < 256 && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], static_cast<uint32_t>(__popc(peers)));
+                if (bin < 256) atomicAdd(&whist[warp][bin], 1u);
             }
             __syncthreads();
             // incl = entries in bins >= bin, excl = in bins > bin.
             const int bin = 255 - tid;
-            const uint32_t h = hist[bin];
+            uint32_t h = 0;
+#pragma unroll
+            for (int w = 0; w < kRowThreads / 32; ++w) h += whist[w][bin];
             uint32_t v = h;
 #pragma unroll
             for (int o = 1; o < 32; o <<= 1) {
