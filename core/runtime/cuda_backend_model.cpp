@@ -94,6 +94,17 @@ struct CudaLlamaRunner::Impl {
         allocations.erase(std::remove(allocations.begin(), allocations.end(), p), allocations.end());
         cudaFree(p);
     }
+    // Grows buffer p (capacity `have` elements of `elem` bytes) to at least `need` elements, with
+    // room to spare; on a failed allocation p is null and `have` 0, so nothing stale is reused.
+    template <typename T>
+    void reserve(T*& p, int64_t& have, int64_t need, size_t elem) {
+        if (need <= have) return;
+        release(p);
+        p = nullptr;
+        have = 0;
+        p = static_cast<T*>(alloc(static_cast<size_t>(need) * 2 * elem));
+        have = need * 2;
+    }
     const float* upload_f32(const float* host, int64_t n) {
         if (!host) return nullptr;
         void* d = alloc(static_cast<size_t>(n) * 4);
@@ -131,7 +142,10 @@ struct CudaLlamaRunner::Impl {
     void grow(int n) {
         if (n <= cap) return;
         const LlamaConfig& c = model.config();
-        for (float* p : {x, xn, q, k, v, att, o, g, u, iq}) release(p);
+        for (float** p : {&x, &xn, &q, &k, &v, &att, &o, &g, &u, &iq}) {
+            release(*p);
+            *p = nullptr;  // a failed allocation below leaves nothing stale (cap stays smaller)
+        }
         const size_t nn = static_cast<size_t>(n);
         const size_t d = static_cast<size_t>(c.d_model), dq = static_cast<size_t>(c.n_head) * c.head_dim,
                      dkv = static_cast<size_t>(c.n_kv_head) * c.head_dim, ff = static_cast<size_t>(c.n_ff);
@@ -162,8 +176,8 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
         throw Error("CUDA model: head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
                     std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)");
     if (n_ctx <= 0) throw Error("CUDA model: n_ctx must be positive");
-    if (msa.enabled && (msa.top_k < 1 || msa.top_k > 64 || msa.shortlist_factor < 1))
-        throw Error("CUDA model: MSA top-k must be 1 to 64 and the shortlist factor at least 1 (got " +
+    if (msa.enabled && (msa.top_k < 1 || msa.top_k > 64 || msa.shortlist_factor < 1 || msa.shortlist_factor > 64))
+        throw Error("CUDA model: MSA top-k must be 1 to 64 and the shortlist factor 1 to 64 (got " +
                     std::to_string(msa.top_k) + ", " + std::to_string(msa.shortlist_factor) + ")");
     Impl& m = *impl_;
     m.n_ctx = n_ctx;
@@ -201,6 +215,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
     m.cache = cuda::PagedKvCache::create(kc, &error);
     if (!m.cache) throw Error("CUDA model: " + error);
     m.bytes += kc.device_blocks * 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;
+    m.bytes += static_cast<int64_t>(c.n_layer) * kc.max_blocks * c.n_kv_head * c.head_dim * 2;  // mean keys
 }
 
 CudaLlamaRunner::~CudaLlamaRunner() = default;
@@ -246,29 +261,15 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
     const bool sparse = m.msa.enabled && s.n_kv_blocks() > m.msa.top_k;
     const int top_k = sparse ? m.msa.top_k : static_cast<int>(s.n_kv_blocks());
     const int splits = n == 1 ? std::clamp(top_k / 4, 1, 16) : 1;
+    m.last_top_k = 0;  // until this call's selections are complete (sel may be reallocated below)
     const int64_t sel_need = s.n_tasks() * top_k * (sparse ? c.n_layer : 1);
-    if (sel_need > m.sel_ints) {
-        m.release(m.sel);
-        m.sel_ints = sel_need * 2;
-        m.sel = static_cast<int32_t*>(m.alloc(static_cast<size_t>(m.sel_ints) * 4));
-    }
+    m.reserve(m.sel, m.sel_ints, sel_need, 4);
     const int forced = m.msa.sink ? 2 : 1;
-    const int n_cand = sparse ? std::clamp(forced + m.msa.shortlist_factor * (top_k - forced), top_k, 64) : 0;
-    if (sparse) {
-        const int64_t need = cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k);
-        if (need > m.hws_bytes) {
-            m.release(m.hws);
-            m.hws_bytes = need * 2;
-            m.hws = m.alloc(static_cast<size_t>(m.hws_bytes));
-        }
-    }
-    m.last_top_k = 0;  // until this call's selections are complete
-    const int64_t need_ws = cuda::msa_workspace_floats(s, splits);
-    if (need_ws > m.ws_floats) {
-        m.release(m.ws);
-        m.ws_floats = need_ws * 2;
-        m.ws = static_cast<float*>(m.alloc(static_cast<size_t>(m.ws_floats) * 4));
-    }
+    const int n_cand = sparse ? static_cast<int>(std::clamp<int64_t>(
+                                    forced + static_cast<int64_t>(m.msa.shortlist_factor) * (top_k - forced), top_k, 64))
+                              : 0;
+    if (sparse) m.reserve(m.hws, m.hws_bytes, cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k), 1);
+    m.reserve(m.ws, m.ws_floats, cuda::msa_workspace_floats(s, splits), 4);
     if (!sparse) ck(cuda::msa_select_all(s, top_k, m.sel, m.stream), "msa_select_all");
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const int style = c.rope_style == kernels::RopeStyle::Neox ? 1 : 0;

@@ -26,7 +26,7 @@ class LlamaModel;
 struct CudaMsaOptions {
     bool enabled = false;
     int top_k = 16;            // 1..64
-    int shortlist_factor = 4;  // shortlist: the forced blocks + factor x (top_k - forced), at most 64
+    int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
     bool sink = true;
 };
 

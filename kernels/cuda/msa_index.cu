@@ -336,6 +336,19 @@ bool shape_ok(const MsaShape& s) {
            (s.block_size == 64 || s.block_size == 128) && (s.head_dim == 64 || s.head_dim == 128);
 }
 
+// Multiprocessors of the current device (132 on an H200, where the launch heuristics below were
+// measured); read once.
+int sm_count() {
+    static const int n = [] {
+        int dev = 0, v = 0;
+        return cudaGetDevice(&dev) == cudaSuccess &&
+                       cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && v > 0
+                   ? v
+                   : 132;
+    }();
+    return n;
+}
+
 template <int D, int B>
 cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
                          const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
@@ -343,7 +356,7 @@ cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, 
     // would leave the GPU short of CTAs (decode: a few tasks), so blocks are scored side by side.
     const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
     const int64_t gy = s.n_tasks();
-    int64_t per_cta = n_out * gy / 528;
+    int64_t per_cta = n_out * gy / (4 * sm_count());
     per_cta = per_cta < 1 ? 1 : per_cta > kBlocksPerCta ? kBlocksPerCta : per_cta;
     const int64_t gx = (n_out + per_cta - 1) / per_cta;
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
@@ -365,10 +378,10 @@ cudaError_t index_dispatch(const MsaShape& s, const float* iq, int64_t iq_stride
 template <int D, int B>
 cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
                                float* est, cudaStream_t stream) {
-    // Enough CTAs for two per SM of a large GPU, each taking up to 8 tiles (1,024 blocks), so the
-    // query rows are staged once per CTA rather than once per tile.
+    // Enough CTAs for two per SM, each taking up to 8 tiles (1,024 blocks), so the query rows are
+    // staged once per CTA rather than once per tile.
     const int64_t n_tiles = (s.n_kv_blocks() + kMeanTile - 1) / kMeanTile;
-    int64_t tiles = n_tiles * s.n_tasks() / 264;
+    int64_t tiles = n_tiles * s.n_tasks() / (2 * sm_count());
     tiles = tiles < 1 ? 1 : tiles > 8 ? 8 : tiles;
     const int64_t gx = (n_tiles + tiles - 1) / tiles, gy = s.n_tasks();
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;

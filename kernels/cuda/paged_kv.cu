@@ -29,6 +29,8 @@ std::unique_ptr<PagedKvCache> PagedKvCache::create(const Config& c, std::string*
         !ok(cudaMemset(p->tables_, 0xff, static_cast<size_t>(c.n_layer) * c.max_blocks * sizeof(int32_t)),
             "cudaMemset (block tables)", error) ||
         !ok(cudaMalloc(&p->kmean_, static_cast<size_t>(c.n_layer) * p->kmean_elems() * 2), "cudaMalloc (mean keys)",
+            error) ||
+        !ok(cudaMemset(p->kmean_, 0, static_cast<size_t>(c.n_layer) * p->kmean_elems() * 2), "cudaMemset (mean keys)",
             error))
         return nullptr;
     if (c.host_blocks > 0 &&

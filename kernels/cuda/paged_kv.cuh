@@ -63,8 +63,9 @@ public:
     PagedView k_view(int layer) const;
     PagedView v_view(int layer) const;
     // The layer's mean keys (max_blocks, n_kv_head, head_dim) bf16 (msa.cuh's kmean, for
-    // msa_hybrid_select). They stay on the device when a block goes to the host tier, so the index
-    // can rank offloaded blocks without fetching them.
+    // msa_hybrid_select; zero for blocks never written). They stay on the device when a block goes
+    // to the host tier, so the estimates cover offloaded blocks; but msa_hybrid_select never selects
+    // a non-resident block, so a caller that offloads fetches the shortlist first (none does yet).
     const uint16_t* key_means(int layer) const { return kmean_ + layer * kmean_elems(); }
 
 private:

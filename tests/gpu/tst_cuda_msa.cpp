@@ -484,7 +484,9 @@ void TstCudaMsa::hybridSelection() {
     // sizes; and short contexts whose shortlist holds every block (checked against the exact path).
     const Case cases[] = {{90, 110, 100, 300, 2, 3, 64, 64, 24, 8}, {70, 90, 60, 200, 2, 2, 128, 128, 40, 16},
                           {70, 90, 1, 1, 4, 4, 128, 128, 40, 16},   {150, 170, 1, 1, 3, 3, 64, 64, 64, 16},
-                          {12, 30, 30, 150, 2, 3, 64, 64, 64, 8},   {12, 30, 1, 1, 2, 2, 128, 128, 64, 6}};
+                          {12, 30, 30, 150, 2, 3, 64, 64, 64, 8},   {12, 30, 1, 1, 2, 2, 128, 128, 64, 6},
+                          // mixed head dim and block size (added after the last device run)
+                          {40, 60, 50, 150, 2, 3, 64, 128, 32, 8},  {80, 100, 1, 1, 2, 2, 128, 64, 24, 8}};
     for (const Case& c : cases)
         for (const bool sink : {false, true}) {
             Fixture f;
