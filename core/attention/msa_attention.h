@@ -10,9 +10,10 @@
 // and shared by every query and head of that group, so each selected KV block is read once for all
 // of them. Decode is a query block of one query. The local block is causally masked.
 // The sparse branch runs in parts of about equal work (a selection's query tokens, and its heads
-// when it has few tokens) that free pool threads claim; a part of 16 rows or more attends each
-// block in tiles of 4 query rows over the block's transposed keys (kernels/cpu/attention_tile.h),
-// a smaller one (decode) row by row. Every row's result is the same whichever way it is split.
+// when it has few tokens) that free pool threads claim; a selection of 16 rows (queries x heads)
+// or more attends each block in tiles of 4 query rows over the block's transposed keys
+// (kernels/cpu/attention_tile.h), a smaller one (decode) row by row. Every row's result is the
+// same whichever way it is split (the block masses are sums over parts: same for a given pool size).
 // Exception: the call's last query, whose logits the model returns (the next token of a prompt),
 // selects on its own, as in decode, when its query block holds other queries of the call. A
 // shared selection is ranked by the whole block's queries; in a prompt whose question ends inside

@@ -17,7 +17,8 @@ constexpr int kTileRows = 4;
 // Columns of a transposed key block of n keys: n rounded up to 16.
 inline int64_t tile_ldk(int n) { return (static_cast<int64_t>(n) + 15) / 16 * 16; }
 
-// kt (d, ldk) <- the n keys k_j = k + j * k_stride (each d floats) as columns; columns [n, ldk) zero.
+// kt (d, ldk) <- the n keys k_j = k + j * k_stride (each d floats) as columns; columns
+// [n, tile_ldk(n)) zero, the rest untouched. ldk >= tile_ldk(n).
 void transpose_keys(float* kt, int64_t ldk, const float* k, int64_t k_stride, int n, int d);
 
 // One block for rows r < R (1 <= R <= kTileRows), query q[r] (d floats), running state m[r]
@@ -26,7 +27,7 @@ void transpose_keys(float* kt, int64_t ldk, const float* k, int64_t k_stride, in
 //   if max_j s_j > m[r]: acc, l scaled by exp(m[r] - max), m[r] = max;
 //   p[r * ldp + j] = exp(s_j - m[r]); bsum[r] = Σ_j p_j; l[r] += bsum[r]; acc += Σ_j p_j v_j
 // with v_j = v + j * v_stride. p: R rows of ldp >= ldk floats (scratch; holds p_j for j < n after).
-// 1 <= n <= ldk.
+// 1 <= n, and ldk, ldp >= tile_ldk(n): the vector kernels read and write whole 16-column groups.
 void attend_tile(int R, const float* const* q, const float* kt, int64_t ldk, const float* v, int64_t v_stride, int n,
                  int d, float scale, float* m, float* l, float* acc, float* p, int64_t ldp, float* bsum);
 

@@ -15,7 +15,7 @@ namespace sl::kernels::avx2 {
 
 namespace {
 
-// p[r * ldp + j0 + 16 v + i] = scale * q[r] · k_{j0 + 16 v + i}.
+// p[r * ldp + j0 + 8 v + i] = scale * q[r] · k_{j0 + 8 v + i}.
 template <int R, int NV>
 inline void scores(float* p, int64_t ldp, const float* const* q, const float* kt, int64_t ldk, int64_t j0, int d,
                    __m256 vs) {
@@ -35,7 +35,7 @@ inline void scores(float* p, int64_t ldp, const float* const* q, const float* kt
         for (int v = 0; v < NV; ++v) _mm256_storeu_ps(p + r * ldp + j0 + 8 * v, _mm256_mul_ps(a[r][v], vs));
 }
 
-// acc[r * d + c0 + 16 v + i] += Σ_j p[r * ldp + j] v_j[c0 + 16 v + i].
+// acc[r * d + c0 + 8 v + i] += Σ_j p[r * ldp + j] v_j[c0 + 8 v + i].
 template <int R, int NV>
 inline void pv(float* acc, int d, const float* p, int64_t ldp, const float* val, int64_t v_stride, int n, int c0) {
     __m256 a[R][NV];
