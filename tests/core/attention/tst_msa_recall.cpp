@@ -128,7 +128,8 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
     // Mass-adaptive growth on top of the window (SelectParams::mass): pN grows each selection to N%
     // of the estimated mass, at most (grow - 1) x top-k more blocks.
     for (const auto& [pct, grow] : {std::pair{90, 4}, std::pair{95, 4}, std::pair{95, 8}, std::pair{97, 8}, std::pair{98, 8},
-                                    std::pair{99, 8}, std::pair{98, 6}, std::pair{98, 12}}) {
+                                    std::pair{99, 8}, std::pair{98, 6}, std::pair{98, 12}, std::pair{98, 2},
+                                    std::pair{98, 3}, std::pair{98, 4}, std::pair{95, 3}}) {
         const std::string tag = "/sink/w16/p" + std::to_string(pct) + (grow != 4 ? "x" + std::to_string(grow) : "");
         v.push_back({"hybrid8/group-mean" + tag, S::Hybrid, Q::GroupMean, true, false, 0, false, 8, 16,
                      static_cast<float>(pct) / 100.0f, grow});
