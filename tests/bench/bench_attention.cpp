@@ -13,6 +13,10 @@
 // structure (on uniform random keys Quest bounds are loose and nearly every block needs an exact
 // score); the recall test (tst_msa_recall) reports the pruning rate on real SmolLM2 activations.
 //
+// SIGHTLINE_BENCH_REAL=<folder> adds real activations: layers of SmolLM2 at the end of a long
+// prefill of refman.pdf, dumped by tst_msa_recall (SIGHTLINE_MSA_RECALL_DUMP); run them alone with
+// --benchmark_filter='attention/real' (every name ends in /real_time, so 'real' matches all).
+//
 // Counters: ms per call, MB of K/V (and index) read per call, fraction of candidate blocks that needed
 // an exact score. A compact table with the dense/MSA ratios is printed at the end.
 #include <benchmark/benchmark.h>
@@ -22,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -94,6 +99,105 @@ sl::KvCache& cache(const Shape& s, int ctx) {
     return *kv;
 }
 
+void time_attention(benchmark::State& state, const std::string& shape, int n_kv, int hd, int ctx, int n_tokens, Variant v,
+                    sl::KvCache& kv, const sl::AttentionCall& c, int remap_window, const std::vector<float>& ik);
+
+// The mode of the msa-default variant: SIGHTLINE_BENCH_DEFAULT_MODE (a parse_msa_scoring name) or
+// sl::kTrainingFreeMode.
+std::string default_mode() {
+    const char* e = std::getenv("SIGHTLINE_BENCH_DEFAULT_MODE");
+    return e && *e ? std::string(e) : std::string(sl::kTrainingFreeMode);
+}
+
+// SIGHTLINE_BENCH_REAL: a folder of layer<L>.kvdump files (tst_msa_recall's SIGHTLINE_MSA_RECALL_DUMP:
+// one layer of SmolLM2's real activations at the end of a long prefill of refman.pdf: the last
+// query block's queries and every position's K/V). Each becomes a shape "real-L<L>" measured like the
+// synthetic ones (dense, hybrid, default), the MSA at remapped positions (window
+// SIGHTLINE_BENCH_REAL_REMAP, default 4096, the library prefill's for SmolLM2; 0: true positions).
+struct RealDump {
+    std::string path;
+    int layer = 0, n_head = 0, n_kv = 0, hd = 0, n_q = 0, rope_dim = 0, rope_neox = 0;
+    int64_t n_ctx = 0;
+    float scale = 1.0f, rope_base = 10000.0f, rope_freq_scale = 1.0f;
+    std::vector<float> q;  // (n_q, n_head, hd)
+};
+
+// Reads the header and the queries; K/V are read by real_cache(). False (and a message) on a bad file.
+bool read_dump_header(const std::string& path, RealDump& d) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return false;
+    int64_t h[16];
+    bool ok = std::fread(h, sizeof h, 1, f) == 1 && h[0] == 0x504d55445653 && h[2] > 0 && h[3] > 0 && h[4] > 0 &&
+              h[5] > 0 && h[6] > 0 && h[3] % h[4] == 0 && h[6] <= h[2];
+    if (ok) {
+        auto flt = [](int64_t b) { const auto u = static_cast<int32_t>(b); float x; std::memcpy(&x, &u, 4); return x; };
+        d.path = path;
+        d.layer = static_cast<int>(h[1]);
+        d.n_ctx = h[2];
+        d.n_head = static_cast<int>(h[3]);
+        d.n_kv = static_cast<int>(h[4]);
+        d.hd = static_cast<int>(h[5]);
+        d.n_q = static_cast<int>(h[6]);
+        d.rope_dim = static_cast<int>(h[7]);
+        d.rope_neox = static_cast<int>(h[8]);
+        d.scale = flt(h[9]);
+        d.rope_base = flt(h[10]);
+        d.rope_freq_scale = flt(h[11]);
+        d.q.resize(static_cast<size_t>(d.n_q) * d.n_head * d.hd);
+        ok = std::fread(d.q.data(), sizeof(float), d.q.size(), f) == d.q.size();
+    }
+    std::fclose(f);
+    if (!ok) std::fprintf(stderr, "bench_attention: %s is not a kvdump of tst_msa_recall (bad header or short)\n", path.c_str());
+    return ok;
+}
+
+sl::KvCache& real_cache(const RealDump& d) {
+    static std::unique_ptr<sl::KvCache> kv;
+    static std::string key;
+    if (key != d.path) {
+        kv.reset();
+        sl::KvCacheOptions o;
+        o.type = kv_type();
+        kv = std::make_unique<sl::KvCache>(1, static_cast<int>(d.n_ctx), d.n_kv, d.hd, o);
+        FILE* f = std::fopen(d.path.c_str(), "rb");
+        const auto row = static_cast<size_t>(kv->row());
+        std::vector<float> k(static_cast<size_t>(d.n_ctx) * row), v(k.size());
+        const long off = static_cast<long>(16 * sizeof(int64_t) + d.q.size() * sizeof(float));
+        const bool ok = f && std::fseek(f, off, SEEK_SET) == 0 && std::fread(k.data(), sizeof(float), k.size(), f) == k.size() &&
+                        std::fread(v.data(), sizeof(float), v.size(), f) == v.size();
+        if (f) std::fclose(f);
+        if (!ok) std::fprintf(stderr, "bench_attention: %s: K/V short; the measurement is of zeros\n", d.path.c_str());
+        for (int64_t p = 0; p < d.n_ctx; ++p)
+            kv->write(0, p, k.data() + static_cast<size_t>(p) * row, v.data() + static_cast<size_t>(p) * row);
+        kv->set_n_past(d.n_ctx);
+        key = d.path;
+    }
+    return *kv;
+}
+
+void BM_attention_real(benchmark::State& state, const RealDump* dp, int n_tokens, Variant v) {
+    const RealDump& d = *dp;
+    sl::KvCache& kv = real_cache(d);
+    std::vector<float> out(static_cast<size_t>(n_tokens) * d.n_head * d.hd);
+    sl::AttentionCall c;
+    c.pos0 = d.n_ctx - n_tokens;
+    c.n_tokens = n_tokens;
+    c.n_head = d.n_head;
+    c.n_kv_head = d.n_kv;
+    c.head_dim = d.hd;
+    c.scale = d.scale;
+    c.q = d.q.data() + static_cast<size_t>(d.n_q - n_tokens) * d.n_head * d.hd;  // the last n_tokens queries
+    c.rope_dim = d.rope_dim;
+    c.rope_base = d.rope_base;
+    c.rope_freq_scale = d.rope_freq_scale;
+    c.rope_neox = d.rope_neox;
+    c.out = out.data();
+    const char* e = std::getenv("SIGHTLINE_BENCH_REAL_REMAP");
+    const int remap = e && *e ? std::atoi(e) : 4096;
+    time_attention(state, "real-L" + std::to_string(d.layer), d.n_kv, d.hd, static_cast<int>(d.n_ctx), n_tokens, v, kv, c,
+                   remap, {});
+}
+
 struct Row {
     std::string shape, phase;
     int ctx = 0;
@@ -151,6 +255,16 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
         c.index_q = iq.data();
         c.index_k = ik.data() + pos0 * s.hd;
     }
+    time_attention(state, s.name, s.n_kv, s.hd, ctx, n_tokens, v, kv, c, 0, ik);
+}
+
+// The timed part, shared by the synthetic and the real cases. remap_window > 0: MSA variants attend
+// far blocks at remapped positions (PositionMode::Remap), as the library prefill does past the
+// model's training context; dense attends at true positions. ik: native index keys (Native only).
+void time_attention(benchmark::State& state, const std::string& shape, int n_kv, int hd, int ctx, int n_tokens, Variant v,
+                    sl::KvCache& kv, const sl::AttentionCall& c, int remap_window, const std::vector<float>& ik) {
+    const int64_t pos0 = c.pos0;
+    float* out = c.out;
     std::unique_ptr<sl::Attention> att;
     sl::MsaAttention* msa = nullptr;
     if (v == Variant::Dense) {
@@ -161,11 +275,15 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
                       : v == Variant::MeanKey ? sl::BlockScoring::MeanKey
                       : v == Variant::Hybrid  ? sl::BlockScoring::Hybrid
                                               : sl::BlockScoring::Native;
-        if (v == Variant::Default) sl::parse_msa_scoring(sl::kTrainingFreeMode, cfg);
+        if (v == Variant::Default) sl::parse_msa_scoring(default_mode(), cfg);
+        if (remap_window > 0) {
+            cfg.positions = sl::PositionMode::Remap;
+            cfg.remap_window = remap_window;
+        }
         auto m = std::make_unique<sl::MsaAttention>(cfg);
         msa = m.get();
         att = std::move(m);
-        if (v == Variant::Native) msa->set_native_keys(0, kv, ik.data(), pos0, s.hd);
+        if (v == Variant::Native) msa->set_native_keys(0, kv, ik.data(), pos0, hd);
         att->forward(c, kv, pool());  // builds the index of the whole context once (not timed)
         msa->reset_stats();
     }
@@ -174,7 +292,7 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
         const auto t0 = std::chrono::steady_clock::now();
         att->forward(c, kv, pool());
         secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        benchmark::DoNotOptimize(out.data());
+        benchmark::DoNotOptimize(out);
     }
     const double it = static_cast<double>(state.iterations());
     double mb = 0, exact = 0;
@@ -185,14 +303,14 @@ void BM_attention(benchmark::State& state, Shape s, int ctx, int n_tokens, Varia
                                                           : st.select.exact_blocks) /
                 std::max(1.0, static_cast<double>(st.select.candidates));
     } else {
-        mb = 2.0 * s.n_kv * static_cast<double>(ctx) * s.hd * static_cast<double>(sl::kv_type_size(kv.type())) / 1e6;
+        mb = 2.0 * n_kv * static_cast<double>(ctx) * hd * static_cast<double>(sl::kv_type_size(kv.type())) / 1e6;
     }
     state.counters["ms"] = secs / it * 1e3;
     state.counters["MB_read"] = mb;
     state.counters["exact_frac"] = exact;
     const std::string phase = n_tokens == 1 ? "decode" : "prefill128";
-    Row& r = table()[std::string(s.name) + "/" + phase + "/" + std::to_string(100000000 + ctx)];
-    r.shape = s.name;
+    Row& r = table()[shape + "/" + phase + "/" + std::to_string(100000000 + ctx)];
+    r.shape = shape;
     r.phase = phase;
     r.ctx = ctx;
     r.ms[static_cast<int>(v)] = secs / it * 1e3;
@@ -219,7 +337,35 @@ void print_table() {
                 pool().size());
 }
 
+void register_real(const std::string& dir) {
+    static std::vector<RealDump> dumps;  // registered benchmarks point into it: filled once
+    for (int layer = 0; layer < 256; ++layer) {
+        RealDump d;
+        const std::string path = dir + "/layer" + std::to_string(layer) + ".kvdump";
+        if (FILE* f = std::fopen(path.c_str(), "rb")) std::fclose(f);
+        else continue;
+        if (read_dump_header(path, d)) dumps.push_back(std::move(d));
+    }
+    if (dumps.empty()) std::fprintf(stderr, "bench_attention: no layer<L>.kvdump in %s\n", dir.c_str());
+    for (const RealDump& d : dumps)
+        for (int n_tokens : {1, 128}) {
+            if (n_tokens > d.n_q) continue;
+            for (Variant v : {Variant::Dense, Variant::Hybrid, Variant::Default}) {
+                const std::string name = "attention/real-L" + std::to_string(d.layer) + "/" +
+                                         (n_tokens == 1 ? "decode" : "prefill128") + "/ctx:" + std::to_string(d.n_ctx) + "/" +
+                                         variant_name(v);
+                const double work = static_cast<double>(d.n_ctx) * n_tokens * d.n_head * d.hd;
+                const int iters = v == Variant::Dense ? (work > 2e9 ? 1 : work > 2e8 ? 3 : 20) : (n_tokens == 1 ? 50 : 5);
+                benchmark::RegisterBenchmark(name.c_str(), BM_attention_real, &d, n_tokens, v)
+                    ->Iterations(iters)
+                    ->Unit(benchmark::kMillisecond)
+                    ->UseRealTime();
+            }
+        }
+}
+
 void register_all() {
+    if (const char* real = std::getenv("SIGHTLINE_BENCH_REAL"); real && *real) register_real(real);
     const Shape shapes[] = {{"smollm2", 9, 3, 64}, {"m3", 64, 4, 128}};
     const bool m3_1m = std::getenv("SIGHTLINE_BENCH_M3_1M") != nullptr;
     for (const Shape& s : shapes) {

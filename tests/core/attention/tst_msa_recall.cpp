@@ -37,12 +37,14 @@
 // block-max | hybrid | mean-key with head-max index queries; or any variant's name), _POSITIONS (auto | original |
 // remap), _WINDOW (the remap window; default as the library prefill: min(4096, n_ctx_train / 2)),
 // _QBLOCKS (about how many query blocks to sample, default 32), _ROWS (rows per sampled
-// query block, default 8).
+// query block, default 8), _DUMP (a folder: at the end of the prefill, write the activations of
+// the layers _DUMP_LAYERS (default 1,8,15,22,29) for bench_attention's SIGHTLINE_BENCH_REAL).
 #include <QTest>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -181,6 +183,9 @@ public:
 
     void forward(const sl::AttentionCall& c, const sl::KvCache& kv, sl::ThreadPool& pool) override {
         msa_.forward(c, kv, pool);
+        if (!dump_dir.empty() && c.pos0 + c.n_tokens == dump_at &&
+            std::find(dump_layers.begin(), dump_layers.end(), c.layer) != dump_layers.end())
+            dump(c, kv);
         const auto start = std::chrono::steady_clock::now();
         measure(c, kv, pool);
         probe_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -194,6 +199,11 @@ public:
     std::vector<Variant> variants;
     int64_t checked = 0, mismatches = 0;  // selections of the mode under test recomputed / differing
     double probe_seconds = 0;
+    // SIGHTLINE_MSA_RECALL_DUMP: at the call that ends at position dump_at, each layer of
+    // dump_layers writes its activations (the format bench_attention's SIGHTLINE_BENCH_REAL reads).
+    std::string dump_dir;
+    std::vector<int> dump_layers;
+    int64_t dump_at = -1;
 
 private:
     // Per pool thread.
@@ -217,6 +227,34 @@ private:
         std::vector<sl::SelectStats> stats;                    // per variant
         int64_t checked = 0, mismatches = 0;
     };
+
+    // <dump_dir>/layer<L>.kvdump: a header of 16 int64 (magic 0x504d55445653, layer, n_ctx,
+    // n_head, n_kv_head, head_dim, n_q, rope_dim, rope_neox, then the float bits of scale,
+    // rope_base, rope_freq_scale in the low 32 bits of the next three; the rest 0), then the
+    // queries of the call's last n_q tokens (n_q, n_head, head_dim) f32 RoPE'd, then K and V of
+    // every position (n_ctx, n_kv_head * head_dim) f32 each, as KvCache::read gives them.
+    void dump(const sl::AttentionCall& c, const sl::KvCache& kv) const {
+        const int n_q = std::min(c.n_tokens, msa_.config().block_size);
+        const int64_t n_ctx = c.pos0 + c.n_tokens;
+        auto bits = [](float f) { int32_t b; std::memcpy(&b, &f, 4); return static_cast<int64_t>(b); };
+        int64_t h[16] = {0x504d55445653, c.layer, n_ctx, c.n_head, c.n_kv_head, c.head_dim, n_q, c.rope_dim, c.rope_neox,
+                         bits(c.scale), bits(c.rope_base), bits(c.rope_freq_scale)};
+        const std::string path = dump_dir + "/layer" + std::to_string(c.layer) + ".kvdump";
+        FILE* f = std::fopen(path.c_str(), "wb");
+        if (!f) { qWarning("cannot write %s", path.c_str()); return; }
+        std::fwrite(h, sizeof h, 1, f);
+        const size_t qn = static_cast<size_t>(c.n_head) * c.head_dim;
+        std::fwrite(c.q + (c.n_tokens - n_q) * qn, sizeof(float), n_q * qn, f);
+        std::vector<float> k(static_cast<size_t>(kv.row())), v(k.size());
+        for (int pass = 0; pass < 2; ++pass)
+            for (int64_t p = 0; p < n_ctx; ++p) {
+                kv.read(c.layer, p, k.data(), v.data());
+                std::fwrite(pass == 0 ? k.data() : v.data(), sizeof(float), k.size(), f);
+            }
+        const bool ok = std::fclose(f) == 0;
+        qInfo("layer %d: activations at %lld tokens %s %s", c.layer, static_cast<long long>(n_ctx),
+              ok ? "written to" : "FAILED writing", path.c_str());
+    }
 
     void measure(const sl::AttentionCall& c, const sl::KvCache& kv, sl::ThreadPool& pool) {
         const sl::BlockIndex* index = msa_.index(c.layer);
@@ -496,6 +534,10 @@ void TstMsaRecall::recallOnRefman() {
     sampling.tail_from = n_tokens - n_tokens / 4;
     auto probe_owned = std::make_unique<RecallProbe>(cfg, tested, sampling, n_layer);
     RecallProbe* probe = probe_owned.get();
+    probe->dump_dir = env_str("SIGHTLINE_MSA_RECALL_DUMP", "");
+    probe->dump_at = n_tokens;
+    for (const QString& l : QString::fromStdString(env_str("SIGHTLINE_MSA_RECALL_DUMP_LAYERS", "1,8,15,22,29")).split(u','))
+        probe->dump_layers.push_back(l.toInt());
     sl::SessionOptions so;
     so.n_ctx = n_tokens + 8;
     so.kv_block = block;
