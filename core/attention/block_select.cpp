@@ -312,6 +312,18 @@ void select_top(const BlockIndex& index, const KvCache& kv, int layer, int kv_he
     std::sort(out.begin(), out.end());
 }
 
+}  // namespace
+
+int64_t growth_room(const SelectParams& p, int64_t visible) {
+    const int64_t room = static_cast<int64_t>(p.top_k) * (std::max(1, p.grow) - 1);
+    if (p.grow_full <= 0 || visible <= p.grow_full || room <= 0) return room;
+    const double f = static_cast<double>(p.grow_full) / static_cast<double>(visible);
+    const double shrunk = static_cast<double>(room) * f * f;
+    return std::max<int64_t>(1, static_cast<int64_t>(shrunk));
+}
+
+namespace {
+
 // SelectParams::mass: grows `out` (ascending, the top-k selection) by the blocks of most estimated
 // mass. Rows as select_blocks's; with Remap a row scores a block W or more before it with its far
 // row against the block-relative mean key, as select_top does.
@@ -319,7 +331,7 @@ void grow_by_mass(const BlockIndex& index, int kv_head, const float* rows, int n
                   int64_t local, const SelectParams& p, SelectScratch& s, std::vector<int32_t>& out, SelectStats& st,
                   const RemapRows* remap) {
     const int64_t n_vis = local + 1;
-    const int64_t room = static_cast<int64_t>(p.top_k) * (std::max(1, p.grow) - 1);
+    const int64_t room = growth_room(p, n_vis);
     if (static_cast<int64_t>(out.size()) >= n_vis || room <= 0) return;
     const int d = index.head_dim();
     const int B = index.block_size();

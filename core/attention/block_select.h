@@ -50,9 +50,21 @@ struct SelectParams {
     // kept less mass per block added at 32K: tst_msa_recall, issue #5's notes.)
     float mass = 0.0f;
     int grow = 4;
+    // Growth room at long contexts: with grow_full > 0 and more than grow_full blocks visible,
+    // the room top_k * (grow - 1) shrinks to room * (grow_full / visible)^2 (rounded down, at
+    // least 1). The sparse branch costs about as much per block as dense attention, so the
+    // speed-up is about visible / selected blocks: a whole room of 112 blocks holds it to 4-7x
+    // at 128K on SmolLM2's real activations, where the growth keeps 0.846 of the dense mass
+    // against 0.782 without it (tst_msa_recall, bench_attention SIGHTLINE_BENCH_REAL; issue #5).
+    // 0: the whole room at every length.
+    int64_t grow_full = 0;
     int mass_rows_per_query = 1;  // index rows per query, consecutive (head-max: the group's heads)
     float scale = 1.0f;  // softmax scale of q · k, for the mass estimate
 };
+
+// The most blocks SelectParams::mass may add to a selection of a query that sees `visible` blocks
+// (top_k * (grow - 1), shrunk past grow_full).
+int64_t growth_room(const SelectParams& p, int64_t visible);
 
 // Queries per selection whose index rows the mass estimate of SelectParams::mass reads.
 inline constexpr int kMassRows = 8;

@@ -67,6 +67,17 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     int window = 0;
     float top_p = 0.0f;
     int grow = 4;
+    int full_ctx = 0;
+    if (const size_t cp = scoring.rfind("/c"); cp != std::string::npos) {
+        const std::string n = scoring.substr(cp + 2);
+        if (n.size() < 2 || n.size() > 5 || n.back() != 'k' || n.find_first_not_of("0123456789") != n.size() - 1 ||
+            std::atoi(n.c_str()) < 1)
+            throw Error("MSA: bad growth length in '" + mode + "' (/cNk: N x 1024 tokens, N from 1)");
+        full_ctx = std::atoi(n.c_str()) * 1024;
+        scoring.resize(cp);
+        if (scoring.rfind("/p") == std::string::npos || scoring.rfind("/p") < scoring.rfind('/'))
+            throw Error("MSA: '" + mode + "' has /cNk without a mass target before it (/pN)");
+    }
     if (const size_t pp = scoring.rfind("/p"); pp != std::string::npos) {
         const std::string n = scoring.substr(pp + 2);
         const size_t x = n.find('x');
@@ -125,6 +136,7 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c) {
     c.sink = sink;
     c.top_p = top_p;
     c.top_p_grow = grow;
+    c.top_p_full_ctx = full_ctx;
 }
 
 MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
@@ -132,7 +144,7 @@ MsaAttention::MsaAttention(MsaConfig config) : config_(config) {
     if (config_.top_k <= 0) throw Error("MSA: top-k must be positive, got " + std::to_string(config_.top_k));
     if (config_.dense_layers < 0) throw Error("MSA: dense layers must be >= 0");
     if (config_.window_blocks < 0) throw Error("MSA: the local window must be >= 0 blocks");
-    if (!(config_.top_p >= 0.0f && config_.top_p <= 1.0f) || config_.top_p_grow < 1)
+    if (!(config_.top_p >= 0.0f && config_.top_p <= 1.0f) || config_.top_p_grow < 1 || config_.top_p_full_ctx < 0)
         throw Error("MSA: the mass target must lie in [0, 1] and its growth factor be >= 1");
     if (config_.hybrid_factor < 1 || config_.decode_hybrid_factor < 0)
         throw Error("MSA: the hybrid shortlist factors must be >= 1 (decode: >= 0, 0 for the same)");
@@ -147,7 +159,8 @@ std::string MsaAttention::signature() const {
     return "msa b" + std::to_string(c.block_size) + " k" + std::to_string(c.top_k) + (c.sink ? " sink" : "") +
            (c.window_blocks > 0 ? " w" + std::to_string(c.window_blocks) : "") +
            (c.top_p > 0.0f ? " p" + std::to_string(static_cast<int>(std::lround(c.top_p * 100.0f))) + "x" +
-                                 std::to_string(c.top_p_grow)
+                                 std::to_string(c.top_p_grow) +
+                                 (c.top_p_full_ctx > 0 ? " full" + std::to_string(c.top_p_full_ctx) : "")
                            : "") +
            " d" +
            std::to_string(c.dense_layers) + scoring_name(c) +
@@ -259,6 +272,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     sp.window = config_.window_blocks;
     sp.mass = config_.top_p;
     sp.grow = config_.top_p_grow;
+    sp.grow_full = config_.top_p_full_ctx / config_.block_size;
     sp.scale = c.scale;
     sp.scoring = config_.scoring;
     sp.prune = config_.prune;

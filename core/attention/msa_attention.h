@@ -84,6 +84,9 @@ struct MsaConfig {
     // - 1) of them. 0: off (exactly top_k). Training-free scoring only.
     float top_p = 0.0f;
     int top_p_grow = 4;
+    // Past this many tokens of context the growth's room shrinks (SelectParams::grow_full, in
+    // blocks: top_p_full_ctx / block_size). 0: the whole room at every length.
+    int top_p_full_ctx = 0;
     int dense_layers = 0;   // layers [0, dense_layers) run dense attention
     BlockScoring scoring = BlockScoring::BlockMax;  // Native: the model's indexer (see above)
     IndexQuery index_query = IndexQuery::HeadMax;
@@ -104,7 +107,9 @@ struct MsaConfig {
 // by "/head-max" or "/group-mean", then "/sink" (block 0 forced; not forced without it), then "/wN"
 // (a local window of N blocks; none without it), then "/pN" or "/pNxM" (mass-adaptive growth to N
 // percent of the estimated mass, at most (M - 1) x top-k added blocks, M = 4 when not given; none
-// without it), e.g. "hybrid8/group-mean/sink/w16/p95". Sets c.top_p and c.top_p_grow too. Throws
+// without it), then "/cNk" (past N x 1024 tokens of context the growth's room shrinks by the square
+// of N x 1024 over the context: SelectParams::grow_full; whole at every length without it), e.g.
+// "hybrid8/group-mean/sink/w16/p95". Sets c.top_p, c.top_p_grow and c.top_p_full_ctx too. Throws
 // Error naming the mode when it is not one of these, and leaves c as it was.
 void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 
@@ -112,14 +117,18 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 // library prefill and by `sightline-cli generate --attention msa`: hybrid scoring (a mean-key
 // shortlist of 8 x top-k, exact block-max within it) with the group's mean query as the index
 // query; block 0 and the 16 blocks before the local one always read; then growth to 98% of the
-// estimated mass, at most 7 x top-k more blocks. Fraction of the dense attention mass kept at 32K
-// tokens of refman.pdf (tst_msa_recall, remapped positions): hybrid8/group-mean 0.860, + /sink/w16
-// 0.904-0.912 (31.7 blocks per selection; the best any 16 blocks + window can do: 0.921-0.930),
-// + /p98x8 0.951 (54.0 blocks), decode-like selections 0.953. A dense-trained model's early layers
-// spread their attention over most of the context; growth gives those heads the blocks they need.
-// Its price at 32K (bench_depth, before the tile kernels): prefill 3.3-3.5x dense against 4.9-5.5x
-// without the growth. One layer at 128K (bench_attention, tiled dense): 3.4x, hybrid alone 15x.
-inline constexpr const char* kTrainingFreeMode = "hybrid8/group-mean/sink/w16/p98x8";
+// estimated mass, at most 7 x top-k more blocks up to 32K tokens of context, and a room shrinking
+// with the square of the context past it (/c32k: 28 blocks at 64K, 7 at 128K, 1 from 362K on).
+// Fraction of the dense attention mass kept over refman.pdf (tst_msa_recall, remapped positions):
+// at 32K hybrid8/group-mean 0.860, + /sink/w16 0.904-0.912 (31.7 blocks per selection; the best
+// any 16 blocks + window can do: 0.921-0.930), + /p98x8 0.951 (54.0 blocks), decode-like
+// selections 0.953 (/c32k changes nothing up to 32K). A dense-trained model's early layers spread
+// their attention over most of the context; growth gives those heads the blocks they need. At
+// 128K no mode keeps 0.95 (the best 16 blocks + window: 0.822): + /sink/w16 0.782, + /p98x8 0.846
+// with the whole room (82.9 blocks per selection, and 144, the cap, at the end of the context),
+// which held the speed-up over dense to 4-7x on one layer of real activations; with /c32k 9-11.5x
+// (bench_attention SIGHTLINE_BENCH_REAL). Issue #5's notes have the figures.
+inline constexpr const char* kTrainingFreeMode = "hybrid8/group-mean/sink/w16/p98x8/c32k";
 
 // The blocks one (query block, KV group) attended in the last call of a layer.
 struct Selection {

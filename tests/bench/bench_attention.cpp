@@ -204,6 +204,7 @@ struct Row {
     double ms[kVariants] = {};
     double mb[kVariants] = {};
     double exact_frac[kVariants] = {};
+    double blocks[kVariants] = {};  // MSA: blocks selected per (query block, group) selection
 };
 std::map<std::string, Row>& table() {
     static std::map<std::string, Row> t;
@@ -295,9 +296,10 @@ void time_attention(benchmark::State& state, const std::string& shape, int n_kv,
         benchmark::DoNotOptimize(out);
     }
     const double it = static_cast<double>(state.iterations());
-    double mb = 0, exact = 0;
+    double mb = 0, exact = 0, blocks = 0;
     if (msa) {
         const sl::MsaStats& st = msa->stats();
+        blocks = static_cast<double>(st.selected_blocks) / std::max<double>(1.0, static_cast<double>(st.selections));
         mb = static_cast<double>(st.index_bytes + st.exact_key_bytes + st.kv_bytes) / it / 1e6;
         exact = static_cast<double>(v == Variant::Native ? st.select.exact_rows / std::max(1, n_tokens)
                                                           : st.select.exact_blocks) /
@@ -308,6 +310,7 @@ void time_attention(benchmark::State& state, const std::string& shape, int n_kv,
     state.counters["ms"] = secs / it * 1e3;
     state.counters["MB_read"] = mb;
     state.counters["exact_frac"] = exact;
+    state.counters["blocks"] = blocks;
     const std::string phase = n_tokens == 1 ? "decode" : "prefill128";
     Row& r = table()[shape + "/" + phase + "/" + std::to_string(100000000 + ctx)];
     r.shape = shape;
@@ -316,19 +319,22 @@ void time_attention(benchmark::State& state, const std::string& shape, int n_kv,
     r.ms[static_cast<int>(v)] = secs / it * 1e3;
     r.mb[static_cast<int>(v)] = mb;
     r.exact_frac[static_cast<int>(v)] = exact;
+    r.blocks[static_cast<int>(v)] = blocks;
 }
 
 void print_table() {
-    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s %9s %9s | %6s %6s %6s %6s %6s | %9s %8s %8s %8s %8s %8s | %6s\n",
+    std::printf("\n%-8s %-10s %8s | %9s %9s %9s %9s %9s %9s | %6s %6s %6s %6s %6s | %9s %8s %8s %8s %8s %8s | %6s | %7s %7s\n",
                 "shape", "phase", "ctx", "dense ms", "bmax ms", "mean ms", "hyb ms", "nat ms", "def ms", "d/bmax", "d/mean",
-                "d/hyb", "d/nat", "d/def", "dense MB", "bmax MB", "mean MB", "hyb MB", "nat MB", "def MB", "exact");
+                "d/hyb", "d/nat", "d/def", "dense MB", "bmax MB", "mean MB", "hyb MB", "nat MB", "def MB", "exact",
+                "hyb blk", "def blk");
     for (const auto& [k, r] : table()) {
         auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
         std::printf("%-8s %-10s %8d | %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f | %6.1f %6.1f %6.1f %6.1f %6.1f | %9.1f %8.2f %8.2f "
-                    "%8.2f %8.2f %8.2f | %5.1f%%\n",
+                    "%8.2f %8.2f %8.2f | %5.1f%% | %7.1f %7.1f\n",
                     r.shape.c_str(), r.phase.c_str(), r.ctx, r.ms[0], r.ms[1], r.ms[2], r.ms[3], r.ms[4], r.ms[5],
                     ratio(r.ms[0], r.ms[1]), ratio(r.ms[0], r.ms[2]), ratio(r.ms[0], r.ms[3]), ratio(r.ms[0], r.ms[4]),
-                    ratio(r.ms[0], r.ms[5]), r.mb[0], r.mb[1], r.mb[2], r.mb[3], r.mb[4], r.mb[5], 100.0 * r.exact_frac[1]);
+                    ratio(r.ms[0], r.ms[5]), r.mb[0], r.mb[1], r.mb[2], r.mb[3], r.mb[4], r.mb[5], 100.0 * r.exact_frac[1],
+                    r.blocks[3], r.blocks[5]);
     }
     std::printf("(KV storage %s; ", sl::kv_type_name(kv_type()));
     std::printf("%d threads; MB read per call: dense = all K/V of the context once; MSA = index summaries + keys "

@@ -798,6 +798,13 @@ void TstMsaAttention::parseScoring() {
     QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.sink && c.window_blocks == 16 && c.top_p == 0.95f && c.top_p_grow == 4);
     sl::parse_msa_scoring("block-max/p90x8", c);
     QVERIFY(c.scoring == sl::BlockScoring::BlockMax && !c.sink && c.window_blocks == 0 && c.top_p == 0.9f && c.top_p_grow == 8);
+    QCOMPARE(c.top_p_full_ctx, 0);
+    sl::parse_msa_scoring("hybrid8/group-mean/sink/w16/p98x8/c32k", c);
+    QVERIFY(c.scoring == sl::BlockScoring::Hybrid && c.sink && c.window_blocks == 16 && c.top_p == 0.98f && c.top_p_grow == 8);
+    QCOMPARE(c.top_p_full_ctx, 32768);
+    QVERIFY(sl::MsaAttention(c).signature().find(" p98x8 full32768 ") != std::string::npos);
+    sl::parse_msa_scoring("hybrid8/group-mean/sink/w16/p98x8", c);
+    QCOMPARE(c.top_p_full_ctx, 0);
     sl::parse_msa_scoring("mean-key", c);  // no window without /wN, no sink without /sink, no growth without /pN
     QVERIFY(c.scoring == sl::BlockScoring::MeanKey && c.window_blocks == 0 && !c.sink && c.top_p == 0.0f);
     for (const char* bad : {"", "hybridx", "hybrid0", "hybrid8d", "hybrid8d0", "hybridd4", "hybrid8dx", "hybrid99999",
@@ -805,7 +812,9 @@ void TstMsaAttention::parseScoring() {
                             "hybrid8/group-mean/w-1", "block-max/w1/head-max", "/w4", "block-max/w123456",
                             "block-max/w4/sink", "/sink", "block-max/sinks", "sink", "block-max/p", "block-max/p0",
                             "block-max/p101", "block-max/px4", "block-max/p95x", "block-max/p95x0", "block-max/p9.5",
-                            "block-max/p95/w4", "hybrid8/p95/sink"}) {
+                            "block-max/p95/w4", "hybrid8/p95/sink", "block-max/c32k", "block-max/w4/c32k",
+                            "block-max/p95/c", "block-max/p95/c32", "block-max/p95/c0k", "block-max/p95/ck",
+                            "block-max/p95/c32kk", "block-max/p95/c32k/sink", "block-max/c32k/p95"}) {
         sl::MsaConfig d = c;
         try {
             sl::parse_msa_scoring(bad, d);

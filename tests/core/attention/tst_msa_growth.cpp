@@ -30,6 +30,7 @@ class TstMsaGrowth : public QObject {
 private Q_SLOTS:
     void massGrowth();
     void massGrowthAttention();
+    void growthRoomShrinksPastFull();
 };
 
 void TstMsaGrowth::massGrowth() {
@@ -185,6 +186,54 @@ void TstMsaGrowth::massGrowthAttention() {
         const int64_t vis = s.q_pos0 / B + 1;
         QVERIFY(static_cast<int64_t>(s.blocks.size()) >= std::min<int64_t>(3, vis));
         QVERIFY(static_cast<int64_t>(s.blocks.size()) <= std::min<int64_t>(6, vis));
+    }
+}
+
+void TstMsaGrowth::growthRoomShrinksPastFull() {
+    // SelectParams::grow_full: the whole room top_k * (grow - 1) up to grow_full visible blocks,
+    // then room * (grow_full / visible)^2, rounded down, at least 1.
+    sl::SelectParams p;
+    p.top_k = 16;
+    p.grow = 8;
+    QCOMPARE(sl::growth_room(p, 1024), int64_t{112});  // grow_full 0: whole at every length
+    p.grow_full = 256;
+    QCOMPARE(sl::growth_room(p, 100), int64_t{112});
+    QCOMPARE(sl::growth_room(p, 256), int64_t{112});
+    QCOMPARE(sl::growth_room(p, 1024), int64_t{7});     // 112 / 16
+    QCOMPARE(sl::growth_room(p, 512), int64_t{28});
+    QCOMPARE(sl::growth_room(p, 257), int64_t{111});    // 112 * (256 / 257)^2 = 111.13
+    QCOMPARE(sl::growth_room(p, 8192), int64_t{1});     // 112 / 1024 = 0.11, at least 1
+    QCOMPARE(sl::growth_room(p, int64_t{1} << 40), int64_t{1});
+    p.grow = 1;
+    QCOMPARE(sl::growth_room(p, 1024), int64_t{0});
+
+    // In the attention: diffuse keys (every block holds some mass) and a target of 1, so each
+    // selection takes its whole room; past /c1k (1,024 tokens = 64 blocks of 16) it is the shrunk one.
+    const int n_head = 6, n_kv = 2, hd = 32, B = 16, pos0 = 1900, nt = 40, n_ctx = pos0 + nt;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_random(kv, 0, 0, n_ctx, -0.05f, 0.05f);
+    kv.set_n_past(n_ctx);
+    auto q = sl::test::random_floats(static_cast<size_t>(nt * n_head * hd), -0.1f, 0.1f);
+    std::vector<float> out(q.size());
+    sl::ThreadPool pool(2);
+    for (const char* mode : {"hybrid8/group-mean/sink/w2/p100x5", "hybrid8/group-mean/sink/w2/p100x5/c1k"}) {
+        sl::MsaConfig cfg;
+        cfg.block_size = B;
+        cfg.top_k = 4;
+        sl::parse_msa_scoring(mode, cfg);
+        sl::MsaAttention msa(cfg);
+        msa.forward(make_call(n_head, n_kv, hd, pos0, nt, q.data(), out.data()), kv, pool);
+        sl::SelectParams sp;
+        sp.top_k = 4;
+        sp.grow = 5;
+        sp.grow_full = cfg.top_p_full_ctx / B;
+        for (const auto& s : msa.last_selections(0)) {
+            const int64_t vis = s.q_pos0 / B + 1;
+            // local + sink + 2 window blocks + 2 more by score, then the room
+            const int64_t want = std::min<int64_t>(vis, 4 + 2 + sl::growth_room(sp, vis));
+            QCOMPARE(static_cast<int64_t>(s.blocks.size()), want);
+        }
+        QVERIFY(sp.grow_full == 0 || sl::growth_room(sp, pos0 / B + 1) < 8);
     }
 }
 

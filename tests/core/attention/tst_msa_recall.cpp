@@ -92,6 +92,7 @@ struct Variant {
     int window = -1;        // SelectParams::window (blocks forced before the local one); -1: the configuration's
     float top_p = 0.0f;     // SelectParams::mass (mass-adaptive growth); 0: none
     int grow = 4;           // SelectParams::grow
+    int full_ctx = 0;       // MsaConfig::top_p_full_ctx (tokens; SelectParams::grow_full in blocks)
     // Per layer: Σ recall and the number of (row, head) pairs; the same over the last quarter;
     // against the attention as attended, and (_t) at true positions.
     std::vector<double> sum = {}, count = {}, tail_sum = {}, tail_count = {}, sum_t = {}, tail_sum_t = {};
@@ -136,6 +137,9 @@ std::vector<Variant> make_variants(int n_layer, int top_k) {
         v.push_back({"hybrid8/group-mean" + tag, S::Hybrid, Q::GroupMean, true, false, 0, false, 8, 16,
                      static_cast<float>(pct) / 100.0f, grow});
     }
+    // The growth's room shrinking past 32K tokens (/c32k, SelectParams::grow_full).
+    v.push_back({"hybrid8/group-mean/sink/w16/p98x8/c32k", S::Hybrid, Q::GroupMean, true, false, 0, false, 8, 16, 0.98f, 8,
+                 32768});
     v.push_back({"block-max/group-mean/sink/w16/p95", S::BlockMax, Q::GroupMean, true, false, 0, false, 0, 16, 0.95f, 4});
     v.push_back({"hybrid8/head-max/sink/w16/p98x8", S::Hybrid, Q::HeadMax, true, false, 0, false, 8, 16, 0.98f, 8});
     // SIGHTLINE_MSA_RECALL_VARIANTS (comma-separated names): measure only those (and the mode under test).
@@ -302,6 +306,7 @@ private:
             params[v].window = variants[v].window >= 0 ? variants[v].window : 0;
             params[v].mass = variants[v].top_p;
             params[v].grow = variants[v].grow;
+            params[v].grow_full = variants[v].full_ctx / B;
             params[v].scale = c.scale;
         }
         const bool remap = msa_.config().positions == sl::PositionMode::Remap;
@@ -517,6 +522,7 @@ void TstMsaRecall::recallOnRefman() {
     cfg.window_blocks = std::max(0, names[static_cast<size_t>(tested)].window);
     cfg.top_p = names[static_cast<size_t>(tested)].top_p;
     cfg.top_p_grow = names[static_cast<size_t>(tested)].grow;
+    cfg.top_p_full_ctx = names[static_cast<size_t>(tested)].full_ctx;
     const int64_t n_train = m->model->config().n_ctx_train;
     const bool remap = positions == "remap" || (positions == "auto" && n_train > 0 && n_tokens > n_train);
     QVERIFY2(positions == "auto" || positions == "remap" || positions == "original",
