@@ -3,7 +3,8 @@
 // [--ctx N] [--stats] [--attention dense|msa] [--topk K] [--block B] [--msa-mode MODE]
 // (MODE: block-max|mean-key|hybrid[N[dM]]|native, optionally /head-max or /group-mean, then /sink
 // to force block 0, then /wN for a local window of N blocks, then /pN[xM] to grow a selection to N%
-// of its estimated mass; see parse_msa_scoring; default sl::kTrainingFreeMode, the library prefill's)
+// of its estimated mass, then /cNk to shrink that growth past N x 1024 tokens of context; see
+// parse_msa_scoring; default sl::kTrainingFreeMode, the library prefill's)
 // [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
 // continuation (or, with --chat, the assistant's answer) to stdout.
 // --prompt-file FILE reads the prompt from FILE (`-`: stdin) instead of --prompt, for prompts past the
@@ -46,7 +47,7 @@ const char* kUsage =
     "usage: sightline-cli generate [--model M] (--prompt TEXT | --prompt-file FILE|-) [--chat] [--system TEXT] [--greedy] [-n N]\n"
     "       [--seed S] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
     "       [--threads N] [--ctx N] [--stats]\n"
-    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid[N[dM]]|native[/group-mean][/sink][/wN][/pN[xM]]]\n"
+    "       [--attention dense|msa] [--topk K] [--block B] [--msa-mode block-max|mean-key|hybrid[N[dM]]|native[/group-mean][/sink][/wN][/pN[xM][/cNk]]]\n"
     "       [--dense-layers L]\n"
     "       [--positions original|remap] [--remap-window N]\n"
     "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"

@@ -126,8 +126,9 @@ void parse_msa_scoring(const std::string& mode, MsaConfig& c);
 // their attention over most of the context; growth gives those heads the blocks they need. At
 // 128K no mode keeps 0.95 (the best 16 blocks + window: 0.822): + /sink/w16 0.782, + /p98x8 0.846
 // with the whole room (82.9 blocks per selection, and 144, the cap, at the end of the context),
-// which held the speed-up over dense to 4-7x on one layer of real activations; with /c32k 9-11.5x
-// (bench_attention SIGHTLINE_BENCH_REAL). Issue #5's notes have the figures.
+// which held the speed-up over dense to 4-7x on one layer of real activations; with /c32k
+// 8-12x (bench_attention SIGHTLINE_BENCH_REAL) at 0.821 (0.712 over the last quarter, against
+// 0.762 with the whole room on the same activations). Issue #5's notes have the figures.
 inline constexpr const char* kTrainingFreeMode = "hybrid8/group-mean/sink/w16/p98x8/c32k";
 
 // The blocks one (query block, KV group) attended in the last call of a layer.

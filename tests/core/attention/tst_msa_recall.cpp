@@ -32,7 +32,9 @@
 // goal is 0.95 at 32768: with remapped positions, 21 min on two cores, the default mode
 // hybrid8/group-mean/sink/w16/p98x8 measured 0.951 (decode-like 0.953, 54.0 blocks per selection),
 // where no choice of 16 blocks plus the window does better than 0.921-0.930 (oracle/w16) and
-// hybrid8/group-mean/sink/w16 kept 0.904-0.912; see issue #5's notes),
+// hybrid8/group-mean/sink/w16 kept 0.904-0.912; the default's /c32k changes nothing up to 32K; at
+// 131072, 38 min, no mode keeps 0.95: oracle/w16 0.822, hybrid8/group-mean/sink/w16 0.782, with
+// /p98x8 0.846 at 2.6x the blocks; see issue #5's notes),
 // _BLOCK (128), _TOPK (16), _MODE (default sl::kTrainingFreeMode, the library prefill's; or
 // block-max | hybrid | mean-key with head-max index queries; or any variant's name), _POSITIONS (auto | original |
 // remap), _WINDOW (the remap window; default as the library prefill: min(4096, n_ctx_train / 2)),
