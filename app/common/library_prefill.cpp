@@ -36,8 +36,9 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
 
     c.msa.top_k = es.top_k;
     // kTrainingFreeMode (msa_attention.h): hybrid scoring with the group's mean query, sink, a
-    // local window of 16 blocks and growth to 98% of the estimated mass; at 32K (remapped) it kept
-    // 0.951 of the dense attention mass (tst_msa_recall, bench_depth; issue #5's notes).
+    // local window of 16 blocks and growth to 98% of the estimated mass, shrinking past 32K tokens;
+    // at 32K (remapped) it kept 0.951 of the dense attention mass, at 128K 0.821 at about 10x dense
+    // per layer (tst_msa_recall, bench_attention, bench_depth; issue #5's notes).
     const char* scoring = kTrainingFreeMode;
     parse_msa_scoring(scoring, c.msa);
     // A model with its own learned indexer (MiniMax-M3 style) selects with it.
