@@ -151,10 +151,12 @@ bool read_dump_header(const std::string& path, RealDump& d) {
     return ok;
 }
 
-sl::KvCache& real_cache(const RealDump& d) {
+// The dump's K/V in a one-layer cache (one alive at a time); null when the file is short.
+sl::KvCache* real_cache(const RealDump& d) {
     static std::unique_ptr<sl::KvCache> kv;
     static std::string key;
     if (key != d.path) {
+        key = d.path;
         kv.reset();
         sl::KvCacheOptions o;
         o.type = kv_type();
@@ -166,18 +168,24 @@ sl::KvCache& real_cache(const RealDump& d) {
         const bool ok = f && std::fseek(f, off, SEEK_SET) == 0 && std::fread(k.data(), sizeof(float), k.size(), f) == k.size() &&
                         std::fread(v.data(), sizeof(float), v.size(), f) == v.size();
         if (f) std::fclose(f);
-        if (!ok) std::fprintf(stderr, "bench_attention: %s: K/V short; the measurement is of zeros\n", d.path.c_str());
+        if (!ok) {
+            kv.reset();
+            return nullptr;
+        }
         for (int64_t p = 0; p < d.n_ctx; ++p)
             kv->write(0, p, k.data() + static_cast<size_t>(p) * row, v.data() + static_cast<size_t>(p) * row);
         kv->set_n_past(d.n_ctx);
-        key = d.path;
     }
-    return *kv;
+    return kv.get();
 }
 
 void BM_attention_real(benchmark::State& state, const RealDump* dp, int n_tokens, Variant v) {
     const RealDump& d = *dp;
-    sl::KvCache& kv = real_cache(d);
+    sl::KvCache* kv = real_cache(d);
+    if (!kv) {
+        state.SkipWithError((d.path + ": K/V shorter than its header says").c_str());
+        return;
+    }
     std::vector<float> out(static_cast<size_t>(n_tokens) * d.n_head * d.hd);
     sl::AttentionCall c;
     c.pos0 = d.n_ctx - n_tokens;
@@ -194,8 +202,13 @@ void BM_attention_real(benchmark::State& state, const RealDump* dp, int n_tokens
     c.out = out.data();
     const char* e = std::getenv("SIGHTLINE_BENCH_REAL_REMAP");
     const int remap = e && *e ? std::atoi(e) : 4096;
-    time_attention(state, "real-L" + std::to_string(d.layer), d.n_kv, d.hd, static_cast<int>(d.n_ctx), n_tokens, v, kv, c,
+    time_attention(state, "real-L" + std::to_string(d.layer), d.n_kv, d.hd, static_cast<int>(d.n_ctx), n_tokens, v, *kv, c,
                    remap, {});
+}
+
+// Iterations per benchmark: dense prefill at long contexts takes seconds per call, so it runs once.
+int iterations(Variant v, double work, int n_tokens) {
+    return v == Variant::Dense ? (work > 2e9 ? 1 : work > 2e8 ? 3 : 20) : (n_tokens == 1 ? 50 : 5);
 }
 
 struct Row {
@@ -346,11 +359,8 @@ void print_table() {
 void register_real(const std::string& dir) {
     static std::vector<RealDump> dumps;  // registered benchmarks point into it: filled once
     for (int layer = 0; layer < 256; ++layer) {
-        RealDump d;
-        const std::string path = dir + "/layer" + std::to_string(layer) + ".kvdump";
-        if (FILE* f = std::fopen(path.c_str(), "rb")) std::fclose(f);
-        else continue;
-        if (read_dump_header(path, d)) dumps.push_back(std::move(d));
+        RealDump d;  // layers without a file are skipped (read_dump_header: false, no message)
+        if (read_dump_header(dir + "/layer" + std::to_string(layer) + ".kvdump", d)) dumps.push_back(std::move(d));
     }
     if (dumps.empty()) std::fprintf(stderr, "bench_attention: no layer<L>.kvdump in %s\n", dir.c_str());
     for (const RealDump& d : dumps)
@@ -361,9 +371,8 @@ void register_real(const std::string& dir) {
                                          (n_tokens == 1 ? "decode" : "prefill128") + "/ctx:" + std::to_string(d.n_ctx) + "/" +
                                          variant_name(v);
                 const double work = static_cast<double>(d.n_ctx) * n_tokens * d.n_head * d.hd;
-                const int iters = v == Variant::Dense ? (work > 2e9 ? 1 : work > 2e8 ? 3 : 20) : (n_tokens == 1 ? 50 : 5);
                 benchmark::RegisterBenchmark(name.c_str(), BM_attention_real, &d, n_tokens, v)
-                    ->Iterations(iters)
+                    ->Iterations(iterations(v, work, n_tokens))
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
             }
@@ -382,11 +391,9 @@ void register_all() {
                                   Variant::Default}) {
                     const std::string name = std::string("attention/") + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill128") +
                                              "/ctx:" + std::to_string(ctx) + "/" + variant_name(v);
-                    // Dense prefill at long contexts takes seconds per call: run it once.
                     const double work = static_cast<double>(ctx) * n_tokens * s.n_head * s.hd;
-                    const int iters = v == Variant::Dense ? (work > 2e9 ? 1 : work > 2e8 ? 3 : 20) : (n_tokens == 1 ? 50 : 5);
                     benchmark::RegisterBenchmark(name.c_str(), BM_attention, s, ctx, n_tokens, v)
-                        ->Iterations(iters)
+                        ->Iterations(iterations(v, work, n_tokens))
                         ->Unit(benchmark::kMillisecond)
                         ->UseRealTime();
                 }
