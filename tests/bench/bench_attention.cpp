@@ -37,6 +37,7 @@
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
+#include "tests/common/activation_dump.h"
 
 namespace {
 
@@ -114,36 +115,21 @@ std::string default_mode() {
 // query block's queries and every position's K/V). Each becomes a shape "real-L<L>" measured like the
 // synthetic ones (dense, hybrid, default), the MSA at remapped positions (window
 // SIGHTLINE_BENCH_REAL_REMAP, default 4096, the library prefill's for SmolLM2; 0: true positions).
-struct RealDump {
+struct RealDump : sl::test::ActivationDump {
     std::string path;
-    int layer = 0, n_head = 0, n_kv = 0, hd = 0, n_q = 0, rope_dim = 0, rope_neox = 0;
-    int64_t n_ctx = 0;
-    float scale = 1.0f, rope_base = 10000.0f, rope_freq_scale = 1.0f;
-    std::vector<float> q;  // (n_q, n_head, hd)
+    std::vector<float> q;  // (n_q, n_head, head_dim)
 };
 
-// Reads the header and the queries; K/V are read by real_cache(). False (and a message) on a bad file.
+// Reads the header and the queries; K/V are read by real_cache(). False on a missing file (no
+// message: layers without a dump are skipped) and on a bad one (with a message).
 bool read_dump_header(const std::string& path, RealDump& d) {
     FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) return false;
-    int64_t h[16];
-    bool ok = std::fread(h, sizeof h, 1, f) == 1 && h[0] == 0x504d55445653 && h[2] > 0 && h[3] > 0 && h[4] > 0 &&
-              h[5] > 0 && h[6] > 0 && h[3] % h[4] == 0 && h[6] <= h[2];
+    int64_t h[sl::test::kActivationDumpHeaderWords];
+    bool ok = std::fread(h, sizeof h, 1, f) == 1 && sl::test::unpack_activation_dump(h, d);
     if (ok) {
-        auto flt = [](int64_t b) { const auto u = static_cast<int32_t>(b); float x; std::memcpy(&x, &u, 4); return x; };
         d.path = path;
-        d.layer = static_cast<int>(h[1]);
-        d.n_ctx = h[2];
-        d.n_head = static_cast<int>(h[3]);
-        d.n_kv = static_cast<int>(h[4]);
-        d.hd = static_cast<int>(h[5]);
-        d.n_q = static_cast<int>(h[6]);
-        d.rope_dim = static_cast<int>(h[7]);
-        d.rope_neox = static_cast<int>(h[8]);
-        d.scale = flt(h[9]);
-        d.rope_base = flt(h[10]);
-        d.rope_freq_scale = flt(h[11]);
-        d.q.resize(static_cast<size_t>(d.n_q) * d.n_head * d.hd);
+        d.q.resize(static_cast<size_t>(d.n_q) * d.n_head * d.head_dim);
         ok = std::fread(d.q.data(), sizeof(float), d.q.size(), f) == d.q.size();
     }
     std::fclose(f);
@@ -160,11 +146,11 @@ sl::KvCache* real_cache(const RealDump& d) {
         kv.reset();
         sl::KvCacheOptions o;
         o.type = kv_type();
-        kv = std::make_unique<sl::KvCache>(1, static_cast<int>(d.n_ctx), d.n_kv, d.hd, o);
+        kv = std::make_unique<sl::KvCache>(1, static_cast<int>(d.n_ctx), d.n_kv_head, d.head_dim, o);
         FILE* f = std::fopen(d.path.c_str(), "rb");
         const auto row = static_cast<size_t>(kv->row());
         std::vector<float> k(static_cast<size_t>(d.n_ctx) * row), v(k.size());
-        const long off = static_cast<long>(16 * sizeof(int64_t) + d.q.size() * sizeof(float));
+        const long off = static_cast<long>(sl::test::kActivationDumpHeaderWords * sizeof(int64_t) + d.q.size() * sizeof(float));
         const bool ok = f && std::fseek(f, off, SEEK_SET) == 0 && std::fread(k.data(), sizeof(float), k.size(), f) == k.size() &&
                         std::fread(v.data(), sizeof(float), v.size(), f) == v.size();
         if (f) std::fclose(f);
@@ -186,15 +172,15 @@ void BM_attention_real(benchmark::State& state, const RealDump* dp, int n_tokens
         state.SkipWithError((d.path + ": K/V shorter than its header says").c_str());
         return;
     }
-    std::vector<float> out(static_cast<size_t>(n_tokens) * d.n_head * d.hd);
+    std::vector<float> out(static_cast<size_t>(n_tokens) * d.n_head * d.head_dim);
     sl::AttentionCall c;
     c.pos0 = d.n_ctx - n_tokens;
     c.n_tokens = n_tokens;
     c.n_head = d.n_head;
-    c.n_kv_head = d.n_kv;
-    c.head_dim = d.hd;
+    c.n_kv_head = d.n_kv_head;
+    c.head_dim = d.head_dim;
     c.scale = d.scale;
-    c.q = d.q.data() + static_cast<size_t>(d.n_q - n_tokens) * d.n_head * d.hd;  // the last n_tokens queries
+    c.q = d.q.data() + static_cast<size_t>(d.n_q - n_tokens) * d.n_head * d.head_dim;  // the last n_tokens queries
     c.rope_dim = d.rope_dim;
     c.rope_base = d.rope_base;
     c.rope_freq_scale = d.rope_freq_scale;
@@ -202,7 +188,7 @@ void BM_attention_real(benchmark::State& state, const RealDump* dp, int n_tokens
     c.out = out.data();
     const char* e = std::getenv("SIGHTLINE_BENCH_REAL_REMAP");
     const int remap = e && *e ? std::atoi(e) : 4096;
-    time_attention(state, "real-L" + std::to_string(d.layer), d.n_kv, d.hd, static_cast<int>(d.n_ctx), n_tokens, v, *kv, c,
+    time_attention(state, "real-L" + std::to_string(d.layer), d.n_kv_head, d.head_dim, static_cast<int>(d.n_ctx), n_tokens, v, *kv, c,
                    remap, {});
 }
 
@@ -370,7 +356,7 @@ void register_real(const std::string& dir) {
                 const std::string name = "attention/real-L" + std::to_string(d.layer) + "/" +
                                          (n_tokens == 1 ? "decode" : "prefill128") + "/ctx:" + std::to_string(d.n_ctx) + "/" +
                                          variant_name(v);
-                const double work = static_cast<double>(d.n_ctx) * n_tokens * d.n_head * d.hd;
+                const double work = static_cast<double>(d.n_ctx) * n_tokens * d.n_head * d.head_dim;
                 benchmark::RegisterBenchmark(name.c_str(), BM_attention_real, &d, n_tokens, v)
                     ->Iterations(iterations(v, work, n_tokens))
                     ->Unit(benchmark::kMillisecond)

@@ -64,6 +64,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/util/assets.h"
 #include "kernels/cpu/ops.h"
+#include "tests/common/activation_dump.h"
 #include "tests/common/test_support.h"
 
 namespace {
@@ -234,30 +235,37 @@ private:
         int64_t checked = 0, mismatches = 0;
     };
 
-    // <dump_dir>/layer<L>.kvdump: a header of 16 int64 (magic 0x504d55445653, layer, n_ctx,
-    // n_head, n_kv_head, head_dim, n_q, rope_dim, rope_neox, then the float bits of scale,
-    // rope_base, rope_freq_scale in the low 32 bits of the next three; the rest 0), then the
-    // queries of the call's last n_q tokens (n_q, n_head, head_dim) f32 RoPE'd, then K and V of
-    // every position (n_ctx, n_kv_head * head_dim) f32 each, as KvCache::read gives them.
+    // <dump_dir>/layer<L>.kvdump in the format of tests/common/activation_dump.h.
     void dump(const sl::AttentionCall& c, const sl::KvCache& kv) const {
         const int n_q = std::min(c.n_tokens, msa_.config().block_size);
         const int64_t n_ctx = c.pos0 + c.n_tokens;
-        auto bits = [](float f) { int32_t b; std::memcpy(&b, &f, 4); return static_cast<int64_t>(b); };
-        int64_t h[16] = {0x504d55445653, c.layer, n_ctx, c.n_head, c.n_kv_head, c.head_dim, n_q, c.rope_dim, c.rope_neox,
-                         bits(c.scale), bits(c.rope_base), bits(c.rope_freq_scale)};
+        sl::test::ActivationDump d;
+        d.layer = c.layer;
+        d.n_ctx = n_ctx;
+        d.n_head = c.n_head;
+        d.n_kv_head = c.n_kv_head;
+        d.head_dim = c.head_dim;
+        d.n_q = n_q;
+        d.rope_dim = c.rope_dim;
+        d.rope_neox = c.rope_neox;
+        d.scale = c.scale;
+        d.rope_base = c.rope_base;
+        d.rope_freq_scale = c.rope_freq_scale;
+        int64_t h[sl::test::kActivationDumpHeaderWords];
+        sl::test::pack_activation_dump(d, h);
         const std::string path = dump_dir + "/layer" + std::to_string(c.layer) + ".kvdump";
         FILE* f = std::fopen(path.c_str(), "wb");
         if (!f) { qWarning("cannot write %s", path.c_str()); return; }
-        std::fwrite(h, sizeof h, 1, f);
+        bool ok = std::fwrite(h, sizeof h, 1, f) == 1;
         const size_t qn = static_cast<size_t>(c.n_head) * c.head_dim;
-        std::fwrite(c.q + (c.n_tokens - n_q) * qn, sizeof(float), n_q * qn, f);
+        ok = ok && std::fwrite(c.q + (c.n_tokens - n_q) * qn, sizeof(float), n_q * qn, f) == n_q * qn;
         std::vector<float> k(static_cast<size_t>(kv.row())), v(k.size());
-        for (int pass = 0; pass < 2; ++pass)
-            for (int64_t p = 0; p < n_ctx; ++p) {
+        for (int pass = 0; pass < 2 && ok; ++pass)
+            for (int64_t p = 0; p < n_ctx && ok; ++p) {
                 kv.read(c.layer, p, k.data(), v.data());
-                std::fwrite(pass == 0 ? k.data() : v.data(), sizeof(float), k.size(), f);
+                ok = std::fwrite(pass == 0 ? k.data() : v.data(), sizeof(float), k.size(), f) == k.size();
             }
-        const bool ok = std::fclose(f) == 0;
+        ok = std::fclose(f) == 0 && ok;
         qInfo("layer %d: activations at %lld tokens %s %s", c.layer, static_cast<long long>(n_ctx),
               ok ? "written to" : "FAILED writing", path.c_str());
     }
