@@ -1,20 +1,26 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
-//  [--ctx N] [--no-cache] [--no-library-prefill] [--preselect N]`: asks the library's documents a
-// question in one long context. When the library's own prefill (`sightline-cli prefill`, or the
-// app's background prefill) is recorded, complete or partial, the answer reads what it has saved
-// plus a preselection of the rest (--preselect tokens) and says what it read; otherwise it prints
-// the question's context plan and prefills (or restores) that. Then it streams the answer, prints it
-// with inline citation markers and the numbered sources (weak ones flagged), and stores the chat.
+//  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
+//  [--json]`: asks the library's documents a question in one long context (core/ask/ask.h: every
+// unit ranked for the question, the best that fit read; or the library's own prefill plus the best
+// units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
+// a terminal; one line per 10% otherwise), streams the answer, then prints it with inline citation
+// markers and the numbered sources (weak ones flagged), and stores the chat. --json prints the
+// answer (core/answer/answer_json.h) as the last line instead of the text summary.
 #include <QStringList>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include "app/cli/cli_command.h"
-#include "app/common/ask.h"
+#include "core/answer/answer_json.h"
 #include "core/answer/minilm_embedder.h"
+#include "core/ask/ask.h"
+#include "core/context/preselect.h"
 #include "core/embed/sentence_embedder.h"
+#include "core/kvcache/kv_cache.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
@@ -25,14 +31,46 @@ namespace {
 int usage() {
     sl::cli::err("usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
                  "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-                 "[--preselect N]\n");
+                 "[--preselect N] [--kv-cap SIZE] [--json]\n");
     return 2;
 }
 
+std::string duration(double s) {
+    char buf[32];
+    if (s < 90) std::snprintf(buf, sizeof buf, "%.0f s", s);
+    else std::snprintf(buf, sizeof buf, "%d min %02d s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+    return buf;
+}
+
+// The prefill's progress: a line rewritten in place on a terminal, one line per 10% otherwise.
+class PrefillProgress {
+public:
+    explicit PrefillProgress(bool tty) : tty_(tty) {}
+    void update(int64_t done, int64_t total, double seconds) {
+        if (total <= 0) return;
+        const int pct = static_cast<int>(100 * done / total);
+        const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+        const double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+        char line[160];
+        std::snprintf(line, sizeof line, "prefill %3d%%  %s / %s tokens  %.0f tok/s  ETA %s", pct,
+                      sl::thousands(done).c_str(), sl::thousands(total).c_str(), rate, duration(eta).c_str());
+        if (tty_) {
+            sl::cli::err(std::string("\r") + line + "   " + (done >= total ? "\n" : ""));
+        } else if (pct / 10 > last_decile_ || done >= total) {
+            last_decile_ = pct / 10;
+            sl::cli::err(std::string(line) + "\n");
+        }
+    }
+
+private:
+    bool tty_;
+    int last_decile_ = -1;
+};
+
 int run(const QStringList& args) {
-    sl::app::AskOptions o;
+    sl::AskOptions o;
     std::filesystem::path dir = sl::Library::default_dir();
-    bool semantic = true;
+    bool semantic = true, json = false;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         auto value = [&]() -> QString { return i + 1 < args.size() ? args[++i] : QString(); };
@@ -48,7 +86,15 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--no-semantic")) semantic = false;
         else if (a == QLatin1String("--no-library-prefill")) o.use_library_prefill = false;
         else if (a == QLatin1String("--preselect")) o.preselect_tokens = value().toLongLong();
-        else if (!a.startsWith(QLatin1String("--")) && o.question.empty()) o.question = a.toStdString();
+        else if (a == QLatin1String("--json")) json = true;
+        else if (a == QLatin1String("--kv-cap")) {
+            try {
+                o.kv_cap_bytes = sl::parse_byte_size(value().toStdString());
+            } catch (const sl::Error& e) {
+                sl::cli::err(std::string("sightline-cli ask: --kv-cap: ") + e.what() + "\n");
+                return usage();
+            }
+        } else if (!a.startsWith(QLatin1String("--")) && o.question.empty()) o.question = a.toStdString();
         else return usage();
     }
     if (o.question.empty()) return usage();
@@ -63,40 +109,48 @@ int run(const QStringList& args) {
             embedder = std::make_unique<sl::MiniLmEmbedder>(*minilm);
             o.embedder = embedder.get();
         } catch (const sl::Error& e) {
-            sl::cli::err(std::string("note: semantic verification off: ") + e.what() + "\n");
+            sl::cli::err(std::string("note: semantic ranking and verification off: ") + e.what() + "\n");
         }
     }
     sl::cli::out("Library: " + lib.dir().string() + "\nQuestion: " + o.question + "\n");
-    sl::app::AskCallbacks cb;
-    bool plan_shown = false;
+    sl::AskCallbacks cb;
+    bool answer_started = false;
+    PrefillProgress progress(::isatty(STDERR_FILENO) == 1);
     cb.on_status = [&](const std::string& s) { sl::cli::out(s + "\n"); };
+    cb.on_plan = [&](const std::string& plan) { sl::cli::out("\n" + plan + "\n"); };
+    cb.on_progress = [&](int64_t done, int64_t total, double s) { progress.update(done, total, s); };
     cb.on_text = [&](std::string_view t) {
-        if (!plan_shown) {
+        if (!answer_started) {
             sl::cli::out("\nAnswer (streaming): ");
-            plan_shown = true;
+            answer_started = true;
         }
         sl::cli::out(std::string(t));
     };
-    const sl::app::AskResult r = sl::app::ask(lib, *model, o, cb);
-    sl::cli::out("\n\n" + r.plan);
-    sl::cli::out(r.kv_note.empty() ? "" : "KV cache: " + r.kv_note + "\n");
+    const sl::AskResult r = sl::ask(lib, *model, o, cb);
+    sl::cli::out("\n\n");
+    if (!r.kv_note.empty()) sl::cli::out("KV cache: " + r.kv_note + "\n");
     if (!r.read_summary.empty()) sl::cli::out("Read: " + r.read_summary + "\n");
+    if (r.answer.stop_reason == "repetition")
+        sl::cli::out("Note: the answer began to repeat itself; it is cut before the repetition.\n");
+    else if (r.answer.cut)
+        sl::cli::out("Note: the answer reached its length budget and is cut at its last full sentence "
+                     "(--effort high allows longer answers).\n");
     sl::cli::out("\nAnswer with citations:\n" + r.answer.with_markers() + "\n\nSources:\n");
-    if (r.answer.citations.empty())
-        sl::cli::out(o.msa ? "  (the answer attended to no document block)\n"
-                           : "  (none: citations come from MSA's selections; use --attention msa)\n");
+    if (r.answer.citations.empty()) sl::cli::out("  (no source backs the answer)\n");
     else sl::cli::out(r.answer.sources_text());
-    char stats[256];
+    char stats[320];
     std::snprintf(stats, sizeof stats,
-                  "\n(%lld context tokens %s in %.1f s; first answer text after %.1f s; %d answer steps in %.1f s; "
-                  "verification %s; chat %lld stored)\n",
+                  "\n(%lld context tokens %s in %.1f s; attention %s; first answer text after %.1f s; %d answer steps "
+                  "in %.1f s; sources ranked by %s; chat %lld stored)\n",
                   static_cast<long long>(r.context_tokens),
-                  r.from_library_prefill ? (r.prefilled_tokens ? "restored + preselected" : "restored")
+                  r.from_library_prefill ? (r.prefilled_tokens ? "restored + ranked units" : "restored")
                                          : (r.restored ? "restored" : "prefilled"),
-                  r.prefill_seconds, r.first_token_seconds,
-                  r.answer.steps, r.decode_seconds, o.embedder ? "lexical + semantic" : "lexical",
+                  r.prefill_seconds, r.attention.c_str(), r.first_token_seconds, r.answer.steps, r.decode_seconds,
+                  o.embedder ? (o.msa ? "attention + words + MiniLM" : "words + MiniLM")
+                             : (o.msa ? "attention + words" : "words"),
                   static_cast<long long>(r.chat_id));
     sl::cli::out(stats);
+    if (json) sl::cli::out(sl::answer_to_json(r.answer) + "\n");
     return 0;
 }
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "app/cli/cli_command.h"
-#include "app/common/library_prefill.h"
+#include "core/ask/library_context.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
@@ -41,7 +41,7 @@ std::string eta_text(double s) {
 
 int run(const QStringList& args) {
     std::filesystem::path dir = sl::Library::default_dir();
-    sl::app::LibraryPrefillOptions po;
+    sl::LibraryPrefillOptions po;
     po.progress_interval = 0.5;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
@@ -55,7 +55,7 @@ int run(const QStringList& args) {
 
     sl::Library lib = sl::Library::open(dir);
     const auto model = sl::load_model(sl::paths::default_model());
-    sl::app::LibraryPrefill prefill(lib, *model, po);
+    sl::LibraryPrefill prefill(lib, *model, po);
     const std::string& path = prefill.context().path;
     sl::cli::out(prefill.context().plan.to_text());
 

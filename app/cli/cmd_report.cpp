@@ -10,7 +10,7 @@
 #include <map>
 
 #include "app/cli/cli_command.h"
-#include "app/common/answer_json.h"
+#include "core/answer/answer_json.h"
 #include "app/common/citation_thumbnails.h"
 #include "app/common/report.h"
 #include "app/common/report_pdf.h"
@@ -52,7 +52,7 @@ int run(const QStringList& args) {
         const auto& c = chats[i];
         sl::app::ReportChat rc;
         rc.question = c.question;
-        rc.answer = sl::app::answer_from_json(c.citations, "chat " + std::to_string(c.id));
+        rc.answer = sl::answer_from_json(c.citations, "chat " + std::to_string(c.id));
         // The stored settings (JSON) in words: "msa top-k 16, effort medium, 450 context tokens".
         const QJsonObject so = QJsonDocument::fromJson(QByteArray::fromStdString(c.settings)).object();
         rc.model = so.value(QStringLiteral("model")).toString().toStdString();

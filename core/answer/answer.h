@@ -26,6 +26,12 @@ struct Citation {
     int64_t begin = 0, end = 0;  // token range of the region in the stream
     std::string snippet;         // quoted words from the most attended part (short)
     std::string text;            // the region's text, one KV block wider each side (what verification reads)
+    // How well the unit supports the answer (verify.h: the best over the answer's sentences of
+    // the unit's whole text), and the fused rank score the citations are ordered by
+    // (citations.h: attention mass fused with support).
+    double lexical = 0;
+    std::optional<double> semantic;
+    double score = 0;
 };
 
 // One citation backing one sentence, and how well its text supports the sentence.
@@ -36,6 +42,20 @@ struct Support {
     std::optional<double> semantic;  // cosine of sentence and source embeddings, when available
     bool verified = false;           // verify() ran on it
     bool weak = false;               // flagged: the text does not back the sentence well
+};
+
+// One unit the citation ranking considered, with its signals (for evaluation: how often each
+// signal alone would have put the right place first).
+struct RankedSource {
+    std::string path;
+    int unit_index = 0;                     // doc::Unit::index
+    std::optional<doc::TimeRange> time;
+    double mass = 0;                        // attention mass over the answer
+    double lexical = 0;                     // best lexical support of a sentence
+    double bm25 = 0;                        // Σ over sentences of the best passage's BM25 (the lexical signal)
+    std::optional<double> semantic;         // best cosine with a sentence
+    double question = 0;                    // relevance to the question (the ranking's fused score)
+    double score = 0;                       // fused
 };
 
 struct AnswerSentence {
@@ -50,6 +70,11 @@ struct Answer {
     std::vector<Citation> citations;        // by number (citations[i].number == i + 1)
     double document_mass = 0;               // Σ mass on document tokens over the answer
     int steps = 0;                          // decode steps observed
+    // Why generation ended: "eos", "stop string", "max tokens" (then the text was cut back to its
+    // last sentence end: `cut`), "repetition" (a repeating loop was stopped), "cancelled".
+    std::string stop_reason;
+    bool cut = false;
+    std::vector<RankedSource> ranking;      // the considered units, best fused first (may be empty)
 
     // The text with inline markers before each supported sentence's final punctuation:
     // "Fit it with lm() [1]." -- weak supports as "[2?]".

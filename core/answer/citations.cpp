@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "core/answer/verify.h"
+#include "core/context/lexical_rank.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode.h"
 
@@ -88,6 +90,24 @@ std::string unit_text(const TokenStream& ts, const Tokenizer& tok, int unit, int
     return tok.decode(ids);
 }
 
+// Adds 1 / (k + rank) to fused[u] for the units of `value` with value > 0 (or every unit with a
+// value when `all`), ranked by value, best first.
+void fuse_rank(const std::vector<int>& units, const std::vector<double>& value, bool all, double k,
+               std::vector<double>& fused) {
+    std::vector<int> order;
+    for (size_t i = 0; i < units.size(); ++i)
+        if (all || value[i] > 0) order.push_back(static_cast<int>(i));
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return value[static_cast<size_t>(a)] > value[static_cast<size_t>(b)]; });
+    for (size_t r = 0; r < order.size(); ++r) fused[static_cast<size_t>(order[r])] += 1.0 / (k + static_cast<double>(r + 1));
+}
+
+double best_cosine(const std::vector<float>& v, const std::vector<std::vector<float>>& passages) {
+    double best = -1;
+    for (const auto& p : passages)
+        if (p.size() == v.size()) best = std::max(best, cosine(v, p));
+    return best;
+}
+
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> split_sentences(std::string_view text) {
@@ -149,6 +169,37 @@ Answer cite(const SelectionCollector& c, const Tokenizer& tok, const CiteOptions
             a.document_mass += um.mass;
         }
 
+    const bool fused = o.evidence && o.evidence->size() == ts.units.size();
+    // Fused: every unit with text is a candidate (index into `cand`).
+    std::vector<int> cand;
+    std::vector<std::string> sentence_text;
+    std::vector<std::vector<float>> sentence_emb;
+    if (fused) {
+        for (size_t u = 0; u < ts.units.size(); ++u)
+            if (!(*o.evidence)[u].text.empty()) cand.push_back(static_cast<int>(u));
+        for (const auto& [sb, se] : split_sentences(a.text)) sentence_text.emplace_back(a.text.substr(sb, se - sb));
+        if (o.embedder && !sentence_text.empty()) sentence_emb = o.embedder->embed_many(sentence_text);
+    }
+    // Every candidate's passages in one BM25 index (passage -> candidate).
+    std::vector<std::string> passage_text;
+    std::vector<size_t> passage_cand;
+    for (size_t k = 0; k < cand.size(); ++k) {
+        const UnitEvidence& ev = (*o.evidence)[static_cast<size_t>(cand[k])];
+        if (ev.passage_texts.empty()) {
+            passage_text.push_back(ev.text);
+            passage_cand.push_back(k);
+        }
+        for (const auto& t : ev.passage_texts) {
+            passage_text.push_back(t);
+            passage_cand.push_back(k);
+        }
+    }
+    const LexicalIndex passage_index(passage_text);
+    // Per candidate: the best support of any sentence (lexical, semantic).
+    std::vector<double> best_lex(cand.size(), 0.0), best_sem(cand.size(), -1.0);
+    std::vector<double> best_bm25(cand.size(), 0.0);  // Σ over the sentences
+    std::vector<bool> has_sem(cand.size(), false);
+
     // Ranked places.
     std::vector<std::pair<int, double>> ranked(unit_mass.begin(), unit_mass.end());
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
@@ -184,28 +235,151 @@ Answer cite(const SelectionCollector& c, const Tokenizer& tok, const CiteOptions
                 m[um.unit] += um.mass;
                 total += um.mass;
             }
-        std::vector<std::pair<int, double>> here;
-        for (int u : candidates)
-            if (auto it = m.find(u); it != m.end() && total > 0 && it->second >= o.sentence_min_share * total)
-                here.push_back({u, it->second});
-        std::stable_sort(here.begin(), here.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-        if (static_cast<int>(here.size()) > o.max_per_sentence) here.resize(static_cast<size_t>(o.max_per_sentence));
-        for (const auto& [u, mass] : here) {
-            Support sup;
-            sup.citation = u;  // the unit id until the places are numbered below
-            sup.mass = mass;
-            s.supports.push_back(sup);
+        if (fused) {
+            const size_t si = a.sentences.size();
+            const std::string& st = sentence_text[si];
+            const std::vector<float>* se_emb = si < sentence_emb.size() ? &sentence_emb[si] : nullptr;
+            std::vector<double> mass(cand.size(), 0.0), lex(cand.size(), 0.0), sem(cand.size(), -1.0);
+            std::vector<double> bm25(cand.size(), 0.0);
+            std::vector<bool> sem_ok(cand.size(), false);
+            for (const auto& h : passage_index.rank(st, passage_text.size())) {
+                const size_t k = passage_cand[h.passage];
+                if (h.score > bm25[k]) bm25[k] = h.score;
+            }
+            for (size_t pi = 0; pi < passage_text.size(); ++pi) {
+                const size_t k = passage_cand[pi];
+                if (bm25[k] > 0) lex[k] = std::max(lex[k], lexical_support(st, passage_text[pi]));
+            }
+            for (size_t k = 0; k < cand.size(); ++k) {
+                const int u = cand[k];
+                if (auto it = m.find(u); it != m.end()) mass[k] = it->second;
+                const UnitEvidence& ev = (*o.evidence)[static_cast<size_t>(u)];
+                if (se_emb && !ev.passages.empty()) {
+                    sem[k] = best_cosine(*se_emb, ev.passages);
+                    sem_ok[k] = true;
+                }
+                best_lex[k] = std::max(best_lex[k], lex[k]);
+                if (sem_ok[k]) {
+                    best_sem[k] = std::max(best_sem[k], sem[k]);
+                    has_sem[k] = true;
+                }
+            }
+            std::vector<double> score(cand.size(), 0.0);
+            fuse_rank(cand, mass, false, o.rrf_k, score);
+            fuse_rank(cand, bm25, false, o.rrf_k, score);
+            for (size_t k = 0; k < cand.size(); ++k) best_bm25[k] += bm25[k];
+            if (se_emb) {
+                std::vector<double> sem_rank(cand.size());
+                for (size_t k = 0; k < cand.size(); ++k) sem_rank[k] = sem_ok[k] ? sem[k] + 2.0 : 0.0;  // > 0 when known
+                fuse_rank(cand, sem_rank, false, o.rrf_k, score);
+            }
+            std::vector<size_t> order(cand.size());
+            std::iota(order.begin(), order.end(), size_t{0});
+            std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return score[x] > score[y]; });
+            for (size_t k : order) {
+                if (static_cast<int>(s.supports.size()) >= o.max_per_sentence || score[k] <= 0) break;
+                const bool read = total > 0 && mass[k] >= o.sentence_min_share * total;
+                const bool backs = lex[k] >= o.lexical_strong || (sem_ok[k] && sem[k] >= o.semantic_strong);
+                if (!read && !backs) continue;
+                Support sup;
+                sup.citation = cand[k];
+                sup.mass = mass[k];
+                sup.lexical = lex[k];
+                if (sem_ok[k]) sup.semantic = sem[k];
+                sup.weak = !backs;
+                sup.verified = true;
+                s.supports.push_back(sup);
+            }
+        } else {
+            std::vector<std::pair<int, double>> here;
+            for (int u : candidates)
+                if (auto it = m.find(u); it != m.end() && total > 0 && it->second >= o.sentence_min_share * total)
+                    here.push_back({u, it->second});
+            std::stable_sort(here.begin(), here.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+            if (static_cast<int>(here.size()) > o.max_per_sentence) here.resize(static_cast<size_t>(o.max_per_sentence));
+            for (const auto& [u, mass] : here) {
+                Support sup;
+                sup.citation = u;  // the unit id until the places are numbered below
+                sup.mass = mass;
+                s.supports.push_back(sup);
+            }
         }
         a.sentences.push_back(std::move(s));
     }
 
-    // Number the places: first use in the answer, then the unused ones by mass.
+    // Number the places: first use in the answer, then the unused ones by mass. Fused: by the
+    // fusion over the whole answer, the places some sentence cites first.
     std::vector<int> order;
-    for (const auto& s : a.sentences)
-        for (const auto& sup : s.supports)
-            if (std::find(order.begin(), order.end(), sup.citation) == order.end()) order.push_back(sup.citation);
-    for (int u : candidates)
-        if (std::find(order.begin(), order.end(), u) == order.end()) order.push_back(u);
+    std::map<int, double> fused_score;
+    if (fused) {
+        std::vector<double> mass(cand.size()), sem_rank(cand.size(), 0.0), score(cand.size(), 0.0);
+        std::vector<double> question(cand.size(), 0.0);
+        for (size_t k = 0; k < cand.size(); ++k) {
+            mass[k] = unit_mass.count(cand[k]) ? unit_mass[cand[k]] : 0.0;
+            if (has_sem[k]) sem_rank[k] = best_sem[k] + 2.0;
+            question[k] = (*o.evidence)[static_cast<size_t>(cand[k])].question;
+        }
+        fuse_rank(cand, mass, false, o.rrf_k, score);
+        fuse_rank(cand, best_bm25, false, o.rrf_k, score);
+        fuse_rank(cand, sem_rank, false, o.rrf_k, score);
+        fuse_rank(cand, question, false, o.rrf_k, score);
+        std::vector<size_t> by(cand.size());
+        std::iota(by.begin(), by.end(), size_t{0});
+        std::stable_sort(by.begin(), by.end(), [&](size_t x, size_t y) { return score[x] > score[y]; });
+        std::vector<size_t> by_question = by;
+        std::stable_sort(by_question.begin(), by_question.end(), [&](size_t x, size_t y) { return question[x] > question[y]; });
+        std::vector<bool> top_question(cand.size(), false);
+        for (size_t i = 0; i < by_question.size() && i < 3; ++i)
+            if (question[by_question[i]] > 0) top_question[by_question[i]] = true;
+        for (size_t k = 0; k < cand.size(); ++k) fused_score[cand[k]] = score[k];
+        std::vector<bool> used(ts.units.size(), false);
+        for (const auto& s : a.sentences)
+            for (const auto& sup : s.supports) used[static_cast<size_t>(sup.citation)] = true;
+        // By the fusion: the cited places and those read or asked about, up to max_citations;
+        // every cited place is listed (its marker is in the text).
+        int room = o.max_citations;
+        for (size_t k : by) {
+            const bool u = used[static_cast<size_t>(cand[k])];
+            const bool read = mass[k] > 0 && mass[k] >= o.min_share * a.document_mass;
+            if (u || ((read || top_question[k]) && room > 0)) {
+                order.push_back(cand[k]);
+                --room;
+            }
+        }
+        // What each signal said, for evaluation: the best by fusion, and the best 3 of each signal.
+        std::vector<bool> listed(cand.size(), false);
+        auto list = [&](size_t k) {
+            if (listed[k]) return;
+            listed[k] = true;
+            const StreamUnit& su = ts.units[static_cast<size_t>(cand[k])];
+            RankedSource r;
+            r.path = ts.sources[static_cast<size_t>(su.source)].path;
+            r.unit_index = su.unit;
+            r.time = su.time;
+            r.mass = mass[k];
+            r.lexical = best_lex[k];
+            r.bm25 = best_bm25[k];
+            r.question = question[k];
+            if (has_sem[k]) r.semantic = best_sem[k];
+            r.score = score[k];
+            a.ranking.push_back(std::move(r));
+        };
+        for (size_t i = 0; i < by.size() && i < 12; ++i) list(by[i]);
+        for (const std::vector<double>* sig : {&mass, &best_bm25, &sem_rank, &question}) {
+            std::vector<size_t> b2(cand.size());
+            std::iota(b2.begin(), b2.end(), size_t{0});
+            std::stable_sort(b2.begin(), b2.end(), [&](size_t x, size_t y) { return (*sig)[x] > (*sig)[y]; });
+            for (size_t i = 0; i < b2.size() && i < 3; ++i)
+                if ((*sig)[b2[i]] > 0) list(b2[i]);
+        }
+        std::stable_sort(a.ranking.begin(), a.ranking.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
+    } else {
+        for (const auto& s : a.sentences)
+            for (const auto& sup : s.supports)
+                if (std::find(order.begin(), order.end(), sup.citation) == order.end()) order.push_back(sup.citation);
+        for (int u : candidates)
+            if (std::find(order.begin(), order.end(), u) == order.end()) order.push_back(u);
+    }
 
     for (int u : order) {
         const StreamUnit& su = ts.units[static_cast<size_t>(u)];
@@ -220,6 +394,14 @@ Answer cite(const SelectionCollector& c, const Tokenizer& tok, const CiteOptions
         ci.share = a.document_mass > 0 ? ci.mass / a.document_mass : 0;
         ci.ref.document = src.id;
         ci.ref.unit = su.unit;
+        if (fused) {
+            ci.score = fused_score[u];
+            const size_t k = static_cast<size_t>(std::find(cand.begin(), cand.end(), u) - cand.begin());
+            if (k < cand.size()) {
+                ci.lexical = best_lex[k];
+                if (has_sem[k]) ci.semantic = best_sem[k];
+            }
+        }
 
         // The region: this unit's KV blocks with at least region_share of its top block's mass.
         double top = 0;

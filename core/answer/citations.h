@@ -10,6 +10,9 @@
 // Attention mass has a positional part that does not depend on the question (small models look at
 // the last pages before the question whatever they are asked); CiteOptions::baseline removes it.
 //
+// With CiteOptions::evidence, the ranking fuses attention with how well each unit's text supports
+// each sentence (see there), so a supporting page the answer read outranks one it only looked at.
+//
 // Token i's evidence is the selection made by the query that produced it (the forward pass of
 // token i-1), so the text streamed after step s is attributed to step s-1.
 //
@@ -24,6 +27,17 @@
 namespace sl {
 
 class Tokenizer;
+class Embedder;
+
+// What the answer could have read of one unit of the stream: its text and, when the library has
+// them, its passages' sentence embeddings (core/ask/unit_embeddings.h). Indexed like
+// TokenStream::units.
+struct UnitEvidence {
+    std::string text;
+    std::vector<std::string> passage_texts;    // the text cut into passages (empty: the whole text is one)
+    std::vector<std::vector<float>> passages;  // their embeddings (may be empty)
+    double question = 0;                       // relevance to the question (unit_ranking.h's fused score; 0: none)
+};
 
 struct CiteOptions {
     int max_citations = 6;           // places ranked overall
@@ -37,6 +51,27 @@ struct CiteOptions {
     // blocks attended for being near the question or early in the context, whatever is asked, do
     // not outrank the blocks this answer read. Null: raw masses.
     const std::vector<float>* baseline = nullptr;
+
+    // Fused source ranking (set `evidence`): every unit of the stream is a candidate, and a
+    // sentence's sources are ranked by reciprocal rank fusion (1 / (rrf_k + rank), rrf_k = 60, not
+    // tuned) of three signals: the attention mass the unit received while the sentence was
+    // generated, the sentence's BM25 score against the unit's best passage (rare words count
+    // more; lexical_rank.h) and the best cosine of their embeddings. The support shown and gated
+    // on is verify.h's lexical_support of the best passage and that cosine. A unit backs a sentence when it is
+    // among the best max_per_sentence and attention read it there (sentence_min_share) or its
+    // text supports the sentence (lexical_strong / semantic_strong); supports are verified here
+    // (weak when the text does not reach either threshold). The citations are numbered by a
+    // fusion over the whole answer of four signals: mass overall, the sentences' BM25 (summed) and
+    // cosine (best), and the unit's relevance to the question (UnitEvidence::question: a person
+    // asking "where is X" wants the place about X, and a small model's answer may wander from
+    // it). [1] is the best source; a source no sentence cites is listed when attention read it
+    // (min_share) or it is among the 3 most relevant to the question ("read, not cited").
+    // Without evidence: attention mass alone, as before (then run verify()).
+    const std::vector<UnitEvidence>* evidence = nullptr;
+    Embedder* embedder = nullptr;
+    double rrf_k = 60;
+    double lexical_strong = 0.35;
+    double semantic_strong = 0.45;
 };
 
 // The answer in `c` (text, steps, marks) with citations over `c.stream()`; `tok` decodes snippets.

@@ -11,6 +11,10 @@ class MiniLmEmbedder final : public Embedder {
 public:
     explicit MiniLmEmbedder(SentenceEmbedder& model) : model_(model) {}
     std::vector<float> embed(std::string_view text) override { return model_.embed(text); }
+    std::vector<std::vector<float>> embed_many(std::span<const std::string> texts) override {
+        return model_.embed(texts);
+    }
+    std::string name() const override { return "all-MiniLM-L6-v2"; }
 
 private:
     SentenceEmbedder& model_;

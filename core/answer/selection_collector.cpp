@@ -54,6 +54,19 @@ void SelectionCollector::on_text(std::string_view piece) {
     marks_.push_back({text_.size(), steps_.size()});
 }
 
+void SelectionCollector::truncate_text(size_t bytes) {
+    if (bytes >= text_.size()) return;
+    text_.resize(bytes);
+    while (!marks_.empty() && marks_.back().text_end > bytes) {
+        const size_t steps = marks_.back().steps_end;
+        marks_.pop_back();
+        if (marks_.empty() || marks_.back().text_end < bytes) {
+            marks_.push_back({bytes, steps});
+            break;
+        }
+    }
+}
+
 std::vector<float> SelectionCollector::mean_block_mass() const {
     std::vector<float> m;
     for (const auto& st : steps_)

@@ -68,6 +68,10 @@ public:
     std::vector<float> mean_block_mass() const;
 
     void clear();
+    // Keeps the first `bytes` of the text (an answer cut back to a sentence end, or a repetition
+    // loop removed); the marks past it are dropped. Steps are kept (citations read only the steps
+    // of the text that remains).
+    void truncate_text(size_t bytes);
 
 private:
     const TokenStream& stream_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,15 @@ public:
     virtual ~Embedder() = default;
     // A fixed-size embedding of `text` (any length; the model truncates). Same size every call.
     virtual std::vector<float> embed(std::string_view text) = 0;
+    // One embedding per text, in order; equal to embed() of each (models batch them for speed).
+    virtual std::vector<std::vector<float>> embed_many(std::span<const std::string> texts) {
+        std::vector<std::vector<float>> out;
+        out.reserve(texts.size());
+        for (const auto& t : texts) out.push_back(embed(t));
+        return out;
+    }
+    // Names the model (file caches of embeddings are kept per model).
+    virtual std::string name() const { return "embedder"; }
 };
 
 struct VerifyOptions {

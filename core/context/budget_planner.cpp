@@ -78,9 +78,26 @@ BudgetPlan plan_budget(const PreparedContext& p, int64_t n_ctx, const EffortSett
     for (size_t ui = 0; ui < p.units.size(); ++ui) need[static_cast<size_t>(p.units[ui].meta.source)] += unit_tokens[ui];
     for (size_t s = 0; s < ns; ++s) plan.total_full += plan.sources[s].tokens_full;
 
-    // Fair shares (water-filling): sources under their share keep everything.
+    // Fair shares (water-filling): sources under their share keep everything. Global priorities:
+    // the units are first chosen across sources, and each source's share is what it was given.
     std::vector<int64_t> share(ns, 0);
-    {
+    if (o.global && !o.unit_priority.empty()) {
+        std::vector<size_t> order(p.units.size());
+        std::iota(order.begin(), order.end(), size_t{0});
+        auto prio = [&](size_t ui) { return ui < o.unit_priority.size() ? o.unit_priority[ui] : 0.0; };
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prio(a) > prio(b); });
+        int64_t left = plan.available;
+        std::vector<bool> chosen(p.units.size(), false);
+        for (size_t ui : order) {
+            if (unit_tokens[ui] > left) continue;
+            left -= unit_tokens[ui];
+            chosen[ui] = true;
+            share[static_cast<size_t>(p.units[ui].meta.source)] += unit_tokens[ui];
+        }
+        for (size_t ui = 0; ui < p.units.size(); ++ui)
+            if (!chosen[ui]) std::fill(plan.keep[ui].begin(), plan.keep[ui].end(), false);
+        for (size_t s = 0; s < ns; ++s) need[s] = share[s];  // nothing more to cut below
+    } else {
         std::vector<size_t> order(ns);
         std::iota(order.begin(), order.end(), size_t{0});
         std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return need[a] < need[b]; });

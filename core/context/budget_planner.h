@@ -4,7 +4,8 @@
 // fair share (sources smaller than their share keep everything, the rest split what is left) and
 // keeps the units of highest priority within it (by default spread evenly over the document, so a
 // cut book keeps pages from its whole length; pass priorities, e.g. lexical scores for a question,
-// to keep the most relevant ones instead).
+// to keep the most relevant ones instead; with PlanOptions::global the priorities decide across
+// sources too, without shares).
 //
 // Pure function of its inputs; thread-safe.
 #pragma once
@@ -45,6 +46,10 @@ struct BudgetPlan {
 struct PlanOptions {
     int question_tokens = 128;               // allowance for the question itself
     std::vector<double> unit_priority;       // per PreparedContext unit; empty: spread evenly
+    // With priorities: fill the whole budget by them across every source (a question's context:
+    // the most relevant units of the library, whichever documents hold them), instead of fair
+    // shares per source. Units of equal priority keep the even spread's order.
+    bool global = false;
 };
 
 BudgetPlan plan_budget(const PreparedContext& p, int64_t n_ctx, const EffortSettings& effort,

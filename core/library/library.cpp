@@ -353,13 +353,25 @@ DocId Library::store_document(const doc::Document& d, const FileInfo& file, int 
 
 bool Library::remove_document(DocId id) {
     Transaction tx(db_);
-    Stmt s(db_, "SELECT 1 FROM documents WHERE id = ?1");
+    Stmt s(db_, "SELECT sha256 FROM documents WHERE id = ?1");
     s.bind(1, id);
     if (!s.step()) return false;
+    const std::string sha = s.text(0);
     std::vector<std::string> kv_files;
     library_internal::delete_document_rows(db_, id, &kv_files);
+    Stmt other(db_, "SELECT 1 FROM documents WHERE sha256 = ?1");
+    other.bind(1, sha);
+    const bool shared = other.step();
     tx.commit();
     library_internal::remove_kv_files(kv_dir(), kv_files);
+    // The question ranking's sentence embeddings of its units (core/ask/unit_embeddings.h:
+    // embed/<first 24 hex of the content hash>-<model>.emb), unless another row has the same bytes.
+    if (!shared && sha.size() >= 24) {
+        std::error_code ec;
+        const std::string prefix = sha.substr(0, 24) + "-";
+        for (std::filesystem::directory_iterator it(dir_ / "embed", ec), end; !ec && it != end; it.increment(ec))
+            if (it->path().filename().string().rfind(prefix, 0) == 0) std::filesystem::remove(it->path(), ec);
+    }
     return true;
 }
 

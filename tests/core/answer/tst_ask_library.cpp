@@ -6,8 +6,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "app/common/answer_json.h"
-#include "app/common/ask.h"
+#include "core/answer/answer_json.h"
+#include "core/ask/ask.h"
 #include "app/common/citation_thumbnails.h"
 #include "app/common/report.h"
 #include "app/common/report_pdf.h"
@@ -42,10 +42,10 @@ void TstAskLibrary::askTwiceSecondRestores() {
     fi.path = pdf_path.string();
     lib.store_document(d, fi);
 
-    sl::app::AskOptions o;
+    sl::AskOptions o;
     o.effort = sl::Effort::Low;
     o.question = "Which function reads a data frame from the file houses.data?";
-    const auto r1 = sl::app::ask(lib, *model, o);
+    const auto r1 = sl::ask(lib, *model, o);
     qInfo("plan:\n%s", r1.plan.c_str());
     qInfo("1: %s\n%s\nkv: %s", r1.answer.with_markers().c_str(), r1.answer.sources_text().c_str(), r1.kv_note.c_str());
     QVERIFY(!r1.restored);
@@ -53,7 +53,7 @@ void TstAskLibrary::askTwiceSecondRestores() {
     QVERIFY(r1.context_tokens > 1000);
 
     o.question = "What does the scan() function return?";
-    const auto r2 = sl::app::ask(lib, *model, o);
+    const auto r2 = sl::ask(lib, *model, o);
     qInfo("2: %s\n%s\nkv: %s", r2.answer.with_markers().c_str(), r2.answer.sources_text().c_str(), r2.kv_note.c_str());
     QVERIFY2(r2.restored, r2.kv_note.c_str());
     QCOMPARE(r2.prefilled_tokens, int64_t{0});
@@ -64,7 +64,7 @@ void TstAskLibrary::askTwiceSecondRestores() {
     // Chats stored with their answers and citations; the JSON reads back to the same answer.
     const auto chats = lib.list_chats();
     QCOMPARE(chats.size(), size_t{2});
-    const sl::Answer back = sl::app::answer_from_json(chats[1].citations);
+    const sl::Answer back = sl::answer_from_json(chats[1].citations);
     QCOMPARE(back.with_markers(), r2.answer.with_markers());
     QCOMPARE(back.sources_text(), r2.answer.sources_text());
     QCOMPARE(chats[1].answer, r2.answer.with_markers());

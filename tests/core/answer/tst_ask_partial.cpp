@@ -1,9 +1,9 @@
-// Answering before the library's prefill finishes (app/common/library_prefill.h + app::ask): a
+// Answering before the library's prefill finishes (app/common/library_prefill.h + ask): a
 // library of five R-intro.pdf pages, the houses.data page (p. 34, PDF page 40) last. The library prefill
 // is stopped after its first saved chunks; a question about houses.data then reads the saved
 // prefix plus a preselection of the pages not reached, which must hold page 34, and says so in
 // read_summary. The prefill then resumes to complete; the next question restores all of it and
-// prefills nothing but its question turn. A cancelled ask throws app::Cancelled.
+// prefills nothing but its question turn. A cancelled ask throws Cancelled.
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -11,8 +11,8 @@
 #include <chrono>
 #include <thread>
 
-#include "app/common/ask.h"
-#include "app/common/library_prefill.h"
+#include "core/ask/ask.h"
+#include "core/ask/library_context.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
@@ -47,10 +47,10 @@ void TstAskPartial::partialThenComplete() {
     // The library prefill, stopped once its first 1,024 tokens are saved.
     int64_t total = 0, saved = 0;
     {
-        sl::app::LibraryPrefillOptions po;
+        sl::LibraryPrefillOptions po;
         po.save_every = 512;
         po.progress_interval = 0.05;
-        sl::app::LibraryPrefill p(lib, *model, po);
+        sl::LibraryPrefill p(lib, *model, po);
         total = static_cast<int64_t>(p.context().stream.tokens.size());
         QVERIFY2(total > 2500, qPrintable(QString::number(total)));
         p.start();
@@ -67,7 +67,7 @@ void TstAskPartial::partialThenComplete() {
     QVERIFY(recs[0].state == sl::KvCacheState::Partial);
     QCOMPARE(recs[0].n_tokens, saved);
 
-    sl::app::AskOptions o;
+    sl::AskOptions o;
     o.effort = sl::Effort::Low;
     o.question = "Which function reads a data frame from the file houses.data?";
     o.preselect_tokens = 1536;
@@ -75,11 +75,11 @@ void TstAskPartial::partialThenComplete() {
     // Cancelled before it starts reading: nothing answered, nothing stored.
     std::atomic<bool> stop{true};
     o.cancel = &stop;
-    QVERIFY_THROWS_EXCEPTION(sl::app::Cancelled, sl::app::ask(lib, *model, o));
+    QVERIFY_THROWS_EXCEPTION(sl::Cancelled, sl::ask(lib, *model, o));
     QCOMPARE(lib.list_chats().size(), size_t{0});
     o.cancel = nullptr;
 
-    const auto r1 = sl::app::ask(lib, *model, o);
+    const auto r1 = sl::ask(lib, *model, o);
     qInfo("read: %s\nkv: %s\n%s\n%s", r1.read_summary.c_str(), r1.kv_note.c_str(), r1.answer.with_markers().c_str(),
           r1.answer.sources_text().c_str());
     QVERIFY2(r1.from_library_prefill, r1.kv_note.c_str());
@@ -91,14 +91,14 @@ void TstAskPartial::partialThenComplete() {
 
     // Resume the prefill to the end; the next question reads all of it, prefilling no context.
     {
-        sl::app::LibraryPrefill p(lib, *model);
+        sl::LibraryPrefill p(lib, *model);
         p.run();
         p.record();
         QCOMPARE(p.status().resumed_from, saved);
         QVERIFY(p.status().finished);
     }
     o.question = "What does the scan() function return?";
-    const auto r2 = sl::app::ask(lib, *model, o);
+    const auto r2 = sl::ask(lib, *model, o);
     qInfo("read: %s\n%s", r2.read_summary.c_str(), r2.answer.with_markers().c_str());
     QVERIFY(r2.from_library_prefill);
     QCOMPARE(r2.library_saved, total);

@@ -38,7 +38,7 @@
 #include <memory>
 #include <optional>
 
-#include "app/common/ask.h"
+#include "core/ask/ask.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
@@ -191,7 +191,7 @@ void TstAskVideo::initTestCase() {
         add);
     QVERIFY2(r.status == sl::AddStatus::Added, r.message.c_str());
     std::vector<sl::DocId> ids;
-    const auto docs = sl::app::ready_documents(*lib_, ids);
+    const auto docs = sl::ready_documents(*lib_, ids);
     QCOMPARE(docs.size(), size_t{1});
     doc_ = docs[0];
     QCOMPARE(doc_.kind, sl::doc::DocumentKind::Video);
@@ -248,11 +248,11 @@ void TstAskVideo::citesTheClip() {
                  qPrintable(QStringLiteral("\"%1\" is said outside clip %2").arg(w, clip)));
     }
 
-    sl::app::AskOptions o;
+    sl::AskOptions o;
     o.effort = sl::Effort::Low;
     o.block_size = kBlock;
     o.question = question.toStdString();
-    const sl::app::AskResult r = sl::app::ask(*lib_, *model_, o);
+    const sl::AskResult r = sl::ask(*lib_, *model_, o);
     qInfo("question: %s", o.question.c_str());
     qInfo("plan:\n%s", r.plan.c_str());
     qInfo("answer: %s", r.answer.with_markers().c_str());

@@ -138,6 +138,9 @@ private Q_SLOTS:
     void verificationFlagsUnrelated();
     void semanticVerification();
     void baselineRemovesPositionalMass();
+    void fusedSupportOutranksMass();
+    void fusedWithoutAttention();
+    void truncatedTextKeepsItsSteps();
 };
 
 void TstCitations::sentences() {
@@ -372,6 +375,88 @@ void TstCitations::baselineRemovesPositionalMass() {
     QCOMPARE(a.citations.size(), size_t{1});
     QCOMPARE(a.citations[0].locator, std::string("Report.pdf p. 2"));
     QCOMPARE(a.with_markers(), std::string("Graphics are drawn with plot [1]."));
+}
+
+// Evidence for the fixture's stream: each unit's text as the ask flow gives it.
+std::vector<sl::UnitEvidence> evidence(const Fixture& f, sl::Embedder* emb) {
+    std::vector<sl::UnitEvidence> ev(f.ts.units.size());
+    for (size_t u = 0; u < f.ts.units.size(); ++u) {
+        std::vector<int32_t> ids;
+        for (const auto& sp : f.ts.spans)
+            if (sp.unit == static_cast<int>(u) && sp.kind == sl::SpanKind::Text)
+                ids.insert(ids.end(), f.ts.tokens.begin() + sp.begin, f.ts.tokens.begin() + sp.end);
+        ev[u].text = f.tok->decode(ids);
+        if (emb) ev[u].passages.push_back(emb->embed(ev[u].text));
+    }
+    return ev;
+}
+
+// A sentence about linear models, generated while attention looked at the graphics page (more
+// mass) and a little at the linear-models page: the fusion puts the page that supports the
+// sentence first, and does not flag it weak.
+void TstCitations::fusedSupportOutranksMass() {
+    Fixture f;
+    HashEmbedder emb;
+    const auto ev = evidence(f, &emb);
+    sl::SelectionCollector c(f.ts, B);
+    speak(c, f, {{"Linear models are fitted with the function lm.",
+                  {f.block_in("Report.pdf p. 1"), f.block_in("Report.pdf p. 2")}, {0.1f, 0.6f}}});
+    // Attention alone ranks page 2 first.
+    const sl::Answer by_mass = sl::cite(c, *f.tok);
+    QCOMPARE(by_mass.citations[0].locator, std::string("Report.pdf p. 2"));
+    sl::CiteOptions o;
+    o.evidence = &ev;
+    o.embedder = &emb;
+    const sl::Answer a = sl::cite(c, *f.tok, o);
+    QVERIFY(!a.citations.empty());
+    QCOMPARE(a.citations[0].locator, std::string("Report.pdf p. 1"));
+    QCOMPARE(a.citations[0].number, 1);
+    QVERIFY(a.citations[0].lexical > 0.9);
+    QVERIFY(a.citations[0].semantic.has_value());
+    QCOMPARE(a.sentences.size(), size_t{1});
+    QVERIFY(!a.sentences[0].supports.empty());
+    QCOMPARE(a.sentences[0].supports[0].citation, 0);
+    QVERIFY(!a.sentences[0].supports[0].weak);
+    QVERIFY(a.sentences[0].supports[0].verified);
+    // The ranking lists what each signal said; the attended page is there with its mass.
+    bool saw_p2 = false;
+    for (const auto& r : a.ranking) saw_p2 = saw_p2 || (r.unit_index == 1 && r.path == "/data/Report.pdf" && r.mass > 0);
+    QVERIFY(saw_p2);
+    QVERIFY(a.ranking.front().score >= a.ranking.back().score);
+}
+
+// Dense attention records no selections: the fusion still cites the unit whose text supports the
+// sentence, and a sentence nothing supports gets no citation.
+void TstCitations::fusedWithoutAttention() {
+    Fixture f;
+    const auto ev = evidence(f, nullptr);
+    sl::SelectionCollector c(f.ts, B);
+    c.on_text("Packages are installed with install.packages. Zebras eat grass quietly.");
+    sl::CiteOptions o;
+    o.evidence = &ev;
+    const sl::Answer a = sl::cite(c, *f.tok, o);
+    QCOMPARE(a.sentences.size(), size_t{2});
+    QVERIFY(!a.sentences[0].supports.empty());
+    QCOMPARE(a.citations[static_cast<size_t>(a.sentences[0].supports[0].citation)].locator, std::string("Report.pdf p. 3"));
+    QVERIFY(a.sentences[1].supports.empty());
+    QVERIFY2(a.with_markers().find("install.packages [1].") != std::string::npos, a.with_markers().c_str());
+}
+
+// An answer cut back (a repetition loop removed) keeps only the text before the cut; its citations
+// read the steps of that text.
+void TstCitations::truncatedTextKeepsItsSteps() {
+    Fixture f;
+    sl::SelectionCollector c(f.ts, B);
+    speak(c, f, {{"Linear models are fitted with lm. ", {f.block_in("Report.pdf p. 1")}, {0.5f}},
+                 {"Revenue grew by twelve percent.", {f.block_in("Deck.pptx slide 1")}, {0.2f}}});
+    const size_t keep = std::string("Linear models are fitted with lm. ").size();
+    c.truncate_text(keep);
+    QCOMPARE(c.text(), std::string("Linear models are fitted with lm. "));
+    QVERIFY(!c.marks().empty());
+    QVERIFY(c.marks().back().text_end <= keep);
+    const sl::Answer a = sl::cite(c, *f.tok);
+    QCOMPARE(a.sentences.size(), size_t{1});
+    QVERIFY2(a.with_markers() == "Linear models are fitted with lm [1]. ", a.with_markers().c_str());
 }
 
 QTEST_GUILESS_MAIN(TstCitations)

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "app/common/answer_json.h"
+#include "core/answer/answer_json.h"
 #include "app/common/citation_thumbnails.h"
 #include "app/common/report.h"
 #include "app/common/report_pdf.h"
@@ -183,8 +183,8 @@ void TstReport::answerJsonRoundTrip() {
     sl::Answer a = make_report("/data/R-intro.pdf").chats[0].answer;
     a.sentences[1].supports[0].semantic = 0.61;
     a.citations[1].text = "The second law says entropy never decreases. \"quoted\" \xC3\xA9";
-    const std::string j = sl::app::answer_to_json(a);
-    const sl::Answer b = sl::app::answer_from_json(j);
+    const std::string j = sl::answer_to_json(a);
+    const sl::Answer b = sl::answer_from_json(j);
     QCOMPARE(b.text, a.text);
     QCOMPARE(b.with_markers(), a.with_markers());
     QCOMPARE(b.sources_text(), a.sources_text());
@@ -200,7 +200,7 @@ void TstReport::answerJsonRoundTrip() {
     for (const std::string& bad : {std::string("[1,2]"), std::string("{\"version\":1,\"text\":\"ab\",\"sentences\":[{\"begin\":0,\"end\":9}]}"),
                                   std::string("{\"version\":1,\"text\":\"ab\",\"sentences\":[{\"begin\":0,\"end\":1,\"supports\":[{\"citation\":3}]}]}")}) {
         try {
-            sl::app::answer_from_json(bad, "chat 7");
+            sl::answer_from_json(bad, "chat 7");
             QFAIL("accepted a bad answer");
         } catch (const sl::FormatError& e) {
             QVERIFY2(std::string(e.what()).rfind("chat 7: ", 0) == 0, e.what());

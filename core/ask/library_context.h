@@ -8,17 +8,14 @@
 // The context is question-independent: every ready document in library order, cut to max_tokens
 // by the budget planner (pages spread over each document) when larger. Its saved KV file lives in
 // the library's kv/ folder as library-<sha256 of the tokens>.slkv and is recorded in the library
-// (KvCacheRecord, Partial with the saved extent, then Complete) under settings_key(), so that ask
-// finds it by (model fingerprint, documents, settings). Adding or removing a document changes the
+// (KvCacheRecord, Partial with the saved extent, then Complete) under its ContextSpec
+// (context_spec.h), so that ask finds it by (model fingerprint, documents, spec). Adding or removing a document changes the
 // context and so the file: the prefill of the new context starts from the longest prefix it shares
 // with one of the library's other saved contexts (PrefillOptions::seeds: after a document is added,
 // everything before it), else from the start.
 //
-// Attention: MSA with the block 128 and top-k 16, hybrid block scoring (a shortlist of 8 x
-// top-k by mean key, exact block-max within it; the group's mean query as index query). For a context
-// longer than the model's training context (SmolLM2: 8K) positions are remapped
-// (MsaConfig::positions = Remap, window 4096): distant selected blocks are attended at distances
-// the model was trained on.
+// Attention: choose_attention (attention_choice.h) for the context's length at medium effort: the
+// training-free MSA mode, block 128, top-k 16, positions remapped past the model's trained context.
 //
 // Threading: library_context runs on the calling thread (it tokenizes every unit: seconds for a
 // long book). A LibraryPrefill is driven from one thread (the one that owns `lib`); its prefill
@@ -31,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ask/context_spec.h"
 #include "core/attention/msa_attention.h"
 #include "core/context/budget_planner.h"
 #include "core/context/context_builder.h"
@@ -44,7 +42,7 @@ struct LoadedModel;
 class Session;
 }  // namespace sl
 
-namespace sl::app {
+namespace sl {
 
 inline constexpr int64_t kLibraryContextTokens = 131072;
 
@@ -55,7 +53,7 @@ struct LibraryContext {
     TokenStream stream;              // opening + kept units + closing; prefix_tokens == tokens.size()
     ContextOptions builder_options;  // how the stream was built (ContextBuilder)
     MsaConfig msa;                   // attention the prefill runs with
-    std::string settings;            // the KvCacheRecord settings key
+    ContextSpec spec;                // what the saved file is (its KvCacheRecord settings: spec.encode())
     std::string path;                // the saved context file (lib.kv_dir()/library-<hash>.slkv)
     std::string fingerprint;         // model_fingerprint(model)
 };
@@ -104,4 +102,4 @@ private:
     bool recorded_complete_ = false;
 };
 
-}  // namespace sl::app
+}  // namespace sl

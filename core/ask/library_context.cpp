@@ -1,6 +1,7 @@
-#include "app/common/library_prefill.h"
+#include "core/ask/library_context.h"
 
-#include "app/common/ask.h"
+#include "core/ask/ask.h"
+#include "core/ask/attention_choice.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
@@ -9,7 +10,7 @@
 
 #include <algorithm>
 
-namespace sl::app {
+namespace sl {
 
 LibraryContext library_context(Library& lib, const LoadedModel& model, int64_t max_tokens) {
     std::vector<DocId> ids;
@@ -34,40 +35,21 @@ LibraryContext library_context(const std::vector<doc::Document>& docs, const std
     c.plan = plan_budget(c.prepared, max_tokens, es);
     c.stream = builder.assemble(c.prepared, &c.plan);
 
-    c.msa.top_k = es.top_k;
-    // kTrainingFreeMode (msa_attention.h): hybrid scoring with the group's mean query, sink, a
-    // local window of 16 blocks and growth to 98% of the estimated mass, shrinking past 32K tokens;
-    // at 32K (remapped) it kept 0.951 of the dense attention mass, at 128K 0.821 at about 10x dense
-    // per layer (tst_msa_recall, bench_attention, bench_depth; issue #5's notes).
-    const char* scoring = kTrainingFreeMode;
-    parse_msa_scoring(scoring, c.msa);
-    // A model with its own learned indexer (MiniMax-M3 style) selects with it.
-    if (model.model->config().has_indexer()) c.msa = native_msa_config(model.model->config(), c.msa);
-    const int64_t n_train = model.model->config().n_ctx_train;
-    if (n_train > 0 && static_cast<int64_t>(c.stream.tokens.size()) > n_train) {
-        c.msa.positions = PositionMode::Remap;
-        c.msa.remap_window = static_cast<int>(std::min<int64_t>(4096, n_train / 2));
-    }
+    const AttentionChoice att =
+        choose_attention(model.model->config(), static_cast<int64_t>(c.stream.tokens.size()), Effort::Medium);
+    c.msa = att.config;
 
     const std::string hash = sha256_hex(std::string_view(reinterpret_cast<const char*>(c.stream.tokens.data()),
                                                          c.stream.tokens.size() * sizeof(int32_t)));
     c.path = (lib.kv_dir() / ("library-" + hash.substr(0, 24) + ".slkv")).string();
-    c.settings = "{\"attention\":\"msa\",\"block\":";
-    c.settings += std::to_string(c.msa.block_size);
-    c.settings += ",\"top_k\":";
-    c.settings += std::to_string(c.msa.top_k);
-    c.settings += ",\"scoring\":\"";
-    c.settings += c.msa.scoring == BlockScoring::Native ? "native" : scoring;
-    c.settings += "\"";
-    if (c.msa.positions == PositionMode::Remap) {
-        c.settings += ",\"remap\":";
-        c.settings += std::to_string(c.msa.remap_window);
-    }
-    c.settings += ",\"library_prefill\":true,\"max_tokens\":";
-    c.settings += std::to_string(max_tokens);
-    c.settings += ",\"prefix_sha256\":\"";
-    c.settings += hash;
-    c.settings += "\"}";
+    c.spec.msa = true;
+    c.spec.block = c.msa.block_size;
+    c.spec.top_k = c.msa.top_k;
+    c.spec.scoring = att.mode;
+    c.spec.remap_window = c.msa.positions == PositionMode::Remap ? c.msa.remap_window : 0;
+    c.spec.library_prefill = true;
+    c.spec.max_tokens = max_tokens;
+    c.spec.prefix_sha256 = hash;
     c.fingerprint = model_fingerprint(model);
     return c;
 }
@@ -84,12 +66,13 @@ LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPr
     po.progress_interval = o.progress_interval;
     // Seeds: the library's other saved contexts for this model (before a document was added, the
     // context was the same up to the new document): the longest shared prefix is not prefilled again.
-    for (const KvCacheRecord& r : lib_.list_kv_caches())
-        if (r.model_fingerprint == context_.fingerprint && r.path != context_.path && r.n_tokens > 0 &&
-            r.settings.find("\"library_prefill\":true") != std::string::npos)
-            po.seeds.push_back(r.path);
+    for (const KvCacheRecord& r : lib_.list_kv_caches()) {
+        if (r.model_fingerprint != context_.fingerprint || r.path == context_.path || r.n_tokens <= 0) continue;
+        const auto spec = ContextSpec::decode(r.settings);
+        if (spec && spec->library_prefill) po.seeds.push_back(r.path);
+    }
     prefill_ = std::make_unique<ProgressivePrefill>(*session_, context_.stream.tokens, context_.path, po);
-    if (auto old = lib_.find_kv_cache(context_.fingerprint, context_.ids, context_.settings)) record_id_ = old->id;
+    if (auto old = lib_.find_kv_cache(context_.fingerprint, context_.ids, context_.spec.encode())) record_id_ = old->id;
 }
 
 LibraryPrefill::~LibraryPrefill() {
@@ -118,11 +101,11 @@ void LibraryPrefill::record() {
     rec.documents = context_.ids;
     rec.n_tokens = st.saved;
     rec.total_tokens = static_cast<int64_t>(context_.stream.tokens.size());
-    rec.settings = context_.settings;
+    rec.settings = context_.spec.encode();
     rec.state = complete ? KvCacheState::Complete : KvCacheState::Partial;
     record_id_ = lib_.save_kv_cache(rec);
     recorded_ = st.saved;
     recorded_complete_ = complete;
 }
 
-}  // namespace sl::app
+}  // namespace sl

@@ -1,0 +1,538 @@
+#include "core/ask/ask.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <span>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "core/answer/answer_json.h"
+#include "core/answer/citations.h"
+#include "core/answer/selection_collector.h"
+#include "core/answer/verify.h"
+#include "core/ask/answer_guard.h"
+#include "core/ask/attention_choice.h"
+#include "core/ask/context_spec.h"
+#include "core/ask/kv_budget.h"
+#include "core/ask/library_context.h"
+#include "core/ask/unit_embeddings.h"
+#include "core/ask/unit_ranking.h"
+#include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
+#include "core/context/budget_planner.h"
+#include "core/context/context_builder.h"
+#include "core/context/preselect.h"
+#include "core/library/library.h"
+#include "core/model/model_loader.h"
+#include "core/prefill/progressive_prefill.h"
+#include "core/runtime/session.h"
+#include "core/util/error.h"
+#include "core/util/json_writer.h"
+#include "core/util/sha256.h"
+
+namespace sl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string now_iso() {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids) {
+    std::vector<doc::Document> docs;
+    ids.clear();
+    for (const auto& info : lib.list_documents()) {
+        if (info.state != DocumentState::Ready) continue;
+        LoadOptions lo;
+        lo.lines = false;
+        lo.visual_bytes = false;
+        docs.push_back(lib.load_document(info.id, lo));
+        ids.push_back(info.id);
+    }
+    if (docs.empty()) throw Error(lib.dir().string() + ": the library has no documents (add some with `sightline-cli add FILE`)");
+    return docs;
+}
+
+namespace {
+
+// MSA with `mc` (msa set to it) or dense attention (msa null).
+std::unique_ptr<Attention> make_attention(bool use_msa, const MsaConfig& mc, MsaAttention*& msa) {
+    msa = nullptr;
+    if (!use_msa) return std::make_unique<DenseAttention>();
+    auto m = std::make_unique<MsaAttention>(mc);
+    msa = m.get();
+    return m;
+}
+
+void check_cancel(const AskOptions& o) {
+    if (o.cancel && o.cancel->load()) throw Cancelled("the question was cancelled");
+}
+
+// Prefill in chunks, checking the cancel flag between them and reporting progress.
+void prefill_checked(Session& session, std::span<const int32_t> tokens, const AskOptions& o, const AskCallbacks& cb) {
+    constexpr size_t kChunk = 512;
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < tokens.size(); i += kChunk) {
+        check_cancel(o);
+        const size_t n = std::min(kChunk, tokens.size() - i);
+        session.prefill(tokens.subspan(i, n));
+        if (cb.on_progress)
+            cb.on_progress(static_cast<int64_t>(i + n), static_cast<int64_t>(tokens.size()), since(t0));
+    }
+}
+
+// Stream unit (source, unit index) -> prepared unit.
+std::map<std::pair<int, int>, size_t> prepared_index(const PreparedContext& p) {
+    std::map<std::pair<int, int>, size_t> m;
+    for (size_t i = 0; i < p.units.size(); ++i) m[{p.units[i].meta.source, p.units[i].meta.unit}] = i;
+    return m;
+}
+
+// What the answer could cite: each unit of `ts` with its text and passage embeddings.
+std::vector<UnitEvidence> evidence_of(const TokenStream& ts, const PreparedContext& p, const UnitRanking& rank) {
+    const auto index = prepared_index(p);
+    std::vector<UnitEvidence> ev(ts.units.size());
+    for (size_t u = 0; u < ts.units.size(); ++u) {
+        const auto it = index.find({ts.units[u].source, ts.units[u].unit});
+        if (it == index.end()) continue;
+        ev[u].text = rank.texts[it->second];
+        ev[u].passage_texts = UnitEmbeddings::passages(ev[u].text, UnitEmbeddings::kPassageChars);
+        ev[u].passages = rank.passages[it->second];
+        ev[u].question = rank.score[it->second];
+    }
+    return ev;
+}
+
+// "12 units ranked best for the question, of 310 (R-intro.pdf p. 30, p. 31, ...)"
+std::string describe_ranked(const TokenStream& ts, size_t of, int64_t from) {
+    std::string list;
+    size_t n = 0;
+    for (const auto& u : ts.units) {
+        if (u.begin < from) continue;
+        if (n < 8) list += (n ? ", " : "") + u.locator;
+        else if (n == 8) list += ", ...";
+        ++n;
+    }
+    return std::to_string(n) + (n == 1 ? " unit" : " units") + " ranked best for the question, of " +
+           std::to_string(of) + (list.empty() ? "" : " (" + list + ")");
+}
+
+struct Prepared {
+    PreparedContext context;
+    UnitRanking ranking;
+};
+
+UnitRanking rank_for(const PreparedContext& p, Library& lib, const LoadedModel& model, const AskOptions& o,
+                     const AskCallbacks& cb) {
+    std::unique_ptr<UnitEmbeddings> cache;
+    if (o.embedder) cache = std::make_unique<UnitEmbeddings>(lib.dir() / "embed", *o.embedder, UnitEmbeddings::kPassageChars);
+    auto last = Clock::now() - std::chrono::seconds(10);
+    return rank_units(p, o.question, *model.tokenizer, cache.get(), [&](size_t done, size_t total) {
+        if (!cb.on_status) return;
+        if (done < total && since(last) < 2.0) return;
+        last = Clock::now();
+        cb.on_status("embedding the library's passages for semantic search (once): " + std::to_string(done) + " of " +
+                     std::to_string(total));
+    });
+}
+
+// After the prefix (ts) is in the session: the positional baseline, the question turn, the
+// streamed answer with the collector recording MSA's selections, citations and the stored chat.
+void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb,
+                         const ContextBuilder& builder, const TokenStream& ts, const std::vector<UnitEvidence>& evidence,
+                         Session& session, MsaAttention* msa, const EffortSettings& effort,
+                         const std::vector<DocId>& ids, int n_ctx, const ContextSpec& spec, Clock::time_point t_start,
+                         AskResult& r) {
+    auto status = [&](const std::string& s) {
+        if (cb.on_status) cb.on_status(s);
+    };
+    // The positional baseline: a content-free probe decoded after the prefix, then the context cut
+    // back to the prefix (Session::truncate keeps the prefix's pages as they are).
+    std::vector<float> baseline;
+    if (o.baseline && msa) {
+        try {
+            SelectionCollector probe(ts, o.block_size);
+            probe.attach(*msa);
+            session.prefill(builder.question_tokens(""));
+            GenerateOptions pg;
+            pg.max_tokens = o.probe_tokens;
+            pg.sampling.greedy = true;
+            pg.stop = model.chat->stop_strings();
+            session.generate(pg, [&](std::string_view t) {
+                probe.on_text(t);
+                return true;
+            }, o.cancel);
+            SelectionCollector::detach(*msa);
+            check_cancel(o);
+            baseline = probe.mean_block_mass();
+            session.truncate(ts.prefix_tokens);
+            r.baseline = true;
+        } catch (const Cancelled&) {
+            SelectionCollector::detach(*msa);
+            throw;
+        } catch (const Error& e) {
+            SelectionCollector::detach(*msa);
+            baseline.clear();
+            status(std::string("positional baseline skipped: ") + e.what());
+            session.truncate(ts.prefix_tokens);
+        }
+    }
+
+    const std::vector<int32_t> q = builder.question_tokens(o.question);
+    SelectionCollector collector(ts, o.block_size);
+    if (msa) collector.attach(*msa);
+    prefill_checked(session, q, o, {});
+    GenerateOptions gen;
+    gen.max_tokens = effort.answer_tokens;
+    gen.sampling.greedy = true;
+    gen.stop = model.chat->stop_strings();
+    AnswerGuard guard;
+    const auto t_decode = Clock::now();
+    const GenerateStats gs = session.generate(gen, [&](std::string_view t) {
+        if (r.first_token_seconds == 0) r.first_token_seconds = since(t_start);
+        collector.on_text(t);
+        const bool go_on = guard.on_text(t);
+        if (cb.on_text) cb.on_text(t);
+        return go_on;
+    }, o.cancel);
+    r.decode_seconds = since(t_decode);
+    if (msa) SelectionCollector::detach(*msa);
+    check_cancel(o);
+
+    // Answers that end well: a loop cut back before it began, a budget cut back to a sentence end.
+    std::string stop = gs.stop_reason;
+    bool cut = false;
+    if (guard.looped()) {
+        collector.truncate_text(guard.keep());
+        stop = "repetition";
+        cut = true;
+    } else if (stop == "max tokens" || stop == "context full") {
+        const size_t keep = AnswerGuard::last_sentence_end(collector.text());
+        if (keep > 0 && keep < collector.text().size()) collector.truncate_text(keep);
+        cut = true;
+    }
+
+    CiteOptions cite_options;
+    if (r.baseline) cite_options.baseline = &baseline;
+    cite_options.evidence = &evidence;
+    cite_options.embedder = o.embedder;
+    r.answer = cite(collector, *model.tokenizer, cite_options);
+    r.answer.question = o.question;
+    r.answer.stop_reason = stop;
+    r.answer.cut = cut;
+
+    // The chat, stored.
+    JsonWriter w;
+    w.begin_object();
+    w.key("effort"), w.value(to_string(o.effort));
+    w.key("attention"), w.value(o.msa ? "msa" : "dense");
+    if (o.msa) w.key("top_k"), w.value(spec.top_k), w.key("mode"), w.value(spec.scoring);
+    w.key("n_ctx"), w.value(n_ctx);
+    w.key("model"), w.value(std::filesystem::path(model.file.name()).filename().string());
+    w.key("context_tokens"), w.value(ts.prefix_tokens);
+    w.key("restored"), w.value(r.restored);
+    w.key("semantic"), w.value(o.embedder != nullptr);
+    w.key("baseline"), w.value(r.baseline);
+    if (r.from_library_prefill) {
+        w.key("library_prefill"), w.value(true);
+        w.key("library_tokens"), w.value(r.library_tokens);
+        w.key("library_prefilled"), w.value(r.library_saved);
+    }
+    if (!r.read_summary.empty()) w.key("read"), w.value(r.read_summary);
+    w.key("stop"), w.value(stop);
+    w.key("documents");
+    w.begin_array();
+    for (DocId id : ids) w.value(id);
+    w.end_array();
+    w.key("when"), w.value(now_iso());
+    w.end_object();
+    r.settings_json = w.str();
+    ChatRecord chat;
+    chat.question = o.question;
+    chat.answer = r.answer.with_markers();
+    chat.citations = answer_to_json(r.answer);
+    chat.settings = r.settings_json;
+    r.chat_id = lib.add_chat(chat);
+}
+
+// The library prefill recorded for these documents (any extent), or none.
+std::optional<KvCacheRecord> library_prefill_record(Library& lib, const std::string& fingerprint,
+                                                    const std::vector<DocId>& ids) {
+    std::optional<KvCacheRecord> best;
+    for (auto& rec : lib.list_kv_caches()) {
+        if (rec.model_fingerprint != fingerprint || rec.documents != ids) continue;
+        const auto spec = ContextSpec::decode(rec.settings);
+        if (!spec || !spec->library_prefill) continue;
+        if (rec.n_tokens <= 0 || !std::filesystem::exists(rec.path)) continue;
+        if (!best || rec.updated_ms > best->updated_ms) best = std::move(rec);
+    }
+    return best;
+}
+
+void trim_cache(Library& lib, const AskOptions& o, const std::vector<std::string>& keep, AskResult& r) {
+    if (o.kv_cap_bytes <= 0) return;
+    const KvTrim t = trim_kv_folder(lib, o.kv_cap_bytes, keep);
+    if (t.removed > 0)
+        r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("removed ") + std::to_string(t.removed) +
+                     " least recently used context file(s) (" + thousands(t.freed >> 20) + " MiB) to keep kv/ under " +
+                     thousands(o.kv_cap_bytes >> 20) + " MiB";
+}
+
+// Answers from the library's own prefill (complete or partial). Returns false, with r.kv_note
+// saying why, when it cannot be used (then the question path runs).
+bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb,
+                              const std::vector<doc::Document>& docs, const std::vector<DocId>& ids,
+                              const std::string& fingerprint, Clock::time_point t_start, AskResult& r) {
+    auto status = [&](const std::string& s) {
+        if (cb.on_status) cb.on_status(s);
+    };
+    auto rec = library_prefill_record(lib, fingerprint, ids);
+    if (!rec) return false;
+    // The record's context budget rebuilds the same context.
+    const auto recorded = ContextSpec::decode(rec->settings);
+    const int64_t max_tokens = recorded && recorded->max_tokens > 0 ? recorded->max_tokens : kLibraryContextTokens;
+    const LibraryContext c = library_context(docs, ids, lib, model, max_tokens);
+    if (!recorded || !(c.spec == *recorded)) {
+        r.kv_note = "the library prefill " + rec->path + " was made for another library context; not used";
+        return false;
+    }
+    const EffortSettings effort = effort_settings(o.effort);
+    const int64_t total = static_cast<int64_t>(c.stream.tokens.size());
+    const int64_t on_file = static_cast<int64_t>(saved_context_tokens(rec->path).size());
+    if (on_file <= 0) {
+        r.kv_note = "the library prefill " + rec->path + " could not be read; not used";
+        return false;
+    }
+    const ContextOptions& co = c.builder_options;
+    const ContextBuilder builder(*model.tokenizer, *model.chat, co);
+    const int64_t budget = o.preselect_tokens > 0 ? o.preselect_tokens : 1024LL << static_cast<int>(o.effort);
+    const int64_t q_tokens = static_cast<int64_t>(builder.question_tokens(o.question).size());
+    const int64_t probe = static_cast<int64_t>(builder.question_tokens("").size()) + o.probe_tokens;
+
+    // The saved K/V were made under MSA; a dense question (o.msa false) attends all of them
+    // (Session::restore accepts a file of another attention), without selections.
+    MsaConfig mc = c.msa;
+    mc.top_k = effort.top_k;
+    ContextSpec spec = c.spec;
+    spec.top_k = mc.top_k;
+    spec.msa = o.msa;
+    MsaAttention* msa = nullptr;
+    std::unique_ptr<Attention> attention = make_attention(o.msa, mc, msa);
+    SessionOptions so;
+    so.kv_block = mc.block_size;
+    so.device = "cpu";  // restores a saved context: CPU sessions only (core/runtime/session.h)
+    // The file may grow while we read it (a background prefill): leave room for all of it.
+    so.n_ctx = static_cast<int>(total + budget + static_cast<int64_t>(c.prepared.closing.size()) +
+                                std::max(q_tokens + effort.answer_tokens, probe) + 16);
+    Session session(model, so, std::move(attention));
+
+    const UnitRanking ranking = rank_for(c.prepared, lib, model, o, cb);
+    const auto t_prefill = Clock::now();
+    status("restoring the library prefill (" + thousands(on_file) + " of " + thousands(total) + " tokens)");
+    try {
+        session.restore(rec->path);
+    } catch (const Error& e) {
+        r.kv_note = std::string("the library prefill was refused (") + e.what() + "); not used";
+        return false;
+    }
+    const auto& have = session.tokens();
+    const int64_t n = static_cast<int64_t>(have.size());
+    if (n > total || !std::equal(have.begin(), have.end(), c.stream.tokens.begin())) {
+        r.kv_note = "the library prefill " + rec->path + " holds other tokens; not used";
+        return false;
+    }
+    lib.save_kv_cache(*rec);  // touched: recently used
+    r.restored = true;
+    r.from_library_prefill = true;
+    r.library_tokens = total;
+    r.library_saved = n;
+    r.plan = c.plan.to_text();
+
+    // The prefix as saved (clipped to what is prefilled), then the best ranked units it has not
+    // read, then the closing.
+    TokenStream ts = n == total ? c.stream : c.stream.clipped(n);
+    std::set<std::pair<int, int>> read;
+    for (const auto& u : ts.units)
+        if (u.end < ts.prefix_tokens || n == total) read.insert({u.source, u.unit});
+    Preselection pre;
+    int64_t left = budget;
+    for (size_t i : ranking.order) {
+        const auto& m = c.prepared.units[i].meta;
+        if (read.count({m.source, m.unit})) continue;
+        ++pre.candidates;
+        if (ranking.score[i] <= 0) continue;
+        const int64_t t = c.prepared.units[i].tokens();
+        if (t > left) continue;
+        left -= t;
+        pre.units.push_back(i);
+        pre.tokens += t;
+    }
+    std::sort(pre.units.begin(), pre.units.end());
+    pre.semantic = ranking.semantic;
+    if (cb.on_plan) cb.on_plan(r.plan);
+    if (n == total && pre.units.empty()) {
+        r.read_summary = "all " + thousands(total) + " tokens of the library context (prefilled)";
+        r.kv_note = "restored the library prefill from " + rec->path;
+    } else {
+        if (n == total) {
+            // Complete: reopen the context before its closing, to append after the last unit.
+            const int64_t body = total - static_cast<int64_t>(c.prepared.closing.size());
+            session.truncate(body);
+            ts = c.stream.clipped(body);
+        }
+        const int64_t from = ts.prefix_tokens;
+        builder.append(ts, c.prepared, pre.units, &c.plan, true);
+        status("prefilling " + thousands(ts.prefix_tokens - from) + " tokens of " + std::to_string(pre.units.size()) +
+               " units ranked for the question");
+        prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb);
+        r.prefilled_tokens = ts.prefix_tokens - from;
+        r.read_summary = describe_reading(ts, std::min(n, from), total, pre);
+        r.kv_note = "restored " + thousands(n) + " of " + thousands(total) + " library tokens from " + rec->path;
+    }
+    r.context_tokens = ts.prefix_tokens;
+    r.prefill_seconds = since(t_prefill);
+    r.attention = o.msa ? "msa " + spec.scoring + ", top-k " + std::to_string(spec.top_k) : "dense";
+    const std::vector<UnitEvidence> evidence = evidence_of(ts, c.prepared, ranking);
+    answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, so.n_ctx, spec, t_start, r);
+    trim_cache(lib, o, {rec->path}, r);
+    return true;
+}
+
+}  // namespace
+
+AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
+    auto status = [&](const std::string& s) {
+        if (cb.on_status) cb.on_status(s);
+    };
+    const auto t_start = Clock::now();
+    AskResult r;
+    const EffortSettings effort = effort_settings(o.effort);
+
+    std::vector<DocId> ids;
+    const std::vector<doc::Document> docs = ready_documents(lib, ids);
+    const std::string fingerprint = model_fingerprint(model);
+    if (o.use_library_prefill && o.reuse_kv &&
+        ask_from_library_prefill(lib, model, o, cb, docs, ids, fingerprint, t_start, r))
+        return r;
+    std::vector<const doc::Document*> ptrs;
+    for (const auto& d : docs) ptrs.push_back(&d);
+
+    const int n_ctx = o.n_ctx > 0 ? o.n_ctx : std::max(2048, model.model->config().n_ctx_train);
+    ContextOptions co;
+    co.sink_block = o.block_size;
+    co.render_px = effort.render_px;
+    const ContextBuilder builder(*model.tokenizer, *model.chat, co);
+    status("reading the library (" + std::to_string(docs.size()) + " documents)");
+    const PreparedContext prepared = builder.prepare(ptrs);
+
+    // Over budget: the units ranked best for the question, across the whole library.
+    PlanOptions po;
+    const BudgetPlan whole = plan_budget(prepared, n_ctx, effort, po);
+    const bool question_specific = whole.total_planned < whole.total_full;
+    UnitRanking ranking = rank_for(prepared, lib, model, o, cb);
+    if (question_specific) {
+        po.unit_priority = ranking.score;
+        po.global = true;
+    }
+    const BudgetPlan plan = question_specific ? plan_budget(prepared, n_ctx, effort, po) : whole;
+    r.plan = plan.to_text();
+    if (!plan.fits) throw Error("the context of " + std::to_string(n_ctx) + " tokens is too small for the question and answer");
+    if (cb.on_plan) cb.on_plan(r.plan);
+    const TokenStream ts = builder.assemble(prepared, &plan);
+    r.context_tokens = ts.prefix_tokens;
+    if (question_specific) r.read_summary = describe_ranked(ts, prepared.units.size(), 0);
+    const int64_t q_size = static_cast<int64_t>(builder.question_tokens(o.question).size());
+
+    // Attention and session.
+    const int64_t longest = ts.prefix_tokens + q_size + effort.answer_tokens + 8;
+    const AttentionChoice att = choose_attention(model.model->config(), longest, o.effort, o.block_size);
+    MsaAttention* msa = nullptr;
+    std::unique_ptr<Attention> attention = make_attention(o.msa, att.config, msa);
+    SessionOptions so;
+    so.n_ctx = static_cast<int>(longest);
+    so.kv_block = o.block_size;
+    Session session(model, so, std::move(attention));
+    r.attention = o.msa ? "msa " + att.mode + ", top-k " + std::to_string(att.config.top_k) : "dense";
+
+    // The prefix: restored from a saved KV cache of exactly this context, else prefilled; saved
+    // only when it is the whole library (the same for every question).
+    ContextSpec spec;
+    spec.msa = o.msa;
+    spec.block = o.block_size;
+    spec.top_k = att.config.top_k;
+    spec.prefix_sha256 =
+        sha256_hex(std::string_view(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t)));
+    const std::string kv_key = spec.encode();
+    std::vector<std::string> used;
+    const auto t_prefill = Clock::now();
+    if (o.reuse_kv) {
+        if (auto rec = lib.find_kv_cache(fingerprint, ids, kv_key);
+            rec && rec->state == KvCacheState::Complete && std::filesystem::exists(rec->path)) {
+            try {
+                session.restore(rec->path);
+                if (session.tokens() == ts.tokens) {
+                    r.restored = true;
+                    r.kv_note = "restored the prefilled context from " + rec->path;
+                    lib.save_kv_cache(*rec);  // touched: recently used
+                    used.push_back(rec->path);
+                } else {
+                    session.reset();
+                    r.kv_note = "saved context " + rec->path + " holds other tokens; prefilling again";
+                }
+            } catch (const Error& e) {
+                session.reset();
+                r.kv_note = std::string("saved context refused (") + e.what() + "); prefilling again";
+            }
+        }
+    }
+    if (!r.restored) {
+        status("prefilling " + thousands(ts.prefix_tokens) + " context tokens");
+        prefill_checked(session, ts.tokens, o, cb);
+        r.prefilled_tokens = ts.prefix_tokens;
+        if (o.reuse_kv && !question_specific) {
+            const std::string path = (lib.kv_dir() / (spec.prefix_sha256.substr(0, 24) + ".slkv")).string();
+            try {
+                session.save(path);
+                KvCacheRecord rec;
+                if (auto old = lib.find_kv_cache(fingerprint, ids, kv_key)) rec.id = old->id;
+                rec.path = path;
+                rec.model_fingerprint = fingerprint;
+                rec.documents = ids;
+                rec.n_tokens = ts.prefix_tokens;
+                rec.total_tokens = ts.prefix_tokens;
+                rec.settings = kv_key;
+                rec.state = KvCacheState::Complete;
+                lib.save_kv_cache(rec);
+                used.push_back(path);
+                r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("saved the prefilled context to ") + path;
+            } catch (const Error& e) {
+                r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("could not save the context: ") + e.what();
+            }
+        } else if (o.reuse_kv) {
+            r.kv_note += (r.kv_note.empty() ? "" : "; ") +
+                         std::string("not saved: the context was chosen for this question (run `sightline-cli prefill` "
+                                     "to keep the whole library prefilled)");
+        }
+    }
+    r.prefill_seconds = since(t_prefill);
+
+    const std::vector<UnitEvidence> evidence = evidence_of(ts, prepared, ranking);
+    answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, n_ctx, spec, t_start, r);
+    trim_cache(lib, o, used, r);
+    return r;
+}
+
+}  // namespace sl

@@ -1,0 +1,107 @@
+// Asking the library a question: the one flow `sightline-cli ask`, `quickstart` and the desktop app
+// share (they are thin adapters around ask()). Free of Qt.
+//
+//   documents -> every unit ranked for the question (unit_ranking.h: BM25 fused with MiniLM)
+//   -> a context: the library's own saved prefill when one is recorded (restored; the best
+//      ranked units it has not read appended after it), else the best ranked units of the whole
+//      library that fit the budget (plan_budget with global priorities)
+//   -> prefill (a context that holds the whole library is saved and restored next time; a
+//      question-specific one is not saved: it would be a full copy per question)
+//   -> the question turn -> the answer streams (AnswerGuard stops repetition loops; an answer cut
+//      by the token budget is cut back to its last sentence end and says so) while the
+//      SelectionCollector records MSA's selections
+//   -> citations: attention mass fused with each unit's support of each sentence (citations.h)
+//   -> the chat stored in the library; the kv/ folder trimmed to its size cap (kv_budget.h).
+//
+// The attention configuration comes from choose_attention (attention_choice.h), the saved
+// context's identity from ContextSpec (context_spec.h).
+//
+// Threading: runs on the calling thread (the model's thread pool does the work); callbacks run on
+// it too. The Library and LoadedModel must outlive the call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/answer/answer.h"
+#include "core/context/effort.h"
+#include "core/document/document.h"
+#include "core/util/error.h"
+
+namespace sl {
+class Library;
+using DocId = int64_t;
+struct LoadedModel;
+class Embedder;
+
+struct AskOptions {
+    std::string question;
+    Effort effort = Effort::Medium;
+    bool msa = true;               // false: dense attention (citations from text support alone)
+    int n_ctx = 0;                 // 0: the model's training context (SmolLM2: 8192)
+    int block_size = 128;          // MSA block / KV page
+    bool reuse_kv = true;          // restore / save contexts through the library
+    Embedder* embedder = nullptr;  // MiniLM: semantic ranking of units and of citations
+    // Subtract the positional baseline (citations.h): after the prefix, a content-free probe (an
+    // empty question, probe_tokens answer tokens) is decoded, then cut off (Session::truncate).
+    // Needs MSA.
+    bool baseline = true;
+    int probe_tokens = 16;
+    // Answer from the library's own prefill (library_context.h) when one is recorded for these
+    // documents, complete or partial: restore what is saved, append the best ranked units it has
+    // not read.
+    bool use_library_prefill = true;
+    int64_t preselect_tokens = 0;  // tokens of unread units appended to a library prefill (0: 1024 << effort)
+    int64_t kv_cap_bytes = int64_t{2} << 30;  // the kv/ folder's cap (<= 0: no cap)
+    const std::atomic<bool>* cancel = nullptr;  // set: stops prefill between chunks and generation; throws Cancelled
+};
+
+struct AskResult {
+    Answer answer;
+    std::string plan;              // what the context holds (BudgetPlan::to_text, or the library's)
+    int64_t context_tokens = 0;    // the prefix
+    int64_t prefilled_tokens = 0;  // 0 when a saved KV cache was restored whole
+    bool restored = false;
+    bool baseline = false;         // the positional baseline was measured and subtracted
+    std::string kv_note;           // what happened with the KV cache (restored, saved, why not)
+    // What the answer read, for the person asking: "all 78,379 tokens of the library (prefilled)"
+    // or "31,744 of 78,379 prefilled tokens (R-intro.pdf p. 1-40) and 5 units ranked for the
+    // question (R-intro.pdf p. 65, ...); not read: 68 units", or on the question path "12 units
+    // ranked best for the question of 310 (R-intro.pdf p. 30, ...)".
+    std::string read_summary;
+    bool from_library_prefill = false;
+    int64_t library_tokens = 0;      // the library context's size (library prefill path)
+    int64_t library_saved = 0;       // of which were prefilled (restored from its file)
+    double prefill_seconds = 0, decode_seconds = 0;
+    double first_token_seconds = 0;  // from the call to the answer's first streamed text
+    int64_t chat_id = 0;           // the stored chat
+    std::string settings_json;     // as stored with the chat
+    std::string attention;         // "msa <mode>, top-k N" or "dense"
+};
+
+struct AskCallbacks {
+    std::function<void(const std::string&)> on_status;  // progress lines ("embedding 310 units (once)")
+    // The plan, before anything is prefilled.
+    std::function<void(const std::string&)> on_plan;
+    // Prefill progress: tokens done of total, seconds so far (called after each chunk).
+    std::function<void(int64_t, int64_t, double)> on_progress;
+    std::function<void(std::string_view)> on_text;      // the answer as it streams (no markers)
+};
+
+// The library's ready documents as the context builder reads them (text only: no line boxes, no
+// pixels), in library order, with their ids in `ids`. Throws sl::Error when there are none.
+std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids);
+
+// Thrown when AskOptions::cancel is set during the call.
+struct Cancelled : Error {
+    using Error::Error;
+};
+
+// Throws sl::Error when the library has no ready documents or the context cannot be built.
+AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& options, const AskCallbacks& cb = {});
+
+}  // namespace sl
