@@ -13,6 +13,8 @@
 #include <QVBoxLayout>
 #include <QtConcurrent>
 
+#include <chrono>
+
 #include "app/desktop/answer_format.h"
 #include "app/desktop/library_model.h"
 #include "core/util/error.h"
@@ -25,27 +27,39 @@ bool dark_palette(const QWidget* w) {
     return w->palette().color(QPalette::Window).lightness() < 128;
 }
 
-// Runs on a worker thread; never touches widgets.
-void run_answer(QPromise<AnswerEvent>& promise, std::shared_ptr<AnswerService> service, std::string question,
-                DocumentList docs, AnswerOptions options, std::shared_ptr<std::atomic<bool>> cancel) {
-    auto result = std::make_shared<Answer>();
+// Runs on a worker thread; never touches widgets. Progress within one phase ("reading the
+// context: 512 of 2,048 tokens", the same words up to the first digit) goes out at most every
+// ~100 ms; a line of a new phase always goes out.
+void run_answer(QPromise<AnswerEvent>& promise, std::shared_ptr<AskService> service, std::string question,
+                Effort effort, std::shared_ptr<std::atomic<bool>> cancel) {
+    auto result = std::make_shared<ChatAnswer>();
+    auto last_status = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    std::string last_phase;
+    AskStream stream;
+    stream.on_text = [&promise, &cancel](std::string_view piece) {
+        if (promise.isCanceled()) cancel->store(true);
+        promise.addResult(AnswerEvent{QString::fromUtf8(piece.data(), static_cast<qsizetype>(piece.size())), {}, {}});
+    };
+    stream.on_status = [&promise, &cancel, &last_status, &last_phase](const std::string& line) {
+        if (promise.isCanceled()) cancel->store(true);
+        const auto now = std::chrono::steady_clock::now();
+        std::string phase = line.substr(0, line.find_first_of("0123456789"));
+        if (phase == last_phase && now - last_status < std::chrono::milliseconds(100)) return;
+        last_status = now;
+        last_phase = std::move(phase);
+        promise.addResult(AnswerEvent{{}, QString::fromStdString(line), {}});
+    };
     try {
-        *result = service->answer(question, docs, options,
-                                  [&promise, &cancel](std::string_view piece) {
-                                      if (promise.isCanceled()) cancel->store(true);
-                                      promise.addResult(AnswerEvent{QString::fromUtf8(piece.data(), static_cast<qsizetype>(piece.size())), {}});
-                                      return !cancel->load();
-                                  },
-                                  cancel.get());
+        *result = service->answer(question, effort, stream, cancel.get());
     } catch (const std::bad_alloc&) {
-        result->question = question;
         result->error = "out of memory while answering";
     } catch (const std::exception& e) {
-        result->question = question;
         result->error = e.what();
     }
+    if (result->answer.question.empty()) result->answer.question = question;
     result->finished = true;
-    promise.addResult(AnswerEvent{{}, result});
+    result->status.clear();
+    promise.addResult(AnswerEvent{{}, {}, result});
 }
 
 QToolButton* button(QWidget* parent, const QString& icon, const QString& text, const QString& tip) {
@@ -118,7 +132,10 @@ ChatPane::~ChatPane() {
     pool_.waitForDone();
 }
 
-void ChatPane::setService(std::shared_ptr<AnswerService> service) { service_ = std::move(service); }
+void ChatPane::setService(std::shared_ptr<AskService> service, const QString& unavailable) {
+    service_ = std::move(service);
+    unavailable_ = unavailable;
+}
 
 void ChatPane::send() {
     const QString q = question_->text().trimmed();
@@ -129,27 +146,32 @@ void ChatPane::send() {
 
 void ChatPane::ask(const QString& question) {
     if (busy()) return;
-    Answer a;
-    a.question = question.toStdString();
-    const DocumentList docs = library_->readyDocuments();
-    if (!service_) a.error = "no model is loaded; choose one in Model → Manage models";
-    else if (docs.empty()) a.error = "no document is ready yet; add files to the library first";
+    ChatAnswer a;
+    a.answer.question = question.toStdString();
+    if (!service_)
+        a.error = unavailable_.isEmpty() ? std::string("no model is loaded; choose one in Model → Manage models")
+                                         : unavailable_.toStdString();
+    else if (library_->readyDocuments().empty())
+        a.error = "no document is ready yet; add files to the library first";
     if (!a.error.empty()) {
         a.finished = true;
         answers_.push_back(a);
         render();
+        rebuildChips();
         Q_EMIT answerFinished(static_cast<int>(answers_.size()) - 1);
         return;
     }
+    a.status = tr("starting\u2026").toStdString();
     answers_.push_back(a);
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     watcher_ = new QFutureWatcher<AnswerEvent>(this);
     connect(watcher_, &QFutureWatcherBase::resultsReadyAt, this, &ChatPane::onResults);
     connect(watcher_, &QFutureWatcherBase::finished, this, &ChatPane::onFinished);
-    watcher_->setFuture(QtConcurrent::run(&pool_, run_answer, service_, a.question, docs, options_, cancel_));
+    watcher_->setFuture(QtConcurrent::run(&pool_, run_answer, service_, a.answer.question, effort_, cancel_));
     ask_->setEnabled(false);
     stop_->setEnabled(true);
     render();
+    rebuildChips();
     Q_EMIT answerStarted();
 }
 
@@ -159,15 +181,16 @@ void ChatPane::stop() {
 
 void ChatPane::onResults(int begin, int end) {
     if (!watcher_ || answers_.empty()) return;
-    Answer& a = answers_.back();
+    ChatAnswer& a = answers_.back();
     for (int i = begin; i < end; ++i) {
         const AnswerEvent ev = watcher_->resultAt(i);
         if (ev.done) {
-            Answer done = *ev.done;
-            if (done.question.empty()) done.question = a.question;
-            a = std::move(done);
+            a = *ev.done;
+        } else if (!ev.status.isEmpty()) {
+            a.status = ev.status.toStdString();
         } else {
-            a.text += ev.piece.toStdString();
+            a.answer.text += ev.piece.toStdString();
+            a.status.clear();  // the text speaks for itself now
         }
     }
     render();
@@ -178,7 +201,10 @@ void ChatPane::onFinished() {
     watcher_ = nullptr;
     cancel_.reset();
     w->deleteLater();
-    if (!answers_.empty()) answers_.back().finished = true;
+    if (!answers_.empty()) {
+        answers_.back().finished = true;
+        answers_.back().status.clear();
+    }
     ask_->setEnabled(true);
     stop_->setEnabled(false);
     render();
@@ -186,9 +212,10 @@ void ChatPane::onFinished() {
     Q_EMIT answerFinished(static_cast<int>(answers_.size()) - 1);
 }
 
-void ChatPane::addAnswer(const Answer& answer) {
+void ChatPane::addAnswer(const ChatAnswer& answer) {
     answers_.push_back(answer);
     answers_.back().finished = true;
+    answers_.back().status.clear();
     render();
     rebuildChips();
 }
@@ -201,7 +228,7 @@ void ChatPane::render() {
     const bool at_end = bar->value() >= bar->maximum() - 4;
     transcript_->setHtml(html);
     if (at_end) bar->setValue(bar->maximum());
-    copy_->setEnabled(!answers_.empty() && !answers_.back().text.empty());
+    copy_->setEnabled(!answers_.empty() && !answers_.back().answer.text.empty());
 }
 
 void ChatPane::changeEvent(QEvent* event) {
@@ -217,21 +244,31 @@ void ChatPane::rebuildChips() {
     chips_->setVisible(false);
     if (answers_.empty()) return;
     const int index = static_cast<int>(answers_.size()) - 1;
-    const Answer& a = answers_.back();
-    if (a.citations.empty()) return;
-    for (const auto& c : a.citations) {
+    const Answer& a = answers_.back().answer;
+    if (a.citations.empty() || !answers_.back().finished) return;
+    for (size_t i = 0; i < a.citations.size(); ++i) {
+        const Citation& c = a.citations[i];
+        const bool weak = a.weak(i);
+        const QString note = citation_note(a, i);
         auto* chip = new QToolButton(chips_);
         chip->setObjectName(QStringLiteral("citationChip%1").arg(c.number));
         chip->setText(QStringLiteral("[%1] %2").arg(c.number).arg(QString::fromStdString(c.locator)));
         chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
         chip->setAccessibleName(tr("Citation %1: %2%3")
                                     .arg(c.number)
-                                    .arg(QString::fromStdString(c.locator), c.weak ? tr(" (weak)") : QString()));
-        chip->setToolTip((c.weak ? tr("Weak: %1\n").arg(QString::fromStdString(c.weak_reason)) : QString()) +
-                         QString::fromStdString(c.excerpt));
-        if (c.weak) {
+                                    .arg(QString::fromStdString(c.locator),
+                                         weak ? tr(" (weak)") : !a.used(i) ? tr(" (not cited by a sentence)") : QString()));
+        QStringList tip;
+        if (weak) tip << tr("Weak: %1").arg(note);
+        else if (!note.isEmpty()) tip << note;
+        if (const QString e = citation_excerpt(c, 300); !e.isEmpty()) tip << QStringLiteral("\u201c%1\u201d").arg(e);
+        for (const QString& s : citation_supports(a, i)) tip << tr("Backs %1").arg(s);
+        chip->setToolTip(tip.join(QLatin1Char('\n')));
+        if (weak) {
             chip->setIcon(QIcon(QStringLiteral(":/icons/state-weak.svg")));
             chip->setStyleSheet(QStringLiteral("QToolButton { border: 1px dashed #b9770e; border-radius: 9px; padding: 2px 8px; }"));
+        } else if (!a.used(i)) {
+            chip->setStyleSheet(QStringLiteral("QToolButton { border: 1px dotted palette(mid); border-radius: 9px; padding: 2px 8px; }"));
         } else {
             chip->setStyleSheet(QStringLiteral("QToolButton { border: 1px solid palette(highlight); border-radius: 9px; padding: 2px 8px; }"));
         }
@@ -251,8 +288,9 @@ void ChatPane::copyAnswer(int index) {
 
 void ChatPane::activateCitation(int index, int number) {
     if (index < 0 || index >= static_cast<int>(answers_.size())) return;
-    const Citation* c = find_citation(answers_[static_cast<size_t>(index)], number);
-    if (c) Q_EMIT citationActivated(*c, index);
+    const Answer& a = answers_[static_cast<size_t>(index)].answer;
+    const int i = citation_index(a, number);
+    if (i >= 0) Q_EMIT citationActivated(a.citations[static_cast<size_t>(i)], index);
 }
 
 }  // namespace sl::desktop

@@ -1,8 +1,13 @@
-// The chat pane: a question box, the transcript of answers streamed as they are generated, with
-// citations as links and as chips under the latest answer (weak ones flagged), Stop, and Copy
-// (answer with its sources). Answers run on a worker thread through QtConcurrent + QPromise: the
-// worker calls AnswerService::answer() and reports text pieces as promise results; the watcher
-// delivers them here, on the GUI thread. The service and the library model must outlive the pane.
+// The chat pane: a question box, the transcript of answers streamed as they are generated (with
+// the pipeline's progress until the text starts), citation markers as links and chips under the
+// latest answer (weak ones flagged; a chip's tooltip says which sentences it backs and how well),
+// Stop, and Copy (answer with its sources). What each answer shows is answer_format.h's rendering
+// of the core's sl::Answer (chat_answer.h).
+//
+// Answers run on a worker thread through QtConcurrent + QPromise: the worker calls
+// AskService::answer() and reports text pieces and status lines as promise results; the watcher
+// delivers them here, on the GUI thread, the only thread that touches the widgets and answers_.
+// The library model must outlive the pane; the service is shared with the worker.
 #pragma once
 
 #include <QFutureWatcher>
@@ -13,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "app/desktop/answer_service.h"
+#include "app/desktop/ask_service.h"
 
 class QLabel;
 class QLineEdit;
@@ -25,10 +30,12 @@ namespace sl::desktop {
 
 class LibraryModel;
 
-// One step of an answer as the worker reports it: a piece of text, or the end (answer or error).
+// One step of an answer as the worker reports it: a piece of text, a status line, or the end
+// (answer or error).
 struct AnswerEvent {
     QString piece;
-    std::shared_ptr<Answer> done;  // set on the last event
+    QString status;
+    std::shared_ptr<ChatAnswer> done;  // set on the last event
 };
 
 class ChatPane : public QWidget {
@@ -38,17 +45,19 @@ public:
     ChatPane(LibraryModel* library, QWidget* parent = nullptr);
     ~ChatPane() override;  // stops a running answer and waits for it
 
-    void setService(std::shared_ptr<AnswerService> service);
-    void setOptions(const AnswerOptions& options) { options_ = options; }
+    // The service answers; null: asking shows `unavailable` as the reason instead.
+    void setService(std::shared_ptr<AskService> service, const QString& unavailable = {});
+    void setEffort(Effort effort) { effort_ = effort; }
+    Effort effort() const { return effort_; }
 
     // Asks `question` about the ready documents (as if typed and sent).
     void ask(const QString& question);
     void stop();
     bool busy() const { return watcher_ != nullptr; }
 
-    const std::vector<Answer>& answers() const { return answers_; }
+    const std::vector<ChatAnswer>& answers() const { return answers_; }
     // Adds a finished answer (restored chats, tests) and shows it.
-    void addAnswer(const Answer& answer);
+    void addAnswer(const ChatAnswer& answer);
     // Copies the latest (or `index`th) answer with its citations to the clipboard.
     void copyAnswer(int index = -1);
     // Opens citation `number` of answer `index` (what clicking a link or chip does).
@@ -59,7 +68,7 @@ public:
     QLineEdit* questionEdit() const { return question_; }
 
 Q_SIGNALS:
-    void citationActivated(const sl::desktop::Citation& citation, int answer_index);
+    void citationActivated(const sl::Citation& citation, int answer_index);
     void answerStarted();
     void answerFinished(int index);
 
@@ -74,9 +83,10 @@ private:
     void rebuildChips();
 
     LibraryModel* library_;
-    std::shared_ptr<AnswerService> service_;
-    AnswerOptions options_;
-    std::vector<Answer> answers_;
+    std::shared_ptr<AskService> service_;
+    QString unavailable_;
+    Effort effort_ = Effort::Medium;
+    std::vector<ChatAnswer> answers_;
     QThreadPool pool_;
     QFutureWatcher<AnswerEvent>* watcher_ = nullptr;
     std::shared_ptr<std::atomic<bool>> cancel_;

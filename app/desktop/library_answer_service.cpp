@@ -1,91 +1,114 @@
 #include "app/desktop/library_answer_service.h"
 
-#include "app/common/ask.h"
-#include "core/answer/answer.h"
+#include <QLocale>
+#include <QString>
+
+#include "core/answer/minilm_embedder.h"
+#include "core/ask/ask.h"
+#include "core/embed/sentence_embedder.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
 
 namespace sl::desktop {
 
-LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir, std::string model_path, int n_ctx)
-    : LibraryAnswerService(std::move(library_dir), std::make_shared<SharedModel>(std::move(model_path)), n_ctx) {}
+namespace {
 
-LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir, std::shared_ptr<SharedModel> model,
-                                           int n_ctx)
-    : dir_(std::move(library_dir)), model_(std::move(model)), n_ctx_(n_ctx) {}
+std::string count(int64_t n) {
+    return QLocale().toString(static_cast<qlonglong>(n)).toStdString();
+}
+
+}  // namespace
+
+LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir,
+                                           std::string model_path, LibraryAnswerOptions options)
+    : LibraryAnswerService(std::move(library_dir),
+                           std::make_shared<SharedModel>(std::move(model_path)), options) {}
+
+LibraryAnswerService::LibraryAnswerService(std::filesystem::path library_dir,
+                                           std::shared_ptr<SharedModel> model,
+                                           LibraryAnswerOptions options)
+    : dir_(std::move(library_dir)), model_(std::move(model)), options_(options) {}
 
 LibraryAnswerService::~LibraryAnswerService() = default;
 
-Answer LibraryAnswerService::answer(const std::string& question, const DocumentList&, const AnswerOptions& options,
-                                    const std::function<bool(std::string_view)>& on_text,
-                                    const std::atomic<bool>* cancel) {
+MiniLmEmbedder* LibraryAnswerService::embedder() {
+    if (!options_.semantic) return nullptr;
+    if (embedder_tried_) return embedder_.get();
+    embedder_tried_ = true;
+    const std::filesystem::path dir = SentenceEmbedder::default_dir();
+    if (!std::filesystem::exists(dir)) {
+        semantic_note_ = "all-MiniLM-L6-v2 is not installed (" + dir.string() + ")";
+        return nullptr;
+    }
+    try {
+        minilm_ = SentenceEmbedder::open(dir.string());
+        embedder_ = std::make_unique<MiniLmEmbedder>(*minilm_);
+    } catch (const Error& e) {
+        semantic_note_ = e.what();
+    }
+    return embedder_.get();
+}
+
+ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effort,
+                                        const AskStream& stream, const std::atomic<bool>* cancel) {
     const std::lock_guard lock(mutex_);
     const std::shared_ptr<const LoadedModel> model = model_->get();
     Library lib = Library::open(dir_);
-    app::AskOptions o;
+    AskOptions o;
     o.question = question;
-    o.effort = options.effort == Effort::Low ? sl::Effort::Low
-               : options.effort == Effort::High ? sl::Effort::High
-                                                : sl::Effort::Medium;
-    o.n_ctx = n_ctx_;
+    o.effort = effort;
+    o.n_ctx = options_.n_ctx;
     o.cancel = cancel;
+    o.embedder = embedder();
     std::string streamed;
-    app::AskCallbacks cb;
+    AskCallbacks cb;
     cb.on_text = [&](std::string_view t) {
         streamed += t;
-        if (on_text && !(cancel && cancel->load())) on_text(t);
+        if (stream.on_text && !(cancel && cancel->load())) stream.on_text(t);
     };
-    Answer a;
-    a.question = question;
-    a.model = model_->path().filename().string();
-    app::AskResult r;
-    try {
-        r = app::ask(lib, *model, o, cb);
-    } catch (const app::Cancelled&) {
-        // Stopped: keep what was streamed (no citations: they come at the end).
-        a.text = streamed;
-        a.method = "stopped before the end";
-        a.finished = true;
-        return a;
+    if (stream.on_status) {
+        cb.on_status = stream.on_status;
+        cb.on_progress = [&](int64_t done, int64_t total, double) {
+            stream.on_status("reading the context: " + count(done) + " of " + count(total) +
+                             " tokens");
+        };
     }
-    const sl::Answer& in = r.answer;
 
-    a.text = in.with_markers();
-    a.context_tokens = static_cast<int>(r.context_tokens);
-    a.read_summary = r.read_summary;
-    a.method = "one long context with MSA; citations from the engine's block selections, verified " +
-               std::string(o.embedder ? "lexically and semantically" : "lexically");
+    ChatAnswer out;
+    out.model = model_->path().filename().string();
+    out.method =
+        "one long context with MSA; citations from the engine's block selections, verified by word "
+        "overlap";
+    if (o.embedder)
+        out.method += " and meaning (" + o.embedder->name() + ")";
+    else if (!semantic_note_.empty())
+        out.method += " (not by meaning: " + semantic_note_ + ")";
+    AskResult r;
+    try {
+        r = ask(lib, *model, o, cb);
+    } catch (const Cancelled&) {
+        // Stopped: keep what was streamed; citations come only with a complete answer.
+        out.answer.question = question;
+        out.answer.text = streamed;
+        out.answer.stop_reason = "cancelled";
+        out.finished = true;
+        return out;
+    }
+    out.answer = std::move(r.answer);
+    if (out.answer.question.empty()) out.answer.question = question;
+    out.read_summary = r.read_summary;
+    out.context_tokens = r.context_tokens;
+    if (!r.attention.empty()) out.method += "; attention " + r.attention;
     if (r.from_library_prefill) {
         const bool all = r.library_saved >= r.library_tokens;
-        a.method += all ? "; the library's prefilled context" : "; the library's prefill so far plus a preselection";
+        out.method += all ? "; the library's prefilled context"
+                          : "; the library's prefill so far plus a preselection";
     } else if (r.restored) {
-        a.method += "; prefill restored from the library";
+        out.method += "; prefill restored from the library";
     }
-    for (size_t i = 0; i < in.citations.size(); ++i) {
-        const sl::Citation& c = in.citations[i];
-        Citation d;
-        d.number = c.number;
-        d.ref = c.ref;
-        d.path = c.path;
-        d.locator = c.locator;
-        d.excerpt = !c.snippet.empty() ? c.snippet : c.text.substr(0, 400);
-        d.score = c.share;
-        if (!in.used(i)) {
-            d.weak_reason = "read, not cited by any sentence";
-        } else if (in.weak(i)) {
-            d.weak = true;
-            double best = 0;
-            for (const auto& s : in.sentences)
-                for (const auto& sup : s.supports)
-                    if (sup.citation == static_cast<int>(i)) best = std::max(best, sup.lexical);
-            d.weak_reason = "its text backs the sentence poorly (word overlap " +
-                            std::to_string(static_cast<int>(best * 100)) + "%)";
-        }
-        a.citations.push_back(std::move(d));
-    }
-    a.finished = true;
-    return a;
+    out.finished = true;
+    return out;
 }
 
 }  // namespace sl::desktop

@@ -1,44 +1,64 @@
-// The answer pipeline of the library issue behind the chat's AnswerService seam: app::ask over
-// the documents in the library store (one long context, MSA prefill saved and reused, citations
-// from the engine's own block selections, each verified against the sentence it backs). Weak
-// citations ("[2?]" in the text) stay, flagged; sources the answer read but no sentence used are
-// listed as "read, not cited".
+// The app's AskService: the core's ask (core/ask/ask.h) over the documents in the library store
+// (one long context, MSA prefill saved and reused, citations from the engine's own block
+// selections, each verified against the sentence it backs, by word overlap and, when
+// all-MiniLM-L6-v2 is installed, by meaning). The ChatAnswer wraps ask's sl::Answer as it is:
+// weak supports stay, flagged; citations the answer read but no sentence used stay, listed as
+// such by the chat.
 //
 // When the library's background prefill (prefill_controller.h) recorded a context for these
-// documents, app::ask answers from it (what is prefilled so far plus a preselection of the rest);
-// Answer::read_summary then says what was read. Stop (the chat's cancel flag) stops app::ask
-// between prefill chunks and during generation; the text so far is kept.
+// documents, ask answers from it (what is prefilled so far plus a preselection of the rest);
+// ChatAnswer::read_summary then says what was read. Stop (the chat's cancel flag) stops ask
+// between prefill chunks and during generation; the text so far is kept, without citations.
 //
 // Threading: answer() runs on a worker thread; it opens its own sl::Library connection there (a
-// Library is one connection per thread) and loads the model once (SharedModel: kept, shared
-// read-only with the background prefill).
+// Library is one connection per thread), loads the model once (SharedModel: kept, shared
+// read-only with the background prefill) and opens MiniLM once (kept; used only under mutex_).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <mutex>
 
-#include "app/desktop/answer_service.h"
+#include "app/desktop/ask_service.h"
 #include "app/desktop/shared_model.h"
+
+namespace sl {
+class SentenceEmbedder;
+class MiniLmEmbedder;
+}  // namespace sl
 
 namespace sl::desktop {
 
-class LibraryAnswerService : public AnswerService {
+struct LibraryAnswerOptions {
+    int n_ctx = 0;         // the context's size; 0: the model's trained context
+    bool semantic = true;  // rank units and verify citations with MiniLM too, when it is installed
+};
+
+class LibraryAnswerService : public AskService {
 public:
-    // `library_dir`: the store the IngestQueue writes to. `n_ctx` 0: the model's trained context.
-    LibraryAnswerService(std::filesystem::path library_dir, std::string model_path, int n_ctx = 0);
+    // `library_dir`: the store the IngestQueue writes to.
+    LibraryAnswerService(std::filesystem::path library_dir, std::string model_path,
+                         LibraryAnswerOptions options = {});
     // The same with a model shared with others (the background prefill).
-    LibraryAnswerService(std::filesystem::path library_dir, std::shared_ptr<SharedModel> model, int n_ctx = 0);
+    LibraryAnswerService(std::filesystem::path library_dir, std::shared_ptr<SharedModel> model,
+                         LibraryAnswerOptions options = {});
     ~LibraryAnswerService() override;
     std::string name() const override { return "library context (MSA selections)"; }
-    Answer answer(const std::string& question, const DocumentList& docs, const AnswerOptions& options,
-                  const std::function<bool(std::string_view)>& on_text, const std::atomic<bool>* cancel) override;
+    ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
+                      const std::atomic<bool>* cancel) override;
 
 private:
+    // MiniLM, opened on first use; null (and `semantic_note_` says why) when it cannot be.
+    MiniLmEmbedder* embedder();
+
     std::filesystem::path dir_;
     std::shared_ptr<SharedModel> model_;
-    int n_ctx_;
+    LibraryAnswerOptions options_;
     std::mutex mutex_;  // one answer at a time
+    bool embedder_tried_ = false;
+    std::unique_ptr<SentenceEmbedder> minilm_;
+    std::unique_ptr<MiniLmEmbedder> embedder_;
+    std::string semantic_note_;
 };
 
 }  // namespace sl::desktop

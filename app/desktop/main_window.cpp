@@ -31,6 +31,7 @@
 #include "app/desktop/report_export.h"
 #include "app/desktop/shared_model.h"
 #include "app/desktop/viewer_pane.h"
+#include "core/util/error.h"
 
 namespace sl::desktop {
 
@@ -38,6 +39,15 @@ namespace {
 
 // Tokens a ready document takes in the long context (~4 bytes of text a token, plus the unit
 // markers), until the context builder reports exact counts.
+// The settings' effort word; an unknown one is medium.
+Effort effort_of(const QString& word) {
+    try {
+        return parse_effort(word.toStdString());
+    } catch (const Error&) {
+        return Effort::Medium;
+    }
+}
+
 qint64 estimate_tokens(const doc::Document& d) {
     return static_cast<qint64>(d.text_chars() / 4 + d.units.size() * 8);
 }
@@ -180,20 +190,19 @@ void MainWindow::createStatusBar() {
     prefill_label_->setVisible(false);
     effort_ = new QComboBox(this);
     effort_->setAccessibleName(tr("Effort"));
-    effort_->setToolTip(tr("Effort: how many sources are read and how long answers are"));
+    effort_->setToolTip(tr("Effort: how many blocks of the context each step attends to and how long answers are"));
     effort_->addItem(tr("Effort: low"), QStringLiteral("low"));
     effort_->addItem(tr("Effort: medium"), QStringLiteral("medium"));
     effort_->addItem(tr("Effort: high"), QStringLiteral("high"));
+    for (int i = 0; i < effort_->count(); ++i)  // what each level spends: top-k blocks, frames, answer length
+        effort_->setItemData(i, QString::fromStdString(describe(effort_settings(effort_of(effort_->itemData(i).toString())))),
+                             Qt::ToolTipRole);
     effort_->setCurrentIndex(std::max(0, effort_->findData(settings_->effort())));
     connect(effort_, &QComboBox::currentIndexChanged, this, [this] {
         settings_->setEffort(effort_->currentData().toString());
-        AnswerOptions o;
-        o.effort = effort_from_string(settings_->effort().toStdString());
-        chat_->setOptions(o);
+        chat_->setEffort(effort_of(settings_->effort()));
     });
-    AnswerOptions o;
-    o.effort = effort_from_string(settings_->effort().toStdString());
-    chat_->setOptions(o);
+    chat_->setEffort(effort_of(settings_->effort()));
     statusBar()->addPermanentWidget(model_label_);
     statusBar()->addPermanentWidget(device_label_);
     statusBar()->addPermanentWidget(context_label_);
@@ -207,22 +216,22 @@ void MainWindow::applyModel() {
     if (!exists) model_.reset();
     else if (!model_ || model_->path() != std::filesystem::path(path.toStdString()))
         model_ = std::make_shared<SharedModel>(path.toStdString());  // loaded on first use, on a worker
-    std::shared_ptr<AnswerService> service;
+    std::shared_ptr<AskService> service;
+    QString unavailable;
     if (options_.service) {
         service = options_.service;
-    } else if (exists && !options_.library_dir.isEmpty() &&
-               settings_->raw().value(QStringLiteral("answer/pipeline"), QStringLiteral("library")).toString() ==
-                   QLatin1String("library")) {
-        // The library's long context with MSA citations (app::ask), from the background prefill
+    } else if (!exists) {
+        unavailable = tr("no model is loaded; choose one in Model → Manage models");
+    } else if (options_.library_dir.isEmpty()) {
+        unavailable = tr("answers need the library store, and there is none (no home folder to keep it in)");
+    } else {
+        // The library's long context with MSA citations (sl::ask), from the background prefill
         // when it has one.
         service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_);
-    } else if (exists) {
-        // BM25-chosen pages given to the model as numbered sources.
-        service = std::make_shared<LexicalAnswerService>(path.toStdString());
     }
     // The prefill stands still while a question is answered (the CPU is the bottleneck).
     if (service && prefill_) service = std::make_shared<PausingAnswerService>(service, prefill_->gate());
-    chat_->setService(service);
+    chat_->setService(service, unavailable);
     if (prefill_) prefill_->setModel(model_);
     model_context_ = 0;
     model_label_->setText(QFileInfo::exists(path) ? tr("Model: %1").arg(QFileInfo(path).completeBaseName())
@@ -400,7 +409,7 @@ void MainWindow::openCitation(const Citation& c) {
     }
     std::vector<TimelineMarker> markers;
     for (const auto& a : chat_->answers())
-        for (const auto& other : a.citations)
+        for (const auto& other : a.answer.citations)
             if (other.ref.document == c.ref.document && other.ref.time)
                 markers.push_back({other.ref.time->t0, QStringLiteral("[%1] %2").arg(other.number).arg(QString::fromStdString(other.locator))});
     viewer_->open(d, c.ref, std::move(markers));

@@ -11,8 +11,8 @@
 
 #include <memory>
 
-#include "app/desktop/answer_service.h"
 #include "app/desktop/app_settings.h"
+#include "app/desktop/ask_service.h"
 #include "app/desktop/prefill_controller.h"
 
 class QComboBox;
@@ -28,12 +28,14 @@ class LibraryModel;
 class LibraryPane;
 class SharedModel;
 class ViewerPane;
-struct Citation;
 
 struct MainWindowOptions {
     QString settings_file;                   // empty: the platform's default QSettings
-    std::shared_ptr<AnswerService> service;  // null: chosen by the settings (see applyModel)
-    QString library_dir;                     // the library store (sl::Library); empty: none
+    // null: the library's own (LibraryAnswerService on the settings' model; see applyModel)
+    std::shared_ptr<AskService> service;
+    // The library store (sl::Library); empty: none (documents are read but not kept, and the
+    // chat cannot answer unless `service` is given).
+    QString library_dir;
     // Prefill the library's context in the background (prefill_controller.h) with the settings'
     // model; needs library_dir. The setting "prefill/background" (default true) can turn it off.
     bool background_prefill = true;

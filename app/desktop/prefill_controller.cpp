@@ -186,7 +186,7 @@ private:
                 return;
             }
             if (gate_->held()) return bail();
-            prefill_ = std::make_unique<app::LibraryPrefill>(lib, *model_, options_.prefill);
+            prefill_ = std::make_unique<LibraryPrefill>(lib, *model_, options_.prefill);
         } catch (const std::exception& e) {
             prefill_.reset();
             gate_->setBusy(false);
@@ -204,7 +204,7 @@ private:
         have_gen_ = gen;
         have_model_ = want_model_;
         prefill_->start();
-        app::LibraryPrefill* p = prefill_.get();
+        LibraryPrefill* p = prefill_.get();
         gate_->setCanceller([p] { p->cancel(); });  // cancel() is thread-safe; cleared before p dies
         report(fromStatus(prefill_->status()));
         tick_->start();
@@ -260,10 +260,10 @@ private:
         bool candidate = false;
         for (const auto& r : lib.list_kv_caches())
             candidate = candidate || (r.state == KvCacheState::Complete && r.model_fingerprint == fingerprint &&
-                                      r.documents == ids && r.settings.find("\"library_prefill\":true") != std::string::npos);
+                                      r.documents == ids && ContextSpec::decode(r.settings).value_or(ContextSpec{}).library_prefill);
         if (!candidate) return std::nullopt;
-        const app::LibraryContext c = app::library_context(lib, *model_, options_.prefill.max_tokens);
-        const auto rec = lib.find_kv_cache(c.fingerprint, c.ids, c.settings);
+        const LibraryContext c = library_context(lib, *model_, options_.prefill.max_tokens);
+        const auto rec = lib.find_kv_cache(c.fingerprint, c.ids, c.spec.encode());
         if (!rec || rec->state != KvCacheState::Complete || saved_context_tokens(c.path) != c.stream.tokens)
             return std::nullopt;
         PrefillProgress p;
@@ -335,7 +335,7 @@ private:
     quint64 want_gen_ = 0, have_gen_ = 0;
     std::shared_ptr<SharedModel> want_model_, have_model_;
     std::shared_ptr<const LoadedModel> model_;
-    std::unique_ptr<app::LibraryPrefill> prefill_;
+    std::unique_ptr<LibraryPrefill> prefill_;
     PrefillProgress last_;
     // The last context that ended complete or failed: not run again until documents or model change.
     std::optional<PrefillProgress> settled_;

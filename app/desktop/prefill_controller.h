@@ -2,7 +2,7 @@
 // ingested, is saved as it goes, shows progress and ETA, survives a restart"). Whenever the set of
 // ready documents may have changed (libraryChanged(): an ingest finished, a document was removed,
 // the stored library was loaded at startup) or the model changed, the controller (re)starts an
-// app::LibraryPrefill of the current library context; a prefill of an older state is cancelled
+// LibraryPrefill of the current library context; a prefill of an older state is cancelled
 // first (what it saved stays in its file). The prefill resumes from the context's saved file, so a
 // restart continues where the last run stopped, and a context whose file is already complete
 // (recorded Complete in the library, file holding exactly the context) is reported ready without
@@ -25,7 +25,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "app/common/library_prefill.h"
+#include "core/ask/library_context.h"
 
 namespace sl::desktop {
 
@@ -65,7 +65,7 @@ QString format_eta(double seconds);
 QString prefill_status_text(const PrefillProgress& p);
 
 struct PrefillControllerOptions {
-    app::LibraryPrefillOptions prefill;  // max_tokens (context size), save_every
+    LibraryPrefillOptions prefill;  // max_tokens (context size), save_every
     int report_ms = 500;                 // progress signals and record() at most this often
 };
 

@@ -53,17 +53,15 @@ void PrefillGate::setListener(std::function<void()> on_change) {
     listener_ = std::move(on_change);
 }
 
-PausingAnswerService::PausingAnswerService(std::shared_ptr<AnswerService> inner, std::shared_ptr<PrefillGate> gate,
+PausingAnswerService::PausingAnswerService(std::shared_ptr<AskService> inner, std::shared_ptr<PrefillGate> gate,
                                            std::chrono::milliseconds max_wait)
     : inner_(std::move(inner)), gate_(std::move(gate)), max_wait_(max_wait) {}
 
-Answer PausingAnswerService::answer(const std::string& question, const DocumentList& docs,
-                                    const AnswerOptions& options,
-                                    const std::function<bool(std::string_view)>& on_text,
-                                    const std::atomic<bool>* cancel) {
+ChatAnswer PausingAnswerService::answer(const std::string& question, Effort effort, const AskStream& stream,
+                                        const std::atomic<bool>* cancel) {
     const PrefillHold hold(gate_);
     if (gate_) gate_->waitStopped(max_wait_, cancel);
-    return inner_->answer(question, docs, options, on_text, cancel);
+    return inner_->answer(question, effort, stream, cancel);
 }
 
 }  // namespace sl::desktop

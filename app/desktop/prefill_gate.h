@@ -1,6 +1,6 @@
 // While a question is answered the background prefill stands still: the CPU is the bottleneck,
 // and the answer reads what the prefill saved so far. PrefillGate is the meeting point: an answer
-// holds it for its duration (PausingAnswerService does so around any AnswerService), the prefill
+// holds it for its duration (PausingAnswerService does so around any AskService), the prefill
 // controller's worker stops at the next chunk boundary (the chunk in flight is saved and recorded
 // in the library) and starts again, resuming from the saved file, when the last hold is released.
 //
@@ -15,7 +15,7 @@
 #include <memory>
 #include <mutex>
 
-#include "app/desktop/answer_service.h"
+#include "app/desktop/ask_service.h"
 
 namespace sl::desktop {
 
@@ -59,19 +59,19 @@ private:
     std::shared_ptr<PrefillGate> gate_;
 };
 
-// Any AnswerService with the background prefill paused while it answers: holds the gate, waits
+// Any AskService with the background prefill paused while it answers: holds the gate, waits
 // (at most max_wait) for the prefill's chunk in flight to be saved, answers, releases.
-class PausingAnswerService : public AnswerService {
+class PausingAnswerService : public AskService {
 public:
-    PausingAnswerService(std::shared_ptr<AnswerService> inner, std::shared_ptr<PrefillGate> gate,
+    PausingAnswerService(std::shared_ptr<AskService> inner, std::shared_ptr<PrefillGate> gate,
                          std::chrono::milliseconds max_wait = std::chrono::seconds(30));
     std::string name() const override { return inner_->name(); }
-    Answer answer(const std::string& question, const DocumentList& docs, const AnswerOptions& options,
-                  const std::function<bool(std::string_view)>& on_text, const std::atomic<bool>* cancel) override;
-    const std::shared_ptr<AnswerService>& inner() const { return inner_; }
+    ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
+                      const std::atomic<bool>* cancel) override;
+    const std::shared_ptr<AskService>& inner() const { return inner_; }
 
 private:
-    std::shared_ptr<AnswerService> inner_;
+    std::shared_ptr<AskService> inner_;
     std::shared_ptr<PrefillGate> gate_;
     std::chrono::milliseconds max_wait_;
 };

@@ -108,13 +108,13 @@ QString report_html(const ReportInput& in) {
                        "img{border:1px solid #ccc}</style></head><body><h1>%1</h1><p><i>%2</i></p>")
                        .arg(in.title.toHtmlEscaped(), generated_line());
     for (size_t i = 0; i < in.answers.size(); ++i) {
-        const Answer& a = in.answers[i];
+        const ChatAnswer& a = in.answers[i];
         // Citation links point at the figures below instead of the app's cite: scheme.
         QString body = answer_html(a, static_cast<int>(i), false);
         body.replace(QStringLiteral("href='cite:%1:").arg(i), QStringLiteral("href='#c%1-").arg(i));
         html += body;
         if (in.thumbnails) {
-            for (const auto& c : a.citations) {
+            for (const auto& c : a.answer.citations) {
                 const doc::Document* d = find_doc(in, c.ref.document);
                 if (!d) continue;
                 const QImage img = cited_picture(*d, c);

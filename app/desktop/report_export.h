@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "app/desktop/answer_types.h"
+#include "app/desktop/chat_answer.h"
 #include "core/document/document.h"
 
 namespace sl::desktop {
@@ -22,7 +22,7 @@ ReportFormat report_format_for(const QString& path);
 
 struct ReportInput {
     QString title = QStringLiteral("Sightline report");
-    std::vector<Answer> answers;
+    std::vector<ChatAnswer> answers;
     std::vector<std::shared_ptr<const doc::Document>> documents;  // to draw cited pages and frames
     bool thumbnails = true;                                       // HTML/PDF: embed cited places
 };

@@ -253,6 +253,18 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     }
     if (!r.read_summary.empty()) w.key("read"), w.value(r.read_summary);
     w.key("stop"), w.value(stop);
+    // What the context held (for evaluation: was the right place read at all).
+    w.key("context_units");
+    w.begin_array();
+    for (const auto& u : ts.units) {
+        if (u.begin >= ts.prefix_tokens) continue;
+        w.begin_array();
+        w.value(ts.sources[static_cast<size_t>(u.source)].name);
+        w.value(u.unit);
+        if (u.time) w.value(u.time->t0), w.value(u.time->t1);
+        w.end_array();
+    }
+    w.end_array();
     w.key("documents");
     w.begin_array();
     for (DocId id : ids) w.value(id);

@@ -1,12 +1,22 @@
-// The chat on the real pipeline of today (LexicalAnswerService: BM25 over R-intro.pdf's pages +
-// SmolLM2 on the CPU): the answer streams in pieces into the transcript, its citations name pages
-// of R-intro.pdf with regions on them, and each citation has been verified (weak ones flagged with
-// a reason).
+// The chat on the real pipeline: LibraryAnswerService (the core's sl::ask over the library store:
+// R-intro.pdf in one 2,048-token context, SmolLM2 on the CPU, citations from MSA's selections,
+// verified against each sentence). The answer streams in pieces into the transcript, which then
+// shows exactly what the core's sl::Answer holds: its text with the markers with_markers() puts
+// (each a link), every citation in the sources list with its excerpt and, per citation, why it is
+// flagged (weak, or read but cited by no sentence) or which sentences it backs with their scores,
+// a note when the answer was cut, "Read: ...", the model and the method. Stop during the answer
+// keeps the text so far and says it stopped.
+#include <QApplication>
+#include <QClipboard>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTextBrowser>
 
+#include "app/desktop/answer_format.h"
 #include "app/desktop/chat_pane.h"
+#include "app/desktop/library_answer_service.h"
+#include "core/embed/sentence_embedder.h"
 #include "core/util/assets.h"
 #include "tests/app/tst_desktop_support.h"
 #include "tests/common/test_support.h"
@@ -17,48 +27,134 @@ class TstDesktopAnswer : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase() { window_.reset(); }
     void streamsCitedAnswerFromModel();
-    void noDocumentsIsAReadableError();
+    void stopKeepsTheTextSoFar();
+
+private:
+    QTemporaryDir dir_;
+    std::unique_ptr<MainWindow> window_;
 };
 
-void TstDesktopAnswer::streamsCitedAnswerFromModel() {
+void TstDesktopAnswer::initTestCase() {
     REQUIRE_ASSET(model, sl::assets::kDefaultModel);
     REQUIRE_ASSET(pdf, "samples/pdf/R-intro.pdf");
-    QTemporaryDir dir;
-    auto w = sl::test::make_window(dir, false, std::make_shared<LexicalAnswerService>(model.string()));
+    LibraryAnswerOptions lo;
+    lo.n_ctx = 2048;  // keeps the CPU prefill short; the planner picks the pages that fit
+    window_ = sl::test::make_library_window(
+        dir_, std::make_shared<LibraryAnswerService>(
+                  dir_.filePath(QStringLiteral("library")).toStdString(), model.string(), lo));
     const QString path = QString::fromStdString(pdf.string());
-    w->addPaths({path});
-    QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), path), ItemState::Ready, 300000);
-    ChatPane* chat = w->chat();
-    QSignalSpy finished(chat, &ChatPane::answerFinished);
-    QSignalSpy changed(chat->transcript(), &QTextBrowser::textChanged);
-    chat->ask(QStringLiteral("How do I fit a linear regression model and look at its coefficients?"));
-    QVERIFY(chat->busy());
-    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 600000);
-    const Answer& a = chat->answers().back();
-    qInfo("answer: %s", a.text.c_str());
-    QVERIFY2(a.error.empty(), a.error.c_str());
-    QVERIFY(!a.text.empty());
-    QVERIFY2(changed.size() > 3, "streamed in pieces");
-    QVERIFY(a.context_tokens > 100);
-    QCOMPARE(a.citations.size(), size_t{3});  // medium effort reads three sources
-    for (const auto& c : a.citations) {
-        qInfo("[%d] %s weak=%d %s", c.number, c.locator.c_str(), c.weak ? 1 : 0, c.weak_reason.c_str());
-        QVERIFY(c.locator.rfind("R-intro.pdf p. ", 0) == 0);
-        QVERIFY(c.ref.bbox.has_value() && c.ref.bbox->valid());
-        QVERIFY(c.weak == !c.weak_reason.empty() || !c.weak);
-    }
-    QVERIFY(chat->transcript()->toHtml().contains(QStringLiteral("cite:0:1")));
+    window_->addPaths({path});
+    QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(window_->library(), path), ItemState::Ready,
+                              300000);
 }
 
-void TstDesktopAnswer::noDocumentsIsAReadableError() {
-    REQUIRE_ASSET(model, sl::assets::kDefaultModel);
-    QTemporaryDir dir;
-    auto w = sl::test::make_window(dir, false, std::make_shared<LexicalAnswerService>(model.string()));
-    w->chat()->ask(QStringLiteral("anything?"));
-    QCOMPARE(w->chat()->answers().size(), size_t{1});
-    QVERIFY(w->chat()->answers()[0].error.find("no document is ready") != std::string::npos);
-    QVERIFY(w->chat()->transcript()->toPlainText().contains(QStringLiteral("Could not answer")));
+void TstDesktopAnswer::streamsCitedAnswerFromModel() {
+    ChatPane* chat = window_->chat();
+    QSignalSpy finished(chat, &ChatPane::answerFinished);
+    QSignalSpy changed(chat->transcript(), &QTextBrowser::textChanged);
+    QStringList statuses;  // what the transcript said before the text came
+    const QMetaObject::Connection watch =
+        connect(chat->transcript(), &QTextBrowser::textChanged, this, [&] {
+            if (!chat->answers().empty() && !chat->answers().back().status.empty())
+                statuses << QString::fromStdString(chat->answers().back().status);
+        });
+    const auto unwatch =
+        qScopeGuard([&] { disconnect(watch); });  // `statuses` dies with this function
+    chat->ask(
+        QStringLiteral("How do I fit a linear regression model and look at its coefficients?"));
+    QVERIFY(chat->busy());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 800000);
+    const ChatAnswer& c = chat->answers().back();
+    const sl::Answer& a = c.answer;
+    qInfo("answer: %s", a.with_markers().c_str());
+    qInfo("stop: %s%s; %s", a.stop_reason.c_str(), a.cut ? " (cut)" : "", c.method.c_str());
+    QVERIFY2(c.error.empty(), c.error.c_str());
+    QVERIFY(!a.text.empty());
+    QVERIFY2(changed.size() > 3, "streamed in pieces");
+    statuses.removeDuplicates();
+    qInfo("status lines: %s", qPrintable(statuses.join(QStringLiteral(" | "))));
+    QVERIFY2(statuses.filter(QStringLiteral("prefilling")).size() +
+                     statuses.filter(QStringLiteral("reading the context")).size() >
+                 0,
+             qPrintable(statuses.join(QLatin1Char('\n'))));
+    QVERIFY(c.context_tokens > 500);
+    QCOMPARE(QString::fromStdString(c.model),
+             QString::fromUtf8(sl::assets::kDefaultModel).section(QLatin1Char('/'), -1));
+    QVERIFY2(c.method.find("MSA") != std::string::npos, c.method.c_str());
+    if (std::filesystem::exists(sl::SentenceEmbedder::default_dir()))  // set-up installs it
+        QVERIFY2(c.method.find("meaning (all-MiniLM-L6-v2)") != std::string::npos,
+                 c.method.c_str());
+    QVERIFY(!c.read_summary.empty());
+    QVERIFY(!a.sentences.empty());
+    QVERIFY2(!a.citations.empty(), "MSA selections gave no citation");
+
+    // The transcript shows the core's answer whole.
+    const QString text = chat->transcript()->toPlainText();
+    const QString html = chat->transcript()->toHtml();
+    qInfo("%s", qPrintable(text));
+    QVERIFY(text.simplified().contains(QString::fromStdString(a.with_markers()).simplified()));
+    for (const auto& piece : marked_pieces(a))
+        for (const auto& s : piece.marks)
+            QVERIFY(html.contains(QStringLiteral("cite:0:%1")
+                                      .arg(a.citations[static_cast<size_t>(s.citation)].number)));
+    bool some_support = false;
+    for (size_t i = 0; i < a.citations.size(); ++i) {
+        const sl::Citation& cit = a.citations[i];
+        qInfo("[%d] %s used=%d weak=%d share %.3f", cit.number, cit.locator.c_str(),
+              a.used(i) ? 1 : 0, a.weak(i) ? 1 : 0, cit.share);
+        QVERIFY(cit.locator.rfind("R-intro.pdf p. ", 0) == 0);
+        QVERIFY(text.contains(QString::fromStdString(cit.locator)));
+        QVERIFY(!citation_excerpt(cit).isEmpty());
+        QVERIFY(text.contains(citation_excerpt(cit)));
+        if (!a.used(i)) QVERIFY(text.contains(QStringLiteral("read, not cited by any sentence")));
+        if (a.weak(i))
+            QVERIFY(text.contains(
+                QStringLiteral("weak: its text backs the sentence poorly (word overlap ")));
+        const QStringList backs = citation_supports(a, i);
+        for (qsizetype k = 0; k < std::min<qsizetype>(backs.size(), 3);
+             ++k) {  // the transcript lists the best three
+            QVERIFY2(text.contains(QStringLiteral("backs ") + backs[k]), qPrintable(backs[k]));
+            some_support = true;
+        }
+    }
+    QVERIFY2(some_support, "no citation backs a sentence");
+    if (!stop_note(a).isEmpty()) QVERIFY(text.contains(stop_note(a)));
+    QVERIFY(
+        text.contains(QStringLiteral("Read: ") + QString::fromStdString(c.read_summary).left(20)));
+    QVERIFY(text.contains(QString::fromStdString(c.model) +
+                          QStringLiteral(" \u00b7 one long context with MSA")));
+
+    // Copy: the answer with its markers and the sources.
+    QApplication::clipboard()->clear();
+    chat->copyAnswer();
+    const QString copied = QApplication::clipboard()->text();
+    QVERIFY(copied.startsWith(QString::fromStdString(a.with_markers()).trimmed()));
+    QVERIFY(copied.contains(QStringLiteral("\n\nSources:\n[1] ") +
+                            QString::fromStdString(a.citations[0].locator)));
+}
+
+void TstDesktopAnswer::stopKeepsTheTextSoFar() {
+    ChatPane* chat = window_->chat();
+    QSignalSpy finished(chat, &ChatPane::answerFinished);
+    const size_t n = chat->answers().size();
+    chat->ask(QStringLiteral(
+        "Explain in detail how R handles missing values in vectors, data frames and models."));
+    QVERIFY(chat->busy());
+    QTRY_VERIFY_WITH_TIMEOUT(
+        chat->answers().size() == n + 1 && !chat->answers().back().answer.text.empty(), 800000);
+    const std::string before = chat->answers().back().answer.text;
+    chat->stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 120000);
+    const ChatAnswer& c = chat->answers().back();
+    qInfo("stopped after: %s", c.answer.text.c_str());
+    QVERIFY2(c.error.empty(), c.error.c_str());
+    QCOMPARE(c.answer.stop_reason, std::string("cancelled"));
+    QVERIFY(c.answer.text.rfind(before, 0) == 0);  // what was shown stays
+    QVERIFY(c.answer.citations.empty());
+    QVERIFY(chat->transcript()->toPlainText().contains(QStringLiteral("Stopped before the end")));
 }
 
 QTEST_MAIN(TstDesktopAnswer)

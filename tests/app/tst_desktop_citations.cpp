@@ -1,11 +1,14 @@
-// Citations in the chat open the viewer at the spot: a streamed answer citing a page of
-// R-intro.pdf (with a region) and a second of vtest.avi; clicking the chips (real mouse clicks) and
-// the transcript's links opens the PDF page with the region highlighted and the video at the cited
-// time with a marker on its timeline; a weak citation is flagged; Copy puts the answer with its
-// sources on the clipboard.
+// Citations in the chat open the viewer at the spot: a streamed core answer (sl::Answer) citing a
+// page of R-intro.pdf (with a region) and a second of vtest.avi; clicking the chips (real mouse
+// clicks) and the transcript's links opens the PDF page with the region highlighted and the video
+// at the cited time with a marker on its timeline; a weak support is flagged ("[2?]", the source
+// says why); Copy puts the answer with its markers and sources on the clipboard; the effort chosen
+// in the status bar reaches the service.
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QLineEdit>
+#include <QStatusBar>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTextBrowser>
@@ -32,12 +35,14 @@ private Q_SLOTS:
     void clickingVideoCitationSeeksToTime();
     void transcriptLinkOpensCitation();
     void copyIncludesCitations();
+    void effortReachesService();
 
 private:
     QTemporaryDir dir_;
     std::unique_ptr<MainWindow> window_;
     QString pdf_, video_;
-    Citation page_cite_, video_cite_;
+    sl::Citation page_cite_, video_cite_;
+    std::shared_ptr<sl::test::ScriptedAnswerService> service_;
 };
 
 void TstDesktopCitations::initTestCase() {
@@ -58,28 +63,29 @@ void TstDesktopCitations::initTestCase() {
     QVERIFY(rintro && vtest);
     QVERIFY(vtest->duration > 10);
 
-    // A citation the way the lexical service makes it: the best unit for a question and its region.
-    const auto ranked = rank_sources("fit a linear regression model lm coefficients", {rintro}, 1);
-    QCOMPARE(ranked.size(), size_t{1});
-    page_cite_ = ranked[0];
+    // A page citation with its region (the block that shows lm()), as ask resolves one.
+    page_cite_ = sl::test::block_citation(*rintro, "fitted.model <- lm(", 1, 1);
+    QCOMPARE(page_cite_.number, 1);
     QVERIFY(page_cite_.ref.bbox.has_value());
     QVERIFY(page_cite_.ref.unit > 0);
+    page_cite_.share = 0.42;
     video_cite_.number = 2;
+    video_cite_.kind = sl::doc::DocumentKind::Video;
     video_cite_.ref.document = vtest->id;
     video_cite_.ref.unit = 0;
     video_cite_.ref.time = sl::doc::TimeRange{7.0, 9.0};
     video_cite_.path = vtest->path;
     video_cite_.locator = sl::doc::file_name(*vtest) + " 00:00:07";
-    video_cite_.excerpt = "people walking";
-    video_cite_.weak = true;
-    video_cite_.weak_reason = "shares 0 of 9 content words with the answer";
+    video_cite_.snippet = "people walking";
 
-    Answer a;
-    a.text = "Use lm() to fit a linear model and summary() or coef() for its coefficients [1]. "
-             "The video shows people walking [2].";
-    a.citations = {page_cite_, video_cite_};
+    sl::desktop::ChatAnswer a;
+    sl::test::add_sentence(a.answer, "Use lm() to fit a linear model and summary() or coef() for its coefficients.",
+                           {sl::test::support(0, 0.62, false, 0.71)});
+    sl::test::add_sentence(a.answer, "The video shows people walking.", {sl::test::support(1, 0.07, true)});
+    a.answer.citations = {page_cite_, video_cite_};
     a.method = "scripted";
-    window_->chat()->setService(std::make_shared<sl::test::ScriptedAnswerService>(a));
+    service_ = std::make_shared<sl::test::ScriptedAnswerService>(a);
+    window_->chat()->setService(service_);
 }
 
 void TstDesktopCitations::streamsAnswerWithChips() {
@@ -91,11 +97,16 @@ void TstDesktopCitations::streamsAnswerWithChips() {
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 30000);
     QVERIFY2(changed.size() > 3, "the answer arrives in pieces, not at once");
     QCOMPARE(chat->answers().size(), size_t{1});
-    QCOMPARE(chat->answers()[0].question, std::string("How do I fit a linear regression?"));
+    QCOMPARE(chat->answers()[0].answer.question, std::string("How do I fit a linear regression?"));
     const QString html = chat->transcript()->toHtml();
     QVERIFY(html.contains(QStringLiteral("cite:0:1")));
     QVERIFY(html.contains(QStringLiteral("cite:0:2")));
-    QVERIFY(html.contains(QStringLiteral("weak: shares 0 of 9")));
+    const QString text = chat->transcript()->toPlainText();
+    qInfo("%s", qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("for its coefficients [1]. The video shows people walking [2?].")));
+    QVERIFY(text.contains(QStringLiteral("weak: its text backs the sentence poorly (word overlap 7%)")));
+    QVERIFY(text.contains(QStringLiteral("backs \u201cUse lm() to fit")));
+    QVERIFY(text.contains(QStringLiteral("word overlap 62%, meaning 0.71")));
     auto* chip1 = chat->chipBar()->findChild<QToolButton*>(QStringLiteral("citationChip1"));
     auto* chip2 = chat->chipBar()->findChild<QToolButton*>(QStringLiteral("citationChip2"));
     QVERIFY(chip1 && chip2);
@@ -104,6 +115,8 @@ void TstDesktopCitations::streamsAnswerWithChips() {
     QVERIFY(!chip1->accessibleName().contains(QStringLiteral("weak")));
     QVERIFY(chip2->accessibleName().contains(QStringLiteral("(weak)")));  // flagged, not dropped
     QVERIFY(!chip2->icon().isNull());
+    QVERIFY(chip1->toolTip().contains(QStringLiteral("Backs \u201cUse lm()")));
+    QVERIFY(chip2->toolTip().startsWith(QStringLiteral("Weak: its text backs the sentence poorly")));
 }
 
 void TstDesktopCitations::clickingPdfCitationOpensHighlightedPage() {
@@ -167,8 +180,24 @@ void TstDesktopCitations::copyIncludesCitations() {
     const QString text = QApplication::clipboard()->text();
     qInfo("%s", qPrintable(text));
     QVERIFY(text.startsWith(QStringLiteral("Use lm() to fit")));
-    QVERIFY(text.contains(QStringLiteral("[1] ") + QString::fromStdString(page_cite_.locator)));
-    QVERIFY(text.contains(QStringLiteral("[2] vtest.avi 00:00:07 (weak: ")));
+    QVERIFY(text.contains(QStringLiteral("coefficients [1]. The video shows people walking [2?].")));
+    QVERIFY(text.contains(QStringLiteral("[1] ") + QString::fromStdString(page_cite_.locator) + QStringLiteral(" \u2014 \u201c")));
+    QVERIFY(text.contains(QStringLiteral("[2] vtest.avi 00:00:07 (weak: its text backs")));
+}
+
+void TstDesktopCitations::effortReachesService() {
+    auto* effort = window_->statusBar()->findChild<QComboBox*>();
+    QVERIFY(effort);
+    effort->setCurrentIndex(effort->findData(QStringLiteral("high")));
+    QVERIFY(effort->itemData(effort->currentIndex(), Qt::ToolTipRole).toString().contains(QStringLiteral("top-k 32")));
+    QSignalSpy finished(window_->chat(), &ChatPane::answerFinished);
+    window_->chat()->ask(QStringLiteral("Again, at high effort?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 30000);
+    QCOMPARE(service_->last_effort.load(), sl::Effort::High);
+    effort->setCurrentIndex(effort->findData(QStringLiteral("low")));
+    window_->chat()->ask(QStringLiteral("And at low effort?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 30000);
+    QCOMPARE(service_->last_effort.load(), sl::Effort::Low);
 }
 
 QTEST_MAIN(TstDesktopCitations)

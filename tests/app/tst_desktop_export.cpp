@@ -25,7 +25,7 @@ private Q_SLOTS:
 private:
     QTemporaryDir dir_;
     std::unique_ptr<MainWindow> window_;
-    Citation cite_;
+    sl::Citation cite_;
 };
 
 void TstDesktopExport::initTestCase() {
@@ -36,17 +36,20 @@ void TstDesktopExport::initTestCase() {
     QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(window_->library(), path), ItemState::Ready, 300000);
     const auto d = sl::test::document_of(window_->library(), path);
     QVERIFY(d);
-    auto ranked = rank_sources("fit a linear regression model lm coefficients", {d}, 2);
-    QCOMPARE(ranked.size(), size_t{2});
-    Answer a;
-    a.question = "How do I fit a linear regression?";
-    a.text = "Use lm() to fit the model [1]; summary() shows the coefficients [2].";
-    a.citations = ranked;
-    verify_citations(a.text, a.citations);
+    // A core answer citing two places of R-intro.pdf with their regions; the second sentence's
+    // support is weak, and a third citation was read but backs no sentence.
+    sl::desktop::ChatAnswer a;
+    a.answer.question = "How do I fit a linear regression?";
+    sl::test::add_sentence(a.answer, "Use lm() to fit the model.", {sl::test::support(0, 0.5, false, 0.66)});
+    sl::test::add_sentence(a.answer, "summary() shows the coefficients.", {sl::test::support(1, 0.1, true)});
+    a.answer.citations = {sl::test::block_citation(*d, "fitted.model <- lm(", 1, 1), sl::test::block_citation(*d, "coef(", 2, 1),
+                          sl::test::block_citation(*d, "anova(", 3, 1)};
+    for (const auto& c : a.answer.citations) QVERIFY2(c.number > 0, "no block with the words in R-intro.pdf");
     a.method = "scripted for the export test";
     a.model = "none";
+    a.read_summary = "3 units ranked best for the question";
     window_->chat()->addAnswer(a);
-    cite_ = ranked[0];
+    cite_ = a.answer.citations[0];
 }
 
 void TstDesktopExport::writesReport_data() {
@@ -75,13 +78,20 @@ void TstDesktopExport::writesReport() {
             QVERIFY(bytes.contains("## How do I fit a linear regression?"));
             QVERIFY(bytes.contains("1. **" + locator + "**"));
             QVERIFY(bytes.contains("(region "));
+            QVERIFY(bytes.contains("Use lm() to fit the model [1]. summary() shows the coefficients [2?]."));
+            QVERIFY(bytes.contains("   - backs \xe2\x80\x9cUse lm() to fit the model.\xe2\x80\x9d \xe2\x80\x94 word overlap 50%, meaning 0.66\n"));
+            QVERIFY(bytes.contains("\xe2\x9a\xa0 weak: its text backs the sentence poorly (word overlap 10%)"));
+            QVERIFY(bytes.contains("_read, not cited by any sentence_"));
+            QVERIFY(bytes.contains("_Read: 3 units ranked best for the question._"));
             break;
         case ReportFormat::Html:
             QVERIFY(bytes.startsWith("<!DOCTYPE html>"));
             QVERIFY(bytes.contains(locator));
             QVERIFY(bytes.contains("data:image/png;base64,"));  // the cited page, embedded
             QVERIFY(bytes.contains("href='#c0-1'"));
+            QVERIFY(bytes.contains("href='#c0-3'"));
             QVERIFY(!bytes.contains("cite:"));
+            QVERIFY(bytes.contains("read, not cited by any sentence"));
             break;
         case ReportFormat::Pdf: {
             QVERIFY(bytes.startsWith("%PDF-"));

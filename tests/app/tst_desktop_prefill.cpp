@@ -234,8 +234,8 @@ void TstDesktopPrefill::windowShowsProgressAndPausesWhileAnswering() {
         s.setModelPath(QString::fromStdString(model_path_.string()));
         s.sync();
     }
-    Answer scripted;
-    scripted.text = "R is a system for statistical computation and graphics.";
+    ChatAnswer scripted;
+    scripted.answer.text = "R is a system for statistical computation and graphics.";
     scripted.read_summary = "test summary of what was read";
     scripted.method = "scripted";
     MainWindowOptions o;
@@ -318,12 +318,12 @@ void TstDesktopPrefill::answersFromPartialPrefill() {
     QSignalSpy finished(w->chat(), &ChatPane::answerFinished);
     w->chat()->ask(QStringLiteral("What is R?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kLong);
-    const Answer& a = w->chat()->answers().back();
-    qInfo("answer: %s", a.text.c_str());
+    const ChatAnswer& a = w->chat()->answers().back();
+    qInfo("answer: %s", a.answer.with_markers().c_str());
     qInfo("read: %s", a.read_summary.c_str());
     qInfo("method: %s", a.method.c_str());
     QVERIFY2(a.error.empty(), a.error.c_str());
-    QVERIFY(!a.text.empty());
+    QVERIFY(!a.answer.text.empty());
     QVERIFY(!a.read_summary.empty());
     QVERIFY2(a.method.find("the library's prefill") != std::string::npos, a.method.c_str());
     QVERIFY(w->chat()->transcript()->toPlainText().contains(QStringLiteral("Read: ")));

@@ -16,20 +16,22 @@ using namespace sl::desktop;
 namespace {
 
 // Records whether the gate was held while it answered.
-class GateProbeService : public AnswerService {
+class GateProbeService : public AskService {
 public:
     explicit GateProbeService(std::shared_ptr<PrefillGate> gate) : gate_(std::move(gate)) {}
     std::string name() const override { return "probe"; }
-    Answer answer(const std::string& question, const DocumentList&, const AnswerOptions&,
-                  const std::function<bool(std::string_view)>&, const std::atomic<bool>*) override {
+    ChatAnswer answer(const std::string& question, sl::Effort effort, const AskStream&,
+                      const std::atomic<bool>*) override {
         held_during = gate_->held();
-        Answer a;
-        a.question = question;
-        a.text = "ok";
+        effort_seen = effort;
+        ChatAnswer a;
+        a.answer.question = question;
+        a.answer.text = "ok";
         a.finished = true;
         return a;
     }
     bool held_during = false;
+    sl::Effort effort_seen = sl::Effort::Medium;
 
 private:
     std::shared_ptr<PrefillGate> gate_;
@@ -137,16 +139,17 @@ void TstDesktopPrefillText::pausingService() {
     auto inner = std::make_shared<GateProbeService>(gate);
     PausingAnswerService s(inner, gate, std::chrono::milliseconds(100));
     QCOMPARE(s.name(), std::string("probe"));
-    const Answer a = s.answer("q?", {}, {}, {}, nullptr);
-    QCOMPARE(a.text, std::string("ok"));
+    const ChatAnswer a = s.answer("q?", sl::Effort::Low, {}, nullptr);
+    QCOMPARE(a.answer.text, std::string("ok"));
     QVERIFY(inner->held_during);
+    QCOMPARE(inner->effort_seen, sl::Effort::Low);
     QVERIFY(!gate->held());  // released afterwards
 }
 
 void TstDesktopPrefillText::readLine() {
-    Answer a;
-    a.question = std::string("What is R?");
-    a.text = std::string("An answer.");
+    ChatAnswer a;
+    a.answer.question = std::string("What is R?");
+    a.answer.text = std::string("An answer.");
     a.method = std::string("scripted");
     a.finished = true;
     QVERIFY(!answer_html(a, 0, false).contains(QStringLiteral("Read:")));

@@ -76,7 +76,9 @@ void TstDesktopScreenshots::initTestCase() {
     o.settings_file = ini;
     o.library_dir = dir_.filePath(QStringLiteral("library"));
     o.background_prefill = false;  // its own tests: tst_desktop_prefill
-    o.service = std::make_shared<LibraryAnswerService>(o.library_dir.toStdString(), model.string(), 2048);
+    LibraryAnswerOptions lo;
+    lo.n_ctx = 2048;
+    o.service = std::make_shared<LibraryAnswerService>(o.library_dir.toStdString(), model.string(), lo);
     window_ = std::make_unique<MainWindow>(o);
     window_->resize(1500, 920);
     window_->move(20, 20);
@@ -119,9 +121,11 @@ void TstDesktopScreenshots::libraryAndCitedPdfRegion() {
     chat->ask(QStringLiteral("How do I fit a linear regression model?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 800000);
     QVERIFY2(chat->answers().back().error.empty(), chat->answers().back().error.c_str());
+    const sl::Answer& answer = chat->answers().back().answer;
     int pdf_cite = 0;
-    for (const auto& c : chat->answers().back().citations) {
-        qInfo("[%d] %s%s", c.number, c.locator.c_str(), c.weak ? " (weak)" : "");
+    for (size_t i = 0; i < answer.citations.size(); ++i) {
+        const sl::Citation& c = answer.citations[i];
+        qInfo("[%d] %s%s", c.number, c.locator.c_str(), answer.weak(i) ? " (weak)" : "");
         if (!pdf_cite && c.locator.rfind("R-intro.pdf", 0) == 0 && c.ref.bbox) pdf_cite = c.number;
     }
     QVERIFY2(pdf_cite > 0 && chip(pdf_cite), "no citation of R-intro.pdf with a region");
@@ -137,22 +141,25 @@ void TstDesktopScreenshots::videoAtCitedFrame() {
     QVERIFY(vtest && deck && deck->units.size() > 1);
     // An answer whose citations point into the video (vtest.avi has no speech or subtitles, so no
     // ranking finds it; the citations are set by hand, as the attention-based pipeline would).
-    Answer a;
-    a.question = "When do people cross the square?";
-    a.text = "Two people walk across the square at about 7 s [1], and a group passes near the end [2]. "
-             "The deck's second slide is unrelated [3].";
+    ChatAnswer a;
+    a.answer.question = "When do people cross the square?";
+    sl::test::add_sentence(a.answer, "Two people walk across the square at about 7 s.", {sl::test::support(0, 0.4)});
+    sl::test::add_sentence(a.answer, "A group passes near the end.", {sl::test::support(1, 0.3)});
+    sl::test::add_sentence(a.answer, "The deck's second slide is unrelated.", {sl::test::support(2, 0.05, true)});
     for (auto [n, t0] : {std::pair{1, 7.0}, std::pair{2, 60.0}}) {
-        Citation c;
+        sl::Citation c;
         c.number = n;
+        c.kind = sl::doc::DocumentKind::Video;
         c.ref.document = vtest->id;
         c.ref.time = sl::doc::TimeRange{t0, t0 + 2};
         c.path = vtest->path;
         c.locator = "vtest.avi " + sl::doc::format_time(t0);
-        c.excerpt = "(video frames)";
-        a.citations.push_back(c);
+        c.snippet = "(video frames)";
+        a.answer.citations.push_back(c);
     }
-    Citation s;
+    sl::Citation s;
     s.number = 3;
+    s.kind = sl::doc::DocumentKind::Slides;
     s.ref.document = deck->id;
     s.ref.unit = 1;
     s.path = deck->path;
@@ -160,13 +167,12 @@ void TstDesktopScreenshots::videoAtCitedFrame() {
     for (const auto& b : deck->units[1].blocks)
         if (b.bbox && b.role != sl::doc::BlockRole::Note) {
             s.ref.bbox = b.bbox;
-            s.excerpt = b.text;
+            s.snippet = b.text;
             break;
         }
-    a.citations.push_back(s);
-    verify_citations(a.text, a.citations);
+    a.answer.citations.push_back(s);
     a.method = "citations set by hand for the screenshot";
-    a.model = "—";
+    a.model = "\u2014";
     window_->chat()->addAnswer(a);
     QTest::mouseClick(chip(1), Qt::LeftButton);
     VideoView* v = window_->viewer()->videoView();

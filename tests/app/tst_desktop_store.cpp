@@ -1,8 +1,8 @@
-// The app on the library store (sl::Library) and the library's answer pipeline (app::ask): a
+// The app on the library store (sl::Library) and the library's answer pipeline (ask): a
 // dropped file is stored and comes back, ready, in a new window on the same store; a re-added
 // unchanged file is loaded back, not read again; removing it removes it from the store; and the
 // chat answers through LibraryAnswerService (one context, MSA selections as citations, verified),
-// its citations opening the viewer.
+// the core's sl::Answer kept whole in the chat, its citations opening the viewer.
 #include <QSignalSpy>
 #include <QTest>
 #include <QTextBrowser>
@@ -30,10 +30,10 @@ private Q_SLOTS:
     void answersFromLibraryContext();
 
 private:
-    std::unique_ptr<MainWindow> window(const QTemporaryDir& dir, std::shared_ptr<AnswerService> service = {});
+    std::unique_ptr<MainWindow> window(const QTemporaryDir& dir, std::shared_ptr<AskService> service = {});
 };
 
-std::unique_ptr<MainWindow> TstDesktopStore::window(const QTemporaryDir& dir, std::shared_ptr<AnswerService> service) {
+std::unique_ptr<MainWindow> TstDesktopStore::window(const QTemporaryDir& dir, std::shared_ptr<AskService> service) {
     const QString ini = dir.filePath(QStringLiteral("sightline.conf"));
     {
         AppSettings s(ini);
@@ -82,8 +82,10 @@ void TstDesktopStore::answersFromLibraryContext() {
     REQUIRE_ASSET(pdf, "samples/pdf/R-intro.pdf");
     QTemporaryDir dir;
     // A 2,048-token context keeps the CPU prefill short; the planner preselects pages to fit.
+    LibraryAnswerOptions lo;
+    lo.n_ctx = 2048;
     auto service = std::make_shared<LibraryAnswerService>(dir.filePath(QStringLiteral("library")).toStdString(),
-                                                          model.string(), 2048);
+                                                          model.string(), lo);
     auto w = window(dir, service);
     const QString path = QString::fromStdString(pdf.string());
     w->addPaths({path});
@@ -91,16 +93,21 @@ void TstDesktopStore::answersFromLibraryContext() {
     QSignalSpy finished(w->chat(), &ChatPane::answerFinished);
     w->chat()->ask(QStringLiteral("How do I fit a linear regression model?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 900000);
-    const Answer& a = w->chat()->answers().back();
-    qInfo("answer: %s", a.text.c_str());
-    qInfo("%s; %d context tokens", a.method.c_str(), a.context_tokens);
-    QVERIFY2(a.error.empty(), a.error.c_str());
+    const ChatAnswer& chat = w->chat()->answers().back();
+    const sl::Answer& a = chat.answer;
+    qInfo("answer: %s", a.with_markers().c_str());
+    qInfo("%s; %lld context tokens; stop: %s", chat.method.c_str(), static_cast<long long>(chat.context_tokens),
+          a.stop_reason.c_str());
+    QVERIFY2(chat.error.empty(), chat.error.c_str());
     QVERIFY(!a.text.empty());
-    QVERIFY(a.context_tokens > 500);
-    for (const auto& c : a.citations)
-        qInfo("[%d] %s share %.3f weak=%d %s", c.number, c.locator.c_str(), c.score, c.weak ? 1 : 0, c.weak_reason.c_str());
+    QVERIFY(chat.context_tokens > 500);
+    QVERIFY(!a.sentences.empty());  // the core's sentences came through, not just its text
+    QVERIFY(!a.stop_reason.empty());
+    qInfo("%s", a.sources_text().c_str());
     QVERIFY2(!a.citations.empty(), "MSA selections gave no citation");
-    const Citation& c = a.citations.front();
+    for (size_t i = 0; i < a.citations.size(); ++i)
+        QCOMPARE(a.citations[i].number, static_cast<int>(i) + 1);
+    const sl::Citation& c = a.citations.front();
     QVERIFY(c.locator.rfind("R-intro.pdf p. ", 0) == 0);
     w->chat()->activateCitation(0, c.number);
     QCOMPARE(w->viewer()->mode(), ViewerPane::Mode::Pdf);

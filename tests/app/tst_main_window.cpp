@@ -1,12 +1,15 @@
 // The main window comes up (offscreen) with its menus, the three panes, a status bar showing the
 // model, device, context and effort; every button has an accessible name; the main actions have
-// shortcuts; settings persist across windows.
+// shortcuts; settings persist across windows; a chat that cannot answer says why (no model, no
+// library store, no ready document).
 #include <QAbstractButton>
 #include <QComboBox>
+#include <QFile>
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QStatusBar>
 #include <QTest>
+#include <QTextBrowser>
 
 #include "app/desktop/chat_pane.h"
 #include "app/desktop/library_pane.h"
@@ -23,6 +26,7 @@ private Q_SLOTS:
     void accessibleNamesAndShortcuts();
     void settingsPersist();
     void iconsLoad();
+    void unansweredQuestionSaysWhy();
 };
 
 void TstMainWindow::showsWithMenus() {
@@ -102,6 +106,48 @@ void TstMainWindow::iconsLoad() {
         const QIcon icon(QStringLiteral(":/icons/%1.svg").arg(QLatin1String(name)));
         const QPixmap big = icon.pixmap(QSize(128, 128));
         QVERIFY2(!big.isNull() && big.width() == 128, name);
+    }
+}
+
+void TstMainWindow::unansweredQuestionSaysWhy() {
+    const auto asked = [](sl::desktop::MainWindow& w) {
+        w.chat()->ask(QStringLiteral("anything?"));
+        const auto& answers = w.chat()->answers();
+        if (answers.size() != 1 || !answers[0].finished || w.chat()->busy()) return std::string("(not answered at once)");
+        if (!w.chat()->transcript()->toPlainText().contains(QStringLiteral("Could not answer: "))) return std::string("(not shown)");
+        return answers[0].error;
+    };
+    {  // The settings' model file is missing.
+        QTemporaryDir dir;
+        auto w = sl::test::make_library_window(dir, {}, dir.filePath(QStringLiteral("missing.gguf")));
+        const std::string why = asked(*w);
+        QVERIFY2(why.find("no model is loaded") != std::string::npos, why.c_str());
+    }
+    // A model file exists (it is not loaded until a question is asked of a ready document).
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("model.gguf"));
+    {
+        QFile f(model);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a model");
+    }
+    {  // No library store: the app answers only from one.
+        const QString ini = dir.filePath(QStringLiteral("nostore.conf"));
+        {
+            sl::desktop::AppSettings s(ini);
+            s.setModelPath(model);
+            s.sync();
+        }
+        sl::desktop::MainWindowOptions o;
+        o.settings_file = ini;
+        sl::desktop::MainWindow w(o);
+        const std::string why = asked(w);
+        QVERIFY2(why.find("answers need the library store") != std::string::npos, why.c_str());
+    }
+    {  // The library's service, and nothing ready in the library.
+        auto w = sl::test::make_library_window(dir, {}, model);
+        const std::string why = asked(*w);
+        QVERIFY2(why.find("no document is ready") != std::string::npos, why.c_str());
     }
 }
 

@@ -318,7 +318,31 @@ def score(q, chat, log_text, tol, effort):
     budget = ANSWER_TOKENS.get(settings.get("effort") or effort or "medium")
     _, plan = log_sections(log_text)
     cut = answer_was_cut(cj, chat, log_text, budget) if chat else False
+    # Was the right place in the context at all ("read")? The chat's settings list the context's
+    # units (name, unit index[, t0, t1]) since the ask flow moved to core/ask.
+    read = None
+    ctx = settings.get("context_units")
+    if isinstance(ctx, list):
+        read = False
+        for u in ctx:
+            c = {"path": u[0], "unit_index": u[1]}
+            if len(u) >= 4:
+                c["time"] = [u[2], u[3]]
+            if citation_matches(c, q, tol):
+                read = True
+                break
+    # Which place each ranking signal alone would have put first (the answer's "ranking").
+    signals = {}
+    ranking = cj.get("ranking") or []
+    for sig in SIGNALS:
+        have = [r for r in ranking if sig in r and (sig == "semantic" or (r.get(sig) or 0) > 0)]
+        if not have:
+            continue
+        best = max(have, key=lambda r: r[sig])
+        signals[sig] = citation_matches(best, q, tol)
     return {
+        "read": read,
+        "signals": signals,
         "rank": rank,
         "top1": rank == 1,
         "top3": rank is not None and rank <= 3,
@@ -341,6 +365,27 @@ def score(q, chat, log_text, tol, effort):
 
 def pct(n, d):
     return "%5.1f" % (100.0 * n / d) if d else "    -"
+
+
+SIGNALS = ("mass", "bm25", "semantic", "question", "score")
+SIGNAL_NAMES = {"mass": "attention mass", "bm25": "answer words (BM25)", "semantic": "answer meaning (MiniLM)",
+                "question": "question relevance", "score": "fusion (what [1] is)"}
+
+
+def signal_table(rows):
+    """How often each ranking signal alone would have put the right place first (answers with a
+    ranking only)."""
+    with_rank = [r for r in rows if r.get("signals")]
+    if not with_rank:
+        return ""
+    lines = ["Right place ranked first by each signal alone (%d answers with a ranking):" % len(with_rank)]
+    for sig in SIGNALS:
+        n = sum(1 for r in with_rank if r["signals"].get(sig))
+        lines.append("  %-26s %5s %%" % (SIGNAL_NAMES[sig], pct(n, len(with_rank))))
+    read = [r for r in rows if r.get("read") is not None]
+    if read:
+        lines.append("Right place in the context (read): %s %% of %d" % (pct(sum(1 for r in read if r["read"]), len(read)).strip(), len(read)))
+    return "\n".join(lines)
 
 
 def figures(rows):
@@ -556,6 +601,7 @@ def cmd_run(args):
     if ingest_s is not None:
         print("Ingest: %.1f s" % ingest_s)
     print(table(main, "Summary (%s attention), %s:" % (args.attention or "msa", results)))
+    print(signal_table(main))
     if dense:
         print()
         print(table(dense, "Dense pass (--attention dense), the first %d question%s:" % (
@@ -580,6 +626,7 @@ def cmd_report(args):
             print()
         first = False
         print(table(sub, "%s%s:" % (args.results, "" if name == "main" else " (%s pass)" % name)))
+        print(signal_table(sub))
     print(LEGEND)
     return 0
 
