@@ -514,7 +514,9 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
         status("prefilling " + thousands(ts.prefix_tokens) + " context tokens");
         prefill_checked(session, ts.tokens, o, cb);
         r.prefilled_tokens = ts.prefix_tokens;
-        if (o.reuse_kv && !question_specific) {
+        // Saved whole (a question-specific context too: the same question asked again, as the
+        // quickstart does, restores it); kv/'s cap (trim_cache) evicts the least recently used.
+        if (o.reuse_kv) {
             const std::string path = (lib.kv_dir() / (spec.prefix_sha256.substr(0, 24) + ".slkv")).string();
             try {
                 session.save(path);
@@ -533,10 +535,6 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
             } catch (const Error& e) {
                 r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("could not save the context: ") + e.what();
             }
-        } else if (o.reuse_kv) {
-            r.kv_note += (r.kv_note.empty() ? "" : "; ") +
-                         std::string("not saved: the context was chosen for this question (run `sightline-cli prefill` "
-                                     "to keep the whole library prefilled)");
         }
     }
     r.prefill_seconds = since(t_prefill);

@@ -5,8 +5,8 @@
 //   -> a context: the library's own saved prefill when one is recorded (restored; the best
 //      ranked units it has not read appended after it), else the best ranked units of the whole
 //      library that fit the budget (plan_budget with global priorities)
-//   -> prefill (a context that holds the whole library is saved and restored next time; a
-//      question-specific one is not saved: it would be a full copy per question)
+//   -> prefill (saved, and restored when the same context recurs; the kv/ folder's cap evicts the
+//      least recently used files)
 //   -> the question turn -> the answer streams (AnswerGuard stops repetition loops; an answer cut
 //      by the token budget is cut back to its last sentence end and says so) while the
 //      SelectionCollector records MSA's selections
