@@ -4,7 +4,7 @@
 // (MODE: block-max|mean-key|hybrid[N[dM]]|native, optionally /head-max or /group-mean, then /sink
 // to force block 0, then /wN for a local window of N blocks, then /pN[xM] to grow a selection to N%
 // of its estimated mass, then /cNk to shrink that growth past N x 1024 tokens of context; see
-// parse_msa_scoring; default sl::kTrainingFreeMode, the library prefill's)
+// parse_msa_scoring; default: what ask and the library prefill choose, core/ask/attention_choice.h)
 // [--dense-layers L] [--positions original|remap] [--remap-window N] [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]`: streams a
 // continuation (or, with --chat, the assistant's answer) to stdout.
 // --prompt-file FILE reads the prompt from FILE (`-`: stdin) instead of --prompt, for prompts past the
@@ -28,9 +28,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "app/cli/cli_command.h"
+#include "core/ask/attention_choice.h"
 #include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
@@ -101,9 +103,11 @@ int run(const QStringList& args) {
     sl::GenerateOptions gen;
     sl::SessionOptions so;
     bool msa = false;
-    sl::MsaConfig msa_cfg;
-    sl::parse_msa_scoring(sl::kTrainingFreeMode, msa_cfg);  // the library prefill's mode unless --msa-mode
-    bool msa_mode_set = false, topk_set = false, block_set = false, dense_set = false;  // native: file defaults
+    // MSA: chosen as ask and the library prefill choose (sl::choose_attention) once the prompt's
+    // length is known; the flags below override parts of that choice.
+    std::string msa_mode;  // --msa-mode (empty: the product's choice)
+    std::optional<int> user_topk, user_block, user_dense, user_remap;
+    std::optional<sl::PositionMode> user_positions;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         const bool has_value = i + 1 < args.size();
@@ -129,9 +133,9 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--repeat-penalty")) gen.sampling.repeat_penalty = value().toFloat();
         else if (a == QLatin1String("--threads")) so.n_threads = value().toInt();
         else if (a == QLatin1String("--ctx")) so.n_ctx = value().toInt();
-        else if (a == QLatin1String("--topk")) { msa_cfg.top_k = value().toInt(); topk_set = true; }
-        else if (a == QLatin1String("--block")) { msa_cfg.block_size = value().toInt(); block_set = true; }
-        else if (a == QLatin1String("--dense-layers")) { msa_cfg.dense_layers = value().toInt(); dense_set = true; }
+        else if (a == QLatin1String("--topk")) user_topk = value().toInt();
+        else if (a == QLatin1String("--block")) user_block = value().toInt();
+        else if (a == QLatin1String("--dense-layers")) user_dense = value().toInt();
         else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = value().toStdString();
         else if (a == QLatin1String("--device")) {
             so.device = value().toStdString();
@@ -140,11 +144,11 @@ int run(const QStringList& args) {
                 return 2;
             }
         }
-        else if (a == QLatin1String("--remap-window")) msa_cfg.remap_window = value().toInt();
+        else if (a == QLatin1String("--remap-window")) user_remap = value().toInt();
         else if (a == QLatin1String("--positions")) {
             const QString v = value();
-            if (v == QLatin1String("original")) msa_cfg.positions = sl::PositionMode::Original;
-            else if (v == QLatin1String("remap")) msa_cfg.positions = sl::PositionMode::Remap;
+            if (v == QLatin1String("original")) user_positions = sl::PositionMode::Original;
+            else if (v == QLatin1String("remap")) user_positions = sl::PositionMode::Remap;
             else {
                 sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for --positions (original or remap)\n" + kUsage);
                 return 2;
@@ -172,7 +176,9 @@ int run(const QStringList& args) {
             if (a == QLatin1String("--attention") && (v == QLatin1String("dense") || v == QLatin1String("msa"))) msa = v == QLatin1String("msa");
             else if (a == QLatin1String("--msa-mode")) {
                 try {
-                    sl::parse_msa_scoring(v.toStdString(), msa_cfg);
+                    sl::MsaConfig check;
+                    sl::parse_msa_scoring(v.toStdString(), check);  // a bad name is a usage error here
+                    msa_mode = v.toStdString();
                 } catch (const sl::Error& e) {
                     sl::cli::err(std::string("sightline-cli generate: --msa-mode: ") + e.what() + "\n" + kUsage);
                     return 2;
@@ -181,7 +187,6 @@ int run(const QStringList& args) {
                 sl::cli::err("sightline-cli generate: bad value '" + v.toStdString() + "' for " + a.toStdString() + "\n" + kUsage);
                 return 2;
             }
-            if (a == QLatin1String("--msa-mode")) msa_mode_set = true;
         }
         else {
             sl::cli::err("sightline-cli generate: unknown option " + a.toStdString() + "\n" + kUsage);
@@ -193,29 +198,26 @@ int run(const QStringList& args) {
         return 2;
     }
     auto m = sl::load_model(model_path);
-    if (msa && m->model->config().has_indexer() && (!msa_mode_set || msa_cfg.scoring == sl::BlockScoring::Native)) {
-        const sl::MsaConfig user = msa_cfg;
-        msa_cfg = sl::native_msa_config(m->model->config(), msa_cfg);
-        if (topk_set) msa_cfg.top_k = user.top_k;
-        if (block_set) msa_cfg.block_size = user.block_size;
-        if (dense_set) msa_cfg.dense_layers = user.dense_layers;
-        if (msa_cfg.dense_layers < m->model->config().indexer.dense_layers) {
-            std::string e = "sightline-cli generate: --dense-layers " + std::to_string(msa_cfg.dense_layers);
-            e += ": native MSA needs at least the model's " + std::to_string(m->model->config().indexer.dense_layers);
-            e += " dense layers (they have no indexer)\n";
-            sl::cli::err(e);
-            return 2;
-        }
-        std::string note = "[msa: native (the model's own indexer): top-" + std::to_string(msa_cfg.top_k);
-        note += " of blocks of " + std::to_string(msa_cfg.block_size);
-        note += ", first " + std::to_string(msa_cfg.dense_layers) + " layers dense]\n";
-        sl::cli::err(note);
-    } else if (msa && msa_cfg.scoring == sl::BlockScoring::Native) {
+    const sl::LlamaConfig& config = m->model->config();
+    bool native_mode = false;
+    if (!msa_mode.empty()) {
+        sl::MsaConfig check;
+        sl::parse_msa_scoring(msa_mode, check);
+        native_mode = check.scoring == sl::BlockScoring::Native;
+    }
+    // The model's own indexer unless a training-free mode was asked for.
+    const bool native = msa && config.has_indexer() && (msa_mode.empty() || native_mode);
+    if (msa && native_mode && !config.has_indexer()) {
         sl::cli::err("sightline-cli generate: --msa-mode native needs a model with an MSA indexer (attention.indexer.* keys and "
                      "blk.N.indexer.* tensors); " + model_path + " has none: use block-max, mean-key or hybrid\n");
         return 2;
-    } else if (msa && m->model->config().has_indexer()) {
-        sl::cli::err("[msa: training-free scoring asked for; the model's own indexer is not used]\n");
+    }
+    if (msa && native && user_dense && *user_dense < config.indexer.dense_layers) {
+        std::string e = "sightline-cli generate: --dense-layers " + std::to_string(*user_dense);
+        e += ": native MSA needs at least the model's " + std::to_string(config.indexer.dense_layers);
+        e += " dense layers (they have no indexer)\n";
+        sl::cli::err(e);
+        return 2;
     }
     std::unique_ptr<sl::LoadedVisionModel> vision;
     if (!mmproj_path.empty()) {
@@ -272,6 +274,26 @@ int run(const QStringList& args) {
         tokens = m->tokenizer->encode(prompt, true, false);
     }
     so.n_ctx = std::max<int>(so.n_ctx, static_cast<int>(tokens.size()) + gen.max_tokens + 1);
+    sl::MsaConfig msa_cfg;
+    if (msa) {
+        // As ask chooses for a context of n_ctx tokens at medium effort; a native model keeps its
+        // file's top-k and block size; then the flags.
+        const int block = user_block ? *user_block : native ? config.indexer.block_size : 128;
+        msa_cfg = sl::choose_attention(config, so.n_ctx, sl::Effort::Medium, block, native ? std::string() : msa_mode).config;
+        if (native) msa_cfg.top_k = config.indexer.top_k;
+        if (user_topk) msa_cfg.top_k = *user_topk;
+        if (user_dense) msa_cfg.dense_layers = *user_dense;
+        if (user_positions) msa_cfg.positions = *user_positions;
+        if (user_remap) msa_cfg.remap_window = *user_remap;
+        if (native) {
+            std::string note = "[msa: native (the model's own indexer): top-" + std::to_string(msa_cfg.top_k);
+            note += " of blocks of " + std::to_string(msa_cfg.block_size);
+            note += ", first " + std::to_string(msa_cfg.dense_layers) + " layers dense]\n";
+            sl::cli::err(note);
+        } else if (config.has_indexer()) {
+            sl::cli::err("[msa: training-free scoring asked for; the model's own indexer is not used]\n");
+        }
+    }
     so.kv_block = msa ? msa_cfg.block_size : so.kv_block;
     sl::Session session(*m, so, msa ? std::make_unique<sl::MsaAttention>(msa_cfg) : nullptr);
     if (stats || so.device != "auto") sl::cli::err("[device: " + session.device_reason() + "]\n");

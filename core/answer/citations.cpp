@@ -110,6 +110,20 @@ double best_cosine(const std::vector<float>& v, const std::vector<std::vector<fl
 
 }  // namespace
 
+namespace {
+
+// A Markdown code fence alone ("```", "```r"): markup, not a sentence to cite or flag.
+bool fence_marker(std::string_view s) {
+    if (s.size() < 3 || s.substr(0, 3) != "```") return false;
+    for (size_t i = 3; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (!(std::isalnum(c) || c == '`' || c == '_' || c == '+' || c == '-')) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<size_t, size_t>> split_sentences(std::string_view text) {
     std::vector<std::pair<size_t, size_t>> out;
     size_t start = 0;
@@ -117,7 +131,7 @@ std::vector<std::pair<size_t, size_t>> split_sentences(std::string_view text) {
         size_t b = start, e = end;
         while (b < e && space(text[b])) ++b;
         while (e > b && space(text[e - 1])) --e;
-        if (e > b) out.push_back({b, e});
+        if (e > b && !fence_marker(text.substr(b, e - b))) out.push_back({b, e});
         start = end;
     };
     for (size_t i = 0; i < text.size(); ++i) {
@@ -133,7 +147,11 @@ std::vector<std::pair<size_t, size_t>> split_sentences(std::string_view text) {
                                                 next[0] == '#' || next[0] == '`' ||
                                                 (std::isdigit(static_cast<unsigned char>(next[0])) && next.size() > 1 &&
                                                  (next[1] == '.' || next[1] == ')')));
-            if (last == '\n' || last == '.' || last == '!' || last == '?' || last == ':' || item || next.empty())
+            size_t line = p;
+            while (line > start && text[line - 1] != '\n') --line;
+            while (line < p && space(text[line])) ++line;
+            const bool fence = fence_marker(text.substr(line, p - line));
+            if (last == '\n' || last == '.' || last == '!' || last == '?' || last == ':' || item || fence || next.empty())
                 emit(i + 1);
         } else if ((ch == '.' || ch == '!' || ch == '?') && (i + 1 == text.size() || space(text[i + 1]))) {
             // Not after a single letter or a digit run like "e.g." / "p." / "3." list numbers.

@@ -80,7 +80,8 @@ Answer cite(const SelectionCollector& c, const Tokenizer& tok, const CiteOptions
 // Byte ranges [begin, end) of the sentences of `text`: split after . ! ? followed by white space
 // (not after "e.g."-like abbreviations or list numbers), and at line breaks that end a paragraph,
 // follow closing punctuation or precede a list item; a line break inside a sentence (the model
-// wrapping its text) does not split. White space trimmed; empty ones skipped.
+// wrapping its text) does not split. White space trimmed; empty ones and Markdown code-fence lines
+// alone ("```", "```r") skipped.
 std::vector<std::pair<size_t, size_t>> split_sentences(std::string_view text);
 
 }  // namespace sl

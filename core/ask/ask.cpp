@@ -17,6 +17,7 @@
 #include "core/ask/context_spec.h"
 #include "core/ask/kv_budget.h"
 #include "core/ask/library_context.h"
+#include "core/ask/question_cache.h"
 #include "core/ask/unit_embeddings.h"
 #include "core/ask/unit_ranking.h"
 #include "core/attention/dense_attention.h"
@@ -376,6 +377,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     // The prefix as saved (clipped to what is prefilled), then the best ranked units it has not
     // read, then the closing.
     TokenStream ts = n == total ? c.stream : c.stream.clipped(n);
+    std::vector<std::string> used{rec->path};  // kept by kv/'s cap
     std::set<std::pair<int, int>> read;
     for (const auto& u : ts.units)
         if (u.end < ts.prefix_tokens || n == total) read.insert({u.source, u.unit});
@@ -407,19 +409,42 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
         }
         const int64_t from = ts.prefix_tokens;
         builder.append(ts, c.prepared, pre.units, &c.plan, true);
-        status("prefilling " + thousands(ts.prefix_tokens - from) + " tokens of " + std::to_string(pre.units.size()) +
-               " units ranked for the question");
-        prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb);
-        r.prefilled_tokens = ts.prefix_tokens - from;
         r.read_summary = describe_reading(ts, std::min(n, from), total, pre);
         r.kv_note = "restored " + thousands(n) + " of " + thousands(total) + " library tokens from " + rec->path;
+        // The question's part: restored when this context was asked before (a delta over the
+        // library prefill), else prefilled and saved so.
+        ContextSpec qspec = spec;
+        qspec.library_prefill = false;
+        qspec.max_tokens = 0;
+        qspec.prefix_sha256 =
+            sha256_hex(std::string_view(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t)));
+        QuestionCacheNote cache;
+        cache.used.push_back(rec->path);
+        if (o.reuse_kv && from < ts.prefix_tokens &&
+            restore_question_context(lib, session, fingerprint, ids, qspec, ts.tokens, cache)) {
+            r.kv_note = cache.note;
+        } else {
+            if (session.tokens().empty()) {  // a failed restore of the question's file left it empty
+                session.restore(rec->path, from);
+            }
+            status("prefilling " + thousands(ts.prefix_tokens - from) + " tokens of " + std::to_string(pre.units.size()) +
+                   " units ranked for the question");
+            prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb);
+            r.prefilled_tokens = ts.prefix_tokens - from;
+            if (o.reuse_kv && from < ts.prefix_tokens) {
+                const ContextBase base{rec->path, from};
+                save_question_context(lib, session, fingerprint, ids, qspec, &base, cache);
+            }
+            if (!cache.note.empty()) r.kv_note += "; " + cache.note;
+        }
+        used = cache.used;
     }
     r.context_tokens = ts.prefix_tokens;
     r.prefill_seconds = since(t_prefill);
     r.attention = o.msa ? "msa " + spec.scoring + ", top-k " + std::to_string(spec.top_k) : "dense";
     const std::vector<UnitEvidence> evidence = evidence_of(ts, c.prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, so.n_ctx, spec, t_start, r);
-    trim_cache(lib, o, {rec->path}, r);
+    trim_cache(lib, o, used, r);
     return true;
 }
 
@@ -479,69 +504,44 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     Session session(model, so, std::move(attention));
     r.attention = o.msa ? "msa " + att.mode + ", top-k " + std::to_string(att.config.top_k) : "dense";
 
-    // The prefix: restored from a saved KV cache of exactly this context, else prefilled; saved
-    // only when it is the whole library (the same for every question).
+    // The prefix: restored from a saved KV cache of exactly this context, else prefilled from
+    // where it parts from the saved whole context it shares the most with, and saved (a delta over
+    // that one: question_cache.h). The same question asked again, as the quickstart does, restores.
     ContextSpec spec;
     spec.msa = o.msa;
     spec.block = o.block_size;
     spec.top_k = att.config.top_k;
     spec.prefix_sha256 =
         sha256_hex(std::string_view(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t)));
-    const std::string kv_key = spec.encode();
-    std::vector<std::string> used;
+    QuestionCacheNote cache;
     const auto t_prefill = Clock::now();
-    if (o.reuse_kv) {
-        if (auto rec = lib.find_kv_cache(fingerprint, ids, kv_key);
-            rec && rec->state == KvCacheState::Complete && std::filesystem::exists(rec->path)) {
+    if (o.reuse_kv) r.restored = restore_question_context(lib, session, fingerprint, ids, spec, ts.tokens, cache);
+    if (!r.restored) {
+        std::optional<ContextBase> base;
+        if (o.reuse_kv) base = find_context_base(lib, fingerprint, ids, spec, ts.tokens, o.block_size);
+        int64_t from = 0;
+        if (base) {
             try {
-                session.restore(rec->path);
-                if (session.tokens() == ts.tokens) {
-                    r.restored = true;
-                    r.kv_note = "restored the prefilled context from " + rec->path;
-                    lib.save_kv_cache(*rec);  // touched: recently used
-                    used.push_back(rec->path);
-                } else {
-                    session.reset();
-                    r.kv_note = "saved context " + rec->path + " holds other tokens; prefilling again";
-                }
+                session.restore(base->path, base->shared);  // the base may be longer than this context
+                from = base->shared;
+                cache.add("reused the first " + thousands(from) + " tokens from " + base->path);
             } catch (const Error& e) {
                 session.reset();
-                r.kv_note = std::string("saved context refused (") + e.what() + "); prefilling again";
+                cache.add(std::string("could not reuse ") + base->path + " (" + e.what() + ")");
+                base.reset();
             }
         }
+        status("prefilling " + thousands(ts.prefix_tokens - from) + " context tokens");
+        prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb);
+        r.prefilled_tokens = ts.prefix_tokens - from;
+        if (o.reuse_kv) save_question_context(lib, session, fingerprint, ids, spec, base ? &*base : nullptr, cache);
     }
-    if (!r.restored) {
-        status("prefilling " + thousands(ts.prefix_tokens) + " context tokens");
-        prefill_checked(session, ts.tokens, o, cb);
-        r.prefilled_tokens = ts.prefix_tokens;
-        // Saved whole (a question-specific context too: the same question asked again, as the
-        // quickstart does, restores it); kv/'s cap (trim_cache) evicts the least recently used.
-        if (o.reuse_kv) {
-            const std::string path = (lib.kv_dir() / (spec.prefix_sha256.substr(0, 24) + ".slkv")).string();
-            try {
-                session.save(path);
-                KvCacheRecord rec;
-                if (auto old = lib.find_kv_cache(fingerprint, ids, kv_key)) rec.id = old->id;
-                rec.path = path;
-                rec.model_fingerprint = fingerprint;
-                rec.documents = ids;
-                rec.n_tokens = ts.prefix_tokens;
-                rec.total_tokens = ts.prefix_tokens;
-                rec.settings = kv_key;
-                rec.state = KvCacheState::Complete;
-                lib.save_kv_cache(rec);
-                used.push_back(path);
-                r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("saved the prefilled context to ") + path;
-            } catch (const Error& e) {
-                r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("could not save the context: ") + e.what();
-            }
-        }
-    }
+    r.kv_note = cache.note;
     r.prefill_seconds = since(t_prefill);
 
     const std::vector<UnitEvidence> evidence = evidence_of(ts, prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, n_ctx, spec, t_start, r);
-    trim_cache(lib, o, used, r);
+    trim_cache(lib, o, cache.used, r);
     return r;
 }
 

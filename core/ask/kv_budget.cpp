@@ -5,6 +5,7 @@
 #include <map>
 #include <system_error>
 
+#include "core/kvcache/kv_file.h"
 #include "core/library/library.h"
 
 namespace fs = std::filesystem;
@@ -30,6 +31,8 @@ KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>&
         int64_t bytes = 0;
         int64_t used_ms = -1;  // -1: no record (orphan)
         int64_t record = 0;
+        std::string base;      // a delta file's base (canonical), else empty
+        bool gone = false;
     };
     std::map<std::string, File> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -39,6 +42,7 @@ KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>&
         f.bytes = static_cast<int64_t>(it->file_size(ec));
         if (ec) f.bytes = 0;
         t.total += f.bytes;
+        if (const KvFileBase b = kv_file_base(f.path); !b.empty()) f.base = canonical_or_self(dir / b.name);
         files[canonical_or_self(it->path())] = f;
     }
     if (cap <= 0 || t.total <= cap) return t;
@@ -50,6 +54,8 @@ KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>&
     }
     std::vector<std::string> kept;
     for (const auto& k : keep) kept.push_back(canonical_or_self(k));
+    for (size_t i = 0, n = kept.size(); i < n; ++i)  // a kept delta keeps its base
+        if (auto it = files.find(kept[i]); it != files.end() && !it->second.base.empty()) kept.push_back(it->second.base);
     std::vector<File*> order;
     for (auto& [key, f] : files)
         if (std::find(kept.begin(), kept.end(), key) == kept.end()) order.push_back(&f);
@@ -60,13 +66,23 @@ KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>&
         if (ta != tb) return ta;
         return a->used_ms < b->used_ms;
     });
+    auto remove = [&](File& f) {
+        if (f.gone) return;
+        f.gone = true;
+        if (f.record > 0) lib.remove_kv_cache(f.record);  // removes the file too (under kv_dir())
+        fs::remove(f.path, ec);
+        t.total -= f.bytes;
+        t.freed += f.bytes;
+        ++t.removed;
+    };
     for (File* f : order) {
         if (t.total <= cap) break;
-        if (f->record > 0) lib.remove_kv_cache(f->record);  // removes the file too (under kv_dir())
-        fs::remove(f->path, ec);
-        t.total -= f->bytes;
-        t.freed += f->bytes;
-        ++t.removed;
+        if (f->gone) continue;
+        remove(*f);
+        // The deltas over it are unusable without it.
+        const std::string key = canonical_or_self(f->path);
+        for (auto& [k, d] : files)
+            if (d.base == key) remove(d);
     }
     return t;
 }

@@ -1,7 +1,8 @@
 // The library's kv/ folder under a size cap: saved contexts are large (SmolLM2: ~22 KB per token
 // in f16, 170 MB for 8K tokens), so after each question the folder is trimmed, least recently used
 // first (a record's updated_ms: saving or restoring it touches it). Files no record names (left by
-// a crash) and *.tmp files go first. Files in `keep` (the context just used) are never removed.
+// a crash) and *.tmp files go first. Files in `keep` (the context just used) are never removed, nor
+// the base of a kept delta file (core/kvcache/kv_file.h); removing a base removes its deltas.
 //
 // Threading: the calling thread, which owns `lib`.
 #pragma once

@@ -21,6 +21,7 @@ constexpr uint32_t kPage = 1, kCommit = 2, kIndexKeys = 3;
 constexpr uint64_t kHeaderBytes = 512;
 constexpr uint64_t kSlotOffset[2] = {128, 192};
 constexpr uint64_t kRecordHeader = 64;
+constexpr uint64_t kBaseOffset = 384, kBaseBytes = 80;  // name[64], tokens, hash; then the field's hash at 464
 
 inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 inline uint64_t load64(const uint8_t* p) {
@@ -161,6 +162,27 @@ void write_records(RecordWriter& w, const KvCache& kv, std::span<const int32_t> 
     w.flush();
 }
 
+// The header's base field (all zero: none). Throws FormatError naming the file when it is damaged.
+KvFileBase read_base(const uint8_t* f, const std::string& name) {
+    KvFileBase b;
+    bool any = false;
+    for (uint64_t i = kBaseOffset; i < kBaseOffset + kBaseBytes + 8; ++i) any = any || f[i] != 0;
+    if (!any) return b;
+    if (kv_hash(f + kBaseOffset, kBaseBytes) != load64(f + kBaseOffset + kBaseBytes))
+        bad(name, "header checksum mismatch (base)");
+    const char* s = reinterpret_cast<const char*>(f + kBaseOffset);
+    const size_t len = strnlen(s, 64);
+    if (len == 0 || len == 64) bad(name, "bad base file name");
+    for (size_t i = len; i < 64; ++i)
+        if (s[i] != 0) bad(name, "bad base file name");
+    b.name.assign(s, len);
+    if (b.name.find('/') != std::string::npos || b.name == "." || b.name == "..") bad(name, "bad base file name");
+    b.tokens = load64(f + kBaseOffset + 64);
+    b.hash = load64(f + kBaseOffset + 72);
+    if (b.tokens == 0) bad(name, "base of no tokens");
+    return b;
+}
+
 }  // namespace
 
 uint64_t kv_hash(const void* data, size_t n) {
@@ -196,7 +218,9 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     if (load32(f + 12) != kHeaderBytes) bad(name, "bad header size");
     if (kv_hash(f + 256, 64) != load64(f + 320)) bad(name, "header checksum mismatch (attention signature)");
     for (uint64_t i = 120; i < kHeaderBytes; ++i)
-        if ((i < kSlotOffset[0] || i >= 328) && f[i] != 0) bad(name, "header padding is not zero");
+        if ((i < kSlotOffset[0] || (i >= 328 && (i < kBaseOffset || i >= kBaseOffset + kBaseBytes + 8))) && f[i] != 0)
+            bad(name, "header padding is not zero");
+    c.base = read_base(f, name);
     in.attention.assign(reinterpret_cast<const char*>(f + 256), strnlen(reinterpret_cast<const char*>(f + 256), 64));
     in.n_layer = load32(f + 16);
     in.n_kv_head = load32(f + 20);
@@ -236,14 +260,17 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     const uint64_t B = in.block_size;
     if (n_tokens == 0 || n_tokens > (1ull << 31)) bad(name, "absurd token count " + std::to_string(n_tokens));
     const uint64_t nb = (n_tokens + B - 1) / B;
+    const uint64_t p0 = c.base.tokens;  // a delta file: tokens and pages from p0 on
+    if (p0 >= n_tokens) bad(name, "base of " + std::to_string(p0) + " tokens, not fewer than the context's " + std::to_string(n_tokens));
+    const uint64_t b0 = p0 / B;
     // Every page must be present once: the pages alone must fit in the file.
-    if (nb * in.n_layer > size / in.page_bytes) bad(name, "token count " + std::to_string(n_tokens) + " needs more pages than the file holds");
+    if ((nb - b0) * in.n_layer > size / in.page_bytes) bad(name, "token count " + std::to_string(n_tokens) + " needs more pages than the file holds");
     c.n_blocks = static_cast<int64_t>(nb);
     c.page_offset.assign(static_cast<size_t>(nb * in.n_layer), 0);
     c.committed_end = end;
     c.seq = seq;
     c.slot = slot;
-    c.tokens.reserve(static_cast<size_t>(n_tokens));
+    c.tokens.reserve(static_cast<size_t>(n_tokens - p0));
     c.index_dim.assign(in.n_layer, 0);
     c.index_n.assign(in.n_layer, 0);
     c.index_records.assign(in.n_layer, {});
@@ -265,11 +292,12 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (n != in.page_bytes) bad(name, "page record of the wrong size" + at);
             if (a >= in.n_layer) bad(name, "page of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
             if (b >= nb) bad(name, "page of block " + std::to_string(b) + " beyond the saved tokens" + at);
+            if (b < b0) bad(name, "page of block " + std::to_string(b) + ", which the base holds" + at);
             if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "page checksum mismatch (layer " + std::to_string(a) + ", block " + std::to_string(b) + ")" + at);
             c.page_offset[static_cast<size_t>(a * nb + b)] = pos + kRecordHeader;
             last_is_commit = false;
         } else if (kind == kCommit) {
-            if (b > a || a - b != c.tokens.size() || a > n_tokens) bad(name, "commit record does not continue the previous one" + at);
+            if (b > a || a - b != p0 + c.tokens.size() || a > n_tokens) bad(name, "commit record does not continue the previous one" + at);
             if (n != (b + in.n_vocab) * 4) bad(name, "commit record of the wrong size" + at);
             if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "commit checksum mismatch" + at);
             const size_t old = c.tokens.size();
@@ -303,12 +331,12 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
         pos += kRecordHeader + pad64(n);
     }
     if (!last_is_commit) bad(name, "the last save does not end with a commit record");
-    if (c.tokens.size() != n_tokens) bad(name, "commit records hold " + std::to_string(c.tokens.size()) + " tokens, the slot says " + std::to_string(n_tokens));
+    if (p0 + c.tokens.size() != n_tokens) bad(name, "commit records hold " + std::to_string(p0 + c.tokens.size()) + " tokens, the slot says " + std::to_string(n_tokens));
     if (verify == KvVerify::Headers &&
         kv_hash(f + last_commit_payload, last_commit_bytes) != load64(f + last_commit_payload - kRecordHeader + 16))
         bad(name, "commit checksum mismatch");
     for (uint64_t l = 0; l < in.n_layer; ++l)
-        for (uint64_t b = 0; b < nb; ++b)
+        for (uint64_t b = b0; b < nb; ++b)
             if (c.page_offset[static_cast<size_t>(l * nb + b)] == 0)
                 bad(name, "missing page of layer " + std::to_string(l) + ", block " + std::to_string(b));
     for (const int32_t t : c.tokens)
@@ -324,7 +352,7 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
     std::vector<float> out;
     if (!c.has_index_keys(l)) return out;
     const auto dim = static_cast<uint64_t>(c.index_dim[static_cast<size_t>(l)]);
-    const uint64_t n = c.tokens.size();
+    const uint64_t n = c.n_tokens();
     out.resize(static_cast<size_t>(n * dim));
     for (const auto& r : c.index_records[static_cast<size_t>(l)]) {  // parse: pos0 + count <= n
         if (r.offset + r.count * dim * 4 > bytes.size()) throw FormatError("saved context: index keys past the end of the file");
@@ -347,9 +375,17 @@ void check_writable(const KvFileInfo& info, const KvCache& kv, std::span<const i
 }  // namespace
 
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
-                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys) {
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base) {
     check_writable(info, kv, tokens, logits, path);
     if (info.fingerprint.size() != 64) throw Error(path + ": cannot save: bad model fingerprint");
+    if (!base.empty()) {
+        if (base.tokens == 0 || base.tokens >= tokens.size())
+            throw Error(path + ": cannot save over a base of " + std::to_string(base.tokens) + " tokens: the context has " +
+                        std::to_string(tokens.size()));
+        if (base.name.size() > 63 || base.name.find('/') != std::string::npos || base.name == "." || base.name == "..")
+            throw Error(path + ": cannot save over base '" + base.name + "': not a file name of at most 63 bytes");
+        if (kv_tokens_hash(tokens, base.tokens) != base.hash) throw Error(path + ": the base does not hold this context's first tokens");
+    }
     const std::string tmp = path + ".tmp";
     Fd fd;
     fd.path = tmp;
@@ -370,9 +406,15 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
     store64(h + 112, kv_hash(h, 112));
     std::memcpy(h + 256, info.attention.data(), std::min<size_t>(64, info.attention.size()));
     store64(h + 320, kv_hash(h + 256, 64));
+    if (!base.empty()) {
+        std::memcpy(h + kBaseOffset, base.name.data(), base.name.size());
+        store64(h + kBaseOffset + 64, base.tokens);
+        store64(h + kBaseOffset + 72, base.hash);
+        store64(h + kBaseOffset + kBaseBytes, kv_hash(h + kBaseOffset, kBaseBytes));
+    }
     fd.write_at(h, kHeaderBytes, 0);
     RecordWriter w(fd, kHeaderBytes);
-    write_records(w, kv, tokens, 0, logits, tmp, index_keys, nullptr);
+    write_records(w, kv, tokens, static_cast<size_t>(base.tokens), logits, tmp, index_keys, nullptr);
     write_slot(fd, 0, 1, w.end(), tokens.size());
     fd.sync();
     if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -393,18 +435,39 @@ void append_kv_file(const std::string& path, const KvFileContents& saved, const 
                     std::span<const int32_t> tokens, std::span<const float> logits,
                     std::span<const KvIndexKeys> index_keys) {
     check_writable(saved.info, kv, tokens, logits, path);
-    if (saved.tokens.size() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin()))
+    const uint64_t p0 = saved.base.tokens;
+    if (saved.n_tokens() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin() + static_cast<std::ptrdiff_t>(p0)) ||
+        (p0 > 0 && kv_tokens_hash(tokens, p0) != saved.base.hash))
         throw Error(path + ": cannot append: the file does not hold a prefix of this context");
     Fd fd;
     fd.path = path;
     fd.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd.fd < 0) throw IoError(path + ": cannot open for appending: " + std::strerror(errno));
     RecordWriter w(fd, saved.committed_end);
-    write_records(w, kv, tokens, saved.tokens.size(), logits, path, index_keys, &saved);
+    write_records(w, kv, tokens, static_cast<size_t>(saved.n_tokens()), logits, path, index_keys, &saved);
     if (::ftruncate(fd.fd, static_cast<off_t>(w.end())) != 0) throw IoError(path + ": cannot truncate: " + std::strerror(errno));
     fd.sync();
     write_slot(fd, 1 - saved.slot, saved.seq + 1, w.end(), tokens.size());
     fd.sync();
+}
+
+uint64_t kv_tokens_hash(std::span<const int32_t> tokens, size_t n) {
+    n = std::min(n, tokens.size());
+    return kv_hash(tokens.data(), n * sizeof(int32_t));
+}
+
+KvFileBase kv_file_base(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    uint8_t h[kHeaderBytes];
+    const ssize_t got = ::pread(fd, h, kHeaderBytes, 0);
+    ::close(fd);
+    if (got != static_cast<ssize_t>(kHeaderBytes) || std::memcmp(h, kMagic, 8) != 0) return {};
+    try {
+        return read_base(h, path);
+    } catch (const FormatError&) {
+        return {};
+    }
 }
 
 }  // namespace sl

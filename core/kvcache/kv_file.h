@@ -7,7 +7,12 @@
 //     16  u32 n_layer  20 u32 n_kv_head  24 u32 head_dim  28 u32 block size  32 u32 storage type
 //     36  u32 n_vocab  40 u64 page bytes  48 char[64] model fingerprint (hex)  112 u64 hash of [0, 112)
 //     256 char[64] attention signature (what computed the K/V: "dense", "msa b128 k16 ..."),
-//     320 u64 hash of [256, 320); all other bytes up to 512 are zero
+//     320 u64 hash of [256, 320)
+//     384 char[64] base file name, 448 u64 base tokens p, 456 u64 kv_hash of the base's first p
+//     token ids (i32), 464 u64 hash of [384, 464): all zero for a whole file; set for a delta file,
+//     which holds the context's tokens and pages from position p on and takes positions [0, p)
+//     from the base (a whole file in the same folder; KvFileContents::base)
+//     all other bytes up to 512 are zero
 //     128, 192: two commit slots of 64 bytes: u64 seq, u64 committed end, u64 n_tokens, 4 x u64 0,
 //               u64 hash of the slot's first 56 bytes. The valid slot with the higher seq is current.
 //   [512, committed end)  records, each a 64-byte header + payload padded to 64:
@@ -17,12 +22,15 @@
 //                     KV head for positions [b*B, (b+1)*B) (kv_cache.h). A later record of the same
 //                     page replaces an earlier one (the partial last page is rewritten as it fills).
 //     kind 2, commit: a = tokens in the context after it, b = tokens it adds; payload = the added
-//                     token ids (i32) then the logits after the last token (n_vocab f32).
+//                     token ids (i32) then the logits after the last token (n_vocab f32). A delta
+//                     file's first commit continues from the base's p tokens; its pages start at
+//                     block p / B (that block is the delta's own copy).
 //     kind 3, index keys (optional; MSA native mode, attention.h IndexKeys): a = layer, b = first
 //                     position p0, header u64 at 40 = dim; payload = the keys of positions
 //                     [p0, p0 + count), (count, dim) f32. A layer's keys are usable when its records,
 //                     in file order, cover [0, tokens) without a gap (a record may rewrite positions
-//                     an earlier one held); the dim must not change within a layer.
+//                     an earlier one held); the dim must not change within a layer. A delta
+//                     file's keys cover [0, tokens) by themselves.
 //   Anything after the committed end is ignored (an interrupted save).
 //
 // Saving appends pages and a commit record, syncs, then rewrites the older slot and syncs: a kill at
@@ -50,9 +58,19 @@ struct KvFileInfo {
     uint64_t page_bytes = 0;
 };
 
+// A delta file's base: positions [0, tokens) come from `name` (a file in the same folder, not a
+// delta itself) when its first `tokens` token ids hash to `hash` (kv_hash of the i32s).
+struct KvFileBase {
+    std::string name;
+    uint64_t tokens = 0;
+    uint64_t hash = 0;
+    bool empty() const { return name.empty(); }
+};
+
 struct KvFileContents {
     KvFileInfo info;
-    std::vector<int32_t> tokens;    // the saved context
+    KvFileBase base;                // empty: a whole file
+    std::vector<int32_t> tokens;    // the saved context (a delta file: its tokens from base.tokens on)
     std::vector<float> logits;      // after its last token (n_vocab); empty when parsed with Headers
     int64_t n_blocks = 0;           // ceil(tokens / block size)
     std::vector<uint64_t> page_offset;  // (n_layer, n_blocks): file offset of each page's payload
@@ -70,8 +88,10 @@ struct KvFileContents {
     // Whether layer l's index keys cover every saved token.
     bool has_index_keys(int l) const {
         return l >= 0 && static_cast<size_t>(l) < index_n.size() && index_dim[static_cast<size_t>(l)] > 0 &&
-               index_n[static_cast<size_t>(l)] >= tokens.size();
+               index_n[static_cast<size_t>(l)] >= n_tokens();
     }
+    // Tokens in the whole context (a delta file's base tokens included).
+    uint64_t n_tokens() const { return base.tokens + tokens.size(); }
 };
 
 // One layer's index keys handed to a save: positions [0, n), (n, dim) floats; null: none.
@@ -96,12 +116,22 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
 
 // Writes `kv`'s pages for `tokens` with `logits` as a new file at `path` (via a temp file renamed
 // over it: the old file stays intact until the new one is complete). `index_keys`: per layer (or
-// empty), saved for the layers whose keys cover every token. Throws IoError.
+// empty), saved for the layers whose keys cover every token. With a non-empty `base` (base.tokens
+// < tokens.size(), base.hash of tokens' first base.tokens), a delta file: only the pages from
+// block base.tokens / B on and the tokens from base.tokens on. Throws IoError.
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
-                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {});
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {},
+                   const KvFileBase& base = {});
 
-// Appends to `path`, which holds `saved` (parsed from it; a prefix of `tokens`), the pages from
-// block saved.tokens.size() / B on, the index keys of the new positions (of every position for a
+// The base of the file at `path` (reads its header only); empty for a whole file or one that
+// cannot be read.
+KvFileBase kv_file_base(const std::string& path);
+
+// kv_hash of the first n token ids (i32), as KvFileBase::hash records them.
+uint64_t kv_tokens_hash(std::span<const int32_t> tokens, size_t n);
+
+// Appends to `path`, which holds `saved` (parsed from it; a prefix of `tokens`, a delta file's
+// tokens from saved.base.tokens on), the pages from block saved.n_tokens() / B on, the index keys of the new positions (of every position for a
 // layer the file had none of), and a commit record, then switches the slot. Throws IoError.
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
                     std::span<const int32_t> tokens, std::span<const float> logits,

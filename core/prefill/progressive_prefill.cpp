@@ -38,7 +38,15 @@ SavedHead saved_head(const std::string& path) {
     try {
         MappedFile file(path);
         KvFileContents c = parse_kv_file(file.bytes(), path, KvVerify::Headers);
-        return {std::move(c.tokens), c.info.attention};
+        if (c.base.empty()) return {std::move(c.tokens), c.info.attention};
+        // A delta file: its first tokens are its base's.
+        const std::string base_path = (std::filesystem::path(path).parent_path() / c.base.name).string();
+        MappedFile base_file(base_path);
+        const KvFileContents b = parse_kv_file(base_file.bytes(), base_path, KvVerify::Headers);
+        if (!b.base.empty() || b.tokens.size() < c.base.tokens || kv_tokens_hash(b.tokens, c.base.tokens) != c.base.hash) return {};
+        std::vector<int32_t> tokens(b.tokens.begin(), b.tokens.begin() + static_cast<std::ptrdiff_t>(c.base.tokens));
+        tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
+        return {std::move(tokens), c.info.attention};
     } catch (const Error&) {
         return {};
     }

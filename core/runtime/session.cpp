@@ -199,9 +199,7 @@ const std::string& Session::fingerprint() const {
     return fingerprint_;
 }
 
-void Session::save(const std::string& path) const {
-    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
-    if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
+KvFileInfo Session::file_info() const {
     const LlamaConfig& c = model_.model->config();
     KvFileInfo info;
     info.fingerprint = fingerprint();
@@ -213,11 +211,24 @@ void Session::save(const std::string& path) const {
     info.type = kv_.type();
     info.page_bytes = kv_.page_bytes();
     info.attention = attention_->signature();
-    std::vector<KvIndexKeys> keys(static_cast<size_t>(c.n_layer));
-    for (int l = 0; l < c.n_layer; ++l) {
+    return info;
+}
+
+std::vector<KvIndexKeys> Session::index_keys_of() const {
+    const int n_layer = model_.model->config().n_layer;
+    std::vector<KvIndexKeys> keys(static_cast<size_t>(n_layer));
+    for (int l = 0; l < n_layer; ++l) {
         const Attention::IndexKeys k = attention_->index_keys(l);
         keys[static_cast<size_t>(l)] = {k.data, k.n, k.dim};
     }
+    return keys;
+}
+
+void Session::save(const std::string& path) const {
+    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
+    if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
+    const KvFileInfo info = file_info();
+    const std::vector<KvIndexKeys> keys = index_keys_of();
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
         try {
@@ -225,12 +236,14 @@ void Session::save(const std::string& path) const {
             const bool ours = !file_memo_.empty() && file_memo_ == file_identity(path);
             const KvFileContents saved = parse_kv_file(map.bytes(), path, ours ? KvVerify::Headers : KvVerify::Full);
             const KvFileInfo& s = saved.info;
+            const uint64_t p0 = saved.base.tokens;
             const bool same = s.fingerprint == info.fingerprint && s.n_layer == info.n_layer && s.n_kv_head == info.n_kv_head &&
                               s.head_dim == info.head_dim && s.block_size == info.block_size && s.n_vocab == info.n_vocab &&
-                              s.type == info.type && s.attention == info.attention && saved.tokens.size() <= tokens_.size() &&
-                              std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin());
+                              s.type == info.type && s.attention == info.attention && saved.n_tokens() <= tokens_.size() &&
+                              std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(p0)) &&
+                              (p0 == 0 || kv_tokens_hash(tokens_, p0) == saved.base.hash);
             if (same) {
-                if (saved.tokens.size() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_, keys);
+                if (saved.n_tokens() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_, keys);
                 file_memo_ = file_identity(path);
                 return;
             }
@@ -242,38 +255,99 @@ void Session::save(const std::string& path) const {
     file_memo_ = file_identity(path);
 }
 
-void Session::restore(const std::string& path) {
+void Session::save_delta(const std::string& path, const std::string& base_path, int64_t shared) const {
+    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
+    const std::filesystem::path bp(base_path), pp(path);
+    if (bp.parent_path() != pp.parent_path())
+        throw Error(path + ": cannot save over " + base_path + ": a base must be in the same folder");
+    if (shared <= 0 || shared >= static_cast<int64_t>(tokens_.size()))
+        throw Error(path + ": cannot save over " + std::to_string(shared) + " base tokens of a context of " +
+                    std::to_string(tokens_.size()));
+    const KvFileInfo info = file_info();
+    {
+        const MappedFile map(base_path);
+        const KvFileContents base = parse_kv_file(map.bytes(), base_path, KvVerify::Headers);
+        if (!base.base.empty()) throw Error(path + ": cannot save over " + base_path + ": it is itself a delta file");
+        const KvFileInfo& s = base.info;
+        if (s.fingerprint != info.fingerprint || s.n_layer != info.n_layer || s.n_kv_head != info.n_kv_head ||
+            s.head_dim != info.head_dim || s.block_size != info.block_size || s.n_vocab != info.n_vocab || s.type != info.type)
+            throw Error(path + ": cannot save over " + base_path + ": saved with another model or cache settings");
+        if (base.tokens.size() < static_cast<size_t>(shared) ||
+            !std::equal(base.tokens.begin(), base.tokens.begin() + shared, tokens_.begin()))
+            throw Error(path + ": cannot save over " + base_path + ": it does not hold this context's first " +
+                        std::to_string(shared) + " tokens");
+    }
+    KvFileBase b;
+    b.name = bp.filename().string();
+    b.tokens = static_cast<uint64_t>(shared);
+    b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
+    write_kv_file(path, info, kv_, tokens_, logits_, index_keys_of(), b);
+    file_memo_ = file_identity(path);
+}
+
+void Session::restore(const std::string& path, int64_t keep) {
     if (gpu_) throw Error(path + ": restoring a context is not supported on the CUDA backend yet (use --device cpu)");
     reset();
     auto map = std::make_shared<const MappedFile>(path);
     const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
-    const KvFileInfo& s = saved.info;
     const LlamaConfig& c = model_.model->config();
-    if (s.fingerprint != fingerprint())
-        throw FormatError(path + ": saved with another model (fingerprint " + s.fingerprint.substr(0, 12) + "..., this model " +
-                          fingerprint().substr(0, 12) + "...)");
-    if (s.n_layer != static_cast<uint32_t>(c.n_layer) || s.n_kv_head != static_cast<uint32_t>(c.n_kv_head) ||
-        s.head_dim != static_cast<uint32_t>(c.head_dim) || s.n_vocab != static_cast<uint32_t>(c.n_vocab))
-        throw FormatError(path + ": saved with another model shape");
-    if (s.type != kv_.type() || s.block_size != static_cast<uint32_t>(kv_.block_size()))
-        throw FormatError(path + ": saved with KV storage " + kv_type_name(s.type) + " in blocks of " +
-                          std::to_string(s.block_size) + "; this session uses " + kv_type_name(kv_.type()) + " in blocks of " +
-                          std::to_string(kv_.block_size()));
-    if (saved.tokens.size() > static_cast<size_t>(kv_.n_ctx()))
-        throw Error(path + ": holds " + std::to_string(saved.tokens.size()) + " tokens, more than this session's context of " +
+    auto check = [&](const KvFileInfo& s, const std::string& name) {
+        if (s.fingerprint != fingerprint())
+            throw FormatError(name + ": saved with another model (fingerprint " + s.fingerprint.substr(0, 12) + "..., this model " +
+                              fingerprint().substr(0, 12) + "...)");
+        if (s.n_layer != static_cast<uint32_t>(c.n_layer) || s.n_kv_head != static_cast<uint32_t>(c.n_kv_head) ||
+            s.head_dim != static_cast<uint32_t>(c.head_dim) || s.n_vocab != static_cast<uint32_t>(c.n_vocab))
+            throw FormatError(name + ": saved with another model shape");
+        if (s.type != kv_.type() || s.block_size != static_cast<uint32_t>(kv_.block_size()))
+            throw FormatError(name + ": saved with KV storage " + kv_type_name(s.type) + " in blocks of " +
+                              std::to_string(s.block_size) + "; this session uses " + kv_type_name(kv_.type()) + " in blocks of " +
+                              std::to_string(kv_.block_size()));
+    };
+    check(saved.info, path);
+    const bool part = keep >= 0 && static_cast<uint64_t>(keep) < saved.n_tokens();
+    const uint64_t n = part ? static_cast<uint64_t>(keep) : saved.n_tokens();
+    if (n == 0) return;
+    if (n > static_cast<uint64_t>(kv_.n_ctx()))
+        throw Error(path + ": holds " + std::to_string(n) + " tokens, more than this session's context of " +
                     std::to_string(kv_.n_ctx()));
+    // A delta file: positions [0, p) from its base (a whole file in the same folder).
+    std::shared_ptr<const MappedFile> base_map;
+    KvFileContents base;
+    std::vector<int32_t> tokens;
+    const uint64_t p0 = saved.base.tokens;
+    const int64_t b0 = static_cast<int64_t>(p0 / saved.info.block_size);
+    if (p0 > 0) {
+        const std::string base_path = (std::filesystem::path(path).parent_path() / saved.base.name).string();
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(base_path, ec))
+            throw FormatError(path + ": its base " + base_path + " is missing");
+        base_map = std::make_shared<const MappedFile>(base_path);
+        base = parse_kv_file(base_map->bytes(), base_path, KvVerify::Full);
+        check(base.info, base_path);
+        if (!base.base.empty()) throw FormatError(path + ": its base " + base_path + " is itself a delta file");
+        if (base.tokens.size() < p0 || kv_tokens_hash(base.tokens, p0) != saved.base.hash)
+            throw FormatError(path + ": its base " + base_path + " no longer holds the context's first " + std::to_string(p0) + " tokens");
+        tokens.assign(base.tokens.begin(), base.tokens.begin() + static_cast<std::ptrdiff_t>(p0));
+    }
+    const int64_t n_blocks = static_cast<int64_t>((n + saved.info.block_size - 1) / saved.info.block_size);
     for (int l = 0; l < c.n_layer; ++l)
-        for (int64_t b = 0; b < saved.n_blocks; ++b)
-            kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
-    kv_.set_n_past(static_cast<int64_t>(saved.tokens.size()));
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            if (b < b0)
+                kv_.attach(l, b, base_map->data() + base.page_offset[static_cast<size_t>(l * base.n_blocks + b)], base_map);
+            else
+                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+        }
+    kv_.set_n_past(static_cast<int64_t>(n));
     for (int l = 0; l < c.n_layer; ++l)
         if (saved.has_index_keys(l)) {
             const std::vector<float> keys = read_index_keys(map->bytes(), saved, l);
-            attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(saved.tokens.size()),
+            attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(n),
                                        static_cast<int>(saved.index_dim[static_cast<size_t>(l)]));
         }
-    tokens_ = saved.tokens;
-    logits_ = saved.logits;
+    tokens.insert(tokens.end(), saved.tokens.begin(), saved.tokens.end());
+    tokens.resize(static_cast<size_t>(n));
+    tokens_ = std::move(tokens);
+    if (!part) logits_ = saved.logits;
     file_memo_ = file_identity(path);
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/attention/attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
 #include "core/model/llama_model.h"
 #include "core/runtime/backend.h"
 #include "core/runtime/sampler.h"
@@ -86,16 +87,26 @@ public:
     // Throws IoError / Error naming the file.
     void save(const std::string& path) const;
 
+    // Saves the context as a delta file over `base_path` (a whole saved context in the same folder
+    // whose first `shared` tokens are this context's, 0 < shared < tokens): only the tokens and
+    // pages from position `shared` on are written (core/kvcache/kv_file.h); restore() reads the
+    // rest from the base, which must still hold those tokens then. Written anew (temp file renamed
+    // over `path`). Throws Error / IoError naming the file when the base does not fit.
+    void save_delta(const std::string& path, const std::string& base_path, int64_t shared) const;
+
     // Replaces the context with the one saved in `path`, without prefill: tokens, last logits, the
     // KV pages (read from the file through a map; pages the session writes afterwards go to RAM),
     // and the index keys the file holds for every token (handed to the attention).
     // Throws FormatError naming the file and what is wrong when it is corrupt, truncated, of another
     // version, of another model (fingerprint) or other cache settings (storage type, block size), or
     // holds more tokens than n_ctx; the session is then left empty (callers rebuild by prefilling).
+    // A delta file (save_delta) restores with its base; a missing or changed base is a FormatError.
     // A file saved under another attention (Attention::signature(), e.g. dense vs MSA) restores (its
     // K/V are valid, just computed differently); save() appends only to files of the same signature.
     // One writer per file at a time.
-    void restore(const std::string& path);
+    // keep >= 0 and fewer than the file holds: only its first `keep` tokens (as restore, then
+    // truncate(keep), but the file may hold more than n_ctx); last_logits() is then empty.
+    void restore(const std::string& path, int64_t keep = -1);
 
     const std::vector<int32_t>& tokens() const { return tokens_; }
     std::span<const float> last_logits() const { return logits_; }
@@ -121,6 +132,8 @@ private:
     std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ stays empty)
     ForwardScratch scratch_;
     const std::string& fingerprint() const;
+    KvFileInfo file_info() const;                   // what a save records about this session
+    std::vector<KvIndexKeys> index_keys_of() const;  // the attention's index keys, per layer
 
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;

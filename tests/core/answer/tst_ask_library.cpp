@@ -6,11 +6,14 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <filesystem>
+
 #include "core/answer/answer_json.h"
 #include "core/ask/ask.h"
 #include "app/common/citation_thumbnails.h"
 #include "app/common/report.h"
 #include "app/common/report_pdf.h"
+#include "core/kvcache/kv_file.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
@@ -22,6 +25,7 @@ class TstAskLibrary : public QObject {
 
 private Q_SLOTS:
     void askTwiceSecondRestores();
+    void questionContextsShareAPrefix();
 };
 
 void TstAskLibrary::askTwiceSecondRestores() {
@@ -79,6 +83,56 @@ void TstAskLibrary::askTwiceSecondRestores() {
         QVERIFY(md.find(c.locator) != std::string::npos);
         QVERIFY(html.find(c.locator) != std::string::npos);
     }
+}
+
+// Over budget (a context of 2,048 tokens for eight pages), each question reads its own ranked
+// pages. A second question whose context starts like the first one's restores that shared start
+// and prefills only the rest, and its context is saved as a delta over the first (not a full
+// copy); asked again, it restores and prefills nothing.
+void TstAskLibrary::questionContextsShareAPrefix() {
+    REQUIRE_ASSET(model_path, sl::assets::kDefaultModel);
+    REQUIRE_ASSET(pdf_path, "samples/pdf/R-intro.pdf");
+    const auto model = sl::load_model(model_path);
+    QTemporaryDir dir;
+    sl::Library lib = sl::Library::open(dir.path().toStdString());
+    sl::ingest::IngestOptions io;
+    io.ocr = false;
+    io.thumbnail_px = 0;
+    sl::ingest::IngestContext ictx(io);
+    sl::doc::Document d = sl::ingest::read_document(pdf_path.string(), ictx);
+    const std::vector<sl::doc::Unit> all = d.units;
+    d.units = {all[10], all[16], all[27], all[39], all[41], all[54], all[60], all[66]};
+    sl::Library::FileInfo fi;
+    fi.path = pdf_path.string();
+    lib.store_document(d, fi);
+
+    sl::AskOptions o;
+    o.effort = sl::Effort::Low;
+    o.n_ctx = 2048;
+    o.question = "Which function reads a data frame from the file houses.data?";
+    const auto r1 = sl::ask(lib, *model, o);
+    qInfo("1: read %s\nkv: %s", r1.read_summary.c_str(), r1.kv_note.c_str());
+    QVERIFY(!r1.restored);
+    QCOMPARE(r1.prefilled_tokens, r1.context_tokens);
+
+    o.question = "What does table(blocks, varieties) give, and what is the linear predictor of a generalized linear model?";
+    const auto r2 = sl::ask(lib, *model, o);
+    qInfo("2: read %s\nkv: %s", r2.read_summary.c_str(), r2.kv_note.c_str());
+    QVERIFY(!r2.restored);
+    QVERIFY2(r2.kv_note.find("reused the first") != std::string::npos, r2.kv_note.c_str());
+    QVERIFY(r2.prefilled_tokens < r2.context_tokens);
+    std::string delta;
+    for (const auto& e : std::filesystem::directory_iterator(lib.kv_dir()))
+        if (e.path().filename().string().rfind("q-", 0) == 0) delta = e.path().string();
+    QVERIFY2(!delta.empty(), r2.kv_note.c_str());
+    QVERIFY(!sl::kv_file_base(delta).empty());
+    qInfo("second context: %lld of %lld tokens prefilled; delta file %llu bytes",
+          static_cast<long long>(r2.prefilled_tokens), static_cast<long long>(r2.context_tokens),
+          static_cast<unsigned long long>(std::filesystem::file_size(delta)));
+
+    const auto r3 = sl::ask(lib, *model, o);
+    QVERIFY2(r3.restored && r3.prefilled_tokens == 0, r3.kv_note.c_str());
+    QCOMPARE(r3.answer.text, r2.answer.text);
 }
 
 QTEST_MAIN(TstAskLibrary)

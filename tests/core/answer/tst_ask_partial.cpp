@@ -2,17 +2,22 @@
 // library of five R-intro.pdf pages, the houses.data page (p. 34, PDF page 40) last. The library prefill
 // is stopped after its first saved chunks; a question about houses.data then reads the saved
 // prefix plus a preselection of the pages not reached, which must hold page 34, and says so in
-// read_summary. The prefill then resumes to complete; the next question restores all of it and
+// read_summary; its own part is saved as a delta file over the library prefill (not a full copy),
+// and the same question again restores it, prefilling nothing. The prefill then resumes to complete; the next question restores all of it and
 // prefills nothing but its question turn. A cancelled ask throws Cancelled.
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "core/ask/ask.h"
 #include "core/ask/library_context.h"
+#include "core/kvcache/kv_file.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
@@ -88,6 +93,28 @@ void TstAskPartial::partialThenComplete() {
     QVERIFY(r1.prefilled_tokens > 0 && r1.prefilled_tokens <= 1536 + 256);  // preselection + closing
     QVERIFY2(r1.read_summary.find("R-intro.pdf p. 34") != std::string::npos, r1.read_summary.c_str());
     QVERIFY2(r1.read_summary.find("preselected") != std::string::npos, r1.read_summary.c_str());
+    // The question's part was saved as a delta over the library prefill, not a full copy: the same
+    // question again restores it and prefills nothing.
+    std::string delta;
+    for (const auto& e : std::filesystem::directory_iterator(lib.kv_dir()))
+        if (e.path().filename().string().rfind("q-", 0) == 0) delta = e.path().string();
+    QVERIFY2(!delta.empty(), r1.kv_note.c_str());
+    QCOMPARE(sl::kv_file_base(delta).name, std::filesystem::path(recs[0].path).filename().string());
+    {
+        // It holds the question's tokens and their pages only.
+        std::ifstream f(delta, std::ios::binary);
+        const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+        const sl::KvFileContents c = sl::parse_kv_file(bytes, delta, sl::KvVerify::Full);
+        QCOMPARE(static_cast<int64_t>(c.tokens.size()), r1.prefilled_tokens);
+        QCOMPARE(static_cast<int64_t>(c.base.tokens), saved);
+        QCOMPARE(c.page_offset[0], uint64_t{0});  // block 0 is the library prefill's
+    }
+    qInfo("question delta %llu bytes, library prefill %llu bytes",
+          static_cast<unsigned long long>(std::filesystem::file_size(delta)),
+          static_cast<unsigned long long>(std::filesystem::file_size(recs[0].path)));
+    const auto r1b = sl::ask(lib, *model, o);
+    QVERIFY2(r1b.restored && r1b.prefilled_tokens == 0, r1b.kv_note.c_str());
+    QCOMPARE(r1b.answer.text, r1.answer.text);
 
     // Resume the prefill to the end; the next question reads all of it, prefilling no context.
     {
@@ -105,7 +132,7 @@ void TstAskPartial::partialThenComplete() {
     QCOMPARE(r2.prefilled_tokens, int64_t{0});
     QCOMPARE(r2.context_tokens, total);
     QVERIFY(r2.read_summary.rfind("all ", 0) == 0);
-    QCOMPARE(lib.list_chats().size(), size_t{2});
+    QCOMPARE(lib.list_chats().size(), size_t{3});
     qInfo("time to the answer's context: partial %.2f s (restore + %lld preselected tokens), complete %.2f s",
           r1.prefill_seconds, static_cast<long long>(r1.prefilled_tokens), r2.prefill_seconds);
 }

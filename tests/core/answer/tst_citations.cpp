@@ -151,6 +151,11 @@ void TstCitations::sentences() {
     QCOMPARE(got, (std::vector<std::string>{"Use lm().", "See p. 3 for e.g. details!", "Then:", "1. fit", "2. look?",
                                            "Done with\nthe wrapped line", "New"}));
     QVERIFY(sl::split_sentences("  \n ").empty());
+    // Code-fence lines alone are markup, not sentences; the code between them is.
+    const std::string code = "Use sink:\n```r\nsink(\"out.txt\")\n```\nThen sink() again.";
+    got.clear();
+    for (auto [b, e] : sl::split_sentences(code)) got.push_back(code.substr(b, e - b));
+    QCOMPARE(got, (std::vector<std::string>{"Use sink:", "sink(\"out.txt\")", "Then sink() again."}));
 }
 
 void TstCitations::citesWhatWasAttended() {

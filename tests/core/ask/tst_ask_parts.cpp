@@ -20,6 +20,8 @@
 #include "core/context/budget_planner.h"
 #include "core/context/context_builder.h"
 #include "core/embed/json.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
 #include "core/library/library.h"
 #include "core/model/llama_model.h"
 #include "core/util/json_writer.h"
@@ -67,6 +69,7 @@ private Q_SLOTS:
     void planGlobal();
     void attentionChoice();
     void kvCap();
+    void kvCapKeepsBases();
 };
 
 void TstAskParts::contextSpec() {
@@ -309,6 +312,70 @@ void TstAskParts::kvCap() {
     QVERIFY(std::filesystem::exists(paths[3]));
     QVERIFY(!std::filesystem::exists(lib.kv_dir() / "orphan.slkv.tmp"));
     QCOMPARE(lib.list_kv_caches().size(), size_t{2});
+}
+
+// kv/'s cap and delta files: a kept delta keeps its base; removing a base removes its deltas.
+void TstAskParts::kvCapKeepsBases() {
+    auto make = [](sl::Library& lib, std::vector<std::string>& paths) {
+        sl::KvCacheOptions ko;
+        ko.type = sl::KvType::F16;
+        ko.block_size = 4;
+        sl::KvCache kv(1, 64, 1, 4, ko);
+        std::vector<float> k(4, 0.5f);
+        for (int p = 0; p < 10; ++p) kv.write(0, p, k.data(), k.data());
+        kv.set_n_past(10);
+        sl::KvFileInfo in;
+        in.fingerprint = std::string(64, 'f');
+        in.n_layer = 1;
+        in.n_kv_head = 1;
+        in.head_dim = 4;
+        in.block_size = 4;
+        in.n_vocab = 8;
+        in.type = sl::KvType::F16;
+        in.page_bytes = kv.page_bytes();
+        const std::vector<int32_t> t{1, 2, 3, 4, 5, 6, 7, 0, 1, 2};
+        const std::vector<float> logits(8, 0.f);
+        // A (oldest), B, C whole; D a delta over A (newest).
+        for (const char* name : {"A.slkv", "B.slkv", "C.slkv", "D.slkv"}) {
+            const std::string path = (lib.kv_dir() / name).string();
+            sl::KvFileBase base;
+            if (name[0] == 'D') base = {"A.slkv", 6, sl::kv_tokens_hash(t, 6)};
+            sl::write_kv_file(path, in, kv, t, logits, {}, base);
+            sl::KvCacheRecord r;
+            r.path = path;
+            r.model_fingerprint = "m";
+            r.settings = std::string("{\"f\":\"") + name + "\"}";
+            r.state = sl::KvCacheState::Complete;
+            lib.save_kv_cache(r);
+            paths.push_back(path);
+            QTest::qWait(5);
+        }
+    };
+    auto size = [](const std::string& p) { return static_cast<int64_t>(std::filesystem::file_size(p)); };
+    {
+        QTemporaryDir tmp;
+        sl::Library lib = sl::Library::open(tmp.path().toStdString());
+        std::vector<std::string> p;
+        make(lib, p);
+        QCOMPARE(sl::kv_file_base(p[3]).name, std::string("A.slkv"));
+        // D in use: A (the oldest) stays as its base; B and C go.
+        const sl::KvTrim t = sl::trim_kv_folder(lib, size(p[0]) + size(p[3]), {p[3]});
+        QCOMPARE(t.removed, 2);
+        QVERIFY(std::filesystem::exists(p[0]) && std::filesystem::exists(p[3]));
+        QVERIFY(!std::filesystem::exists(p[1]) && !std::filesystem::exists(p[2]));
+    }
+    {
+        QTemporaryDir tmp;
+        sl::Library lib = sl::Library::open(tmp.path().toStdString());
+        std::vector<std::string> p;
+        make(lib, p);
+        // C in use: A goes first (the oldest), and D with it, unusable without A.
+        const sl::KvTrim t = sl::trim_kv_folder(lib, size(p[1]) + size(p[2]), {p[2]});
+        QCOMPARE(t.removed, 2);
+        QVERIFY(!std::filesystem::exists(p[0]) && !std::filesystem::exists(p[3]));
+        QVERIFY(std::filesystem::exists(p[1]) && std::filesystem::exists(p[2]));
+        QCOMPARE(lib.list_kv_caches().size(), size_t{2});
+    }
 }
 
 QTEST_GUILESS_MAIN(TstAskParts)

@@ -1,7 +1,9 @@
 // The saved-context file (core/kvcache/kv_file.h) on its own: round trip, append, an interrupted
 // append leaves the previous save readable, and hostile files (truncated at every record boundary
 // and at random points, flipped bytes, wrong version, absurd counts, garbage, bad index-key
-// records) are refused with a FormatError naming the file; index keys (MSA native) round trip.
+// records) are refused with a FormatError naming the file; index keys (MSA native) round trip;
+// delta files (a base's name and token hash in the header, pages from the base's last block on)
+// round trip, append, and are refused when their base field is damaged.
 #include <QtTest>
 
 #include <cstring>
@@ -79,6 +81,7 @@ private Q_SLOTS:
     void interruptedAppendKeepsPrevious();
     void hostileFiles();
     void indexKeys();
+    void deltaFiles();
     void writeFuzzSeeds();
 
 private:
@@ -292,6 +295,68 @@ void TstKvFile::indexKeys() {
     qInfo("index-key records: e.g. %s", qPrintable(why));
 }
 
+void TstKvFile::deltaFiles() {
+    const std::string path = dir_.filePath(QStringLiteral("delta.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
+    fill(kv, 0, 50);
+    const auto t = tokens(50);
+    sl::KvFileBase base;
+    base.name = "base.slkv";
+    base.tokens = 20;  // inside block 1: the delta holds blocks 1..3
+    base.hash = sl::kv_tokens_hash(t, 20);
+    QCOMPARE(base.hash, sl::kv_hash(t.data(), 80));
+    sl::KvFileBase bad = base;
+    bad.tokens = 50;
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::write_kv_file(path, info_of(kv), kv, t, sl::test::random_floats(kVocab), {}, bad));
+    bad = base;
+    bad.hash ^= 1;
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::write_kv_file(path, info_of(kv), kv, t, sl::test::random_floats(kVocab), {}, bad));
+    bad = base;
+    bad.name = "../base.slkv";
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::write_kv_file(path, info_of(kv), kv, t, sl::test::random_floats(kVocab), {}, bad));
+    sl::write_kv_file(path, info_of(kv), kv, t, sl::test::random_floats(kVocab), {}, base);
+    const auto first = slurp(path);
+    auto c = sl::parse_kv_file(first, path, sl::KvVerify::Full);
+    QCOMPARE(c.base.name, base.name);
+    QCOMPARE(c.base.tokens, uint64_t{20});
+    QCOMPARE(c.base.hash, base.hash);
+    QCOMPARE(c.n_tokens(), uint64_t{50});
+    QCOMPARE(c.tokens, std::vector<int32_t>(t.begin() + 20, t.end()));
+    QCOMPARE(c.n_blocks, int64_t{4});
+    for (int l = 0; l < kLayers; ++l) {
+        QCOMPARE(c.page_offset[static_cast<size_t>(l * 4)], uint64_t{0});  // the base's
+        for (int b = 1; b < 4; ++b)
+            QVERIFY(std::memcmp(first.data() + c.page_offset[static_cast<size_t>(l * 4 + b)], kv.page(l, b), kv.page_bytes()) == 0);
+    }
+    QCOMPARE(sl::kv_file_base(path).name, base.name);
+    // Appended: still a delta over the same base.
+    fill(kv, 50, 70);
+    const auto t2 = tokens(70);
+    sl::append_kv_file(path, c, kv, t2, sl::test::random_floats(kVocab));
+    c = sl::parse_kv_file(slurp(path), path, sl::KvVerify::Full);
+    QCOMPARE(c.n_tokens(), uint64_t{70});
+    QCOMPARE(c.tokens, std::vector<int32_t>(t2.begin() + 20, t2.end()));
+    auto other = t2;
+    other[5] ^= 1;  // a context whose base part differs: refused
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::append_kv_file(path, c, kv, other, sl::test::random_floats(kVocab)));
+    // A damaged base field: refused naming the file.
+    QString why;
+    for (size_t at : {size_t{384}, size_t{400}, size_t{448}, size_t{456}, size_t{464}}) {
+        auto b = first;
+        b[at] ^= 0x10;
+        QVERIFY2(refused(b, &why), qPrintable(QString::number(at)));
+    }
+    qInfo("damaged base field: %s", qPrintable(why));
+    // A base of as many tokens as the context, with a valid field checksum: refused.
+    auto b = first;
+    const uint64_t n = 50;
+    std::memcpy(b.data() + 448, &n, 8);
+    const uint64_t h = sl::kv_hash(b.data() + 384, 80);
+    std::memcpy(b.data() + 464, &h, 8);
+    QVERIFY(refused(b, &why));
+    qInfo("base too long: %s", qPrintable(why));
+}
+
 void TstKvFile::writeFuzzSeeds() {
     // Regenerates tests/fuzz/corpus/fuzz_kvfile: SIGHTLINE_WRITE_FUZZ_SEEDS=<that dir> tst_kv_file
     const QByteArray dir = qgetenv("SIGHTLINE_WRITE_FUZZ_SEEDS");
@@ -340,6 +405,12 @@ void TstKvFile::writeFuzzSeeds() {
         const auto k = sl::test::random_floats(7 * 2);
         const std::vector<sl::KvIndexKeys> keys{{}, {k.data(), 7, 2}};
         sl::write_kv_file(out + "/f16_index_keys.slkv", in, *kv, std::span<const int32_t>(t.data(), 7), sl::test::random_floats(8), keys);
+    }
+    {
+        auto [in, kv] = small(sl::KvType::F16, 1);
+        fill_small(*kv, 0, 10);
+        sl::KvFileBase base{"f16_one_save.slkv", 6, sl::kv_tokens_hash(t, 6)};
+        sl::write_kv_file(out + "/f16_delta.slkv", in, *kv, t, sl::test::random_floats(8), {}, base);
     }
     {
         auto [in, kv] = small(sl::KvType::F32, 1);

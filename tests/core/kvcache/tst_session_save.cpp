@@ -12,6 +12,7 @@
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_file.h"
 #include "core/model/model_loader.h"
+#include "core/prefill/progressive_prefill.h"
 #include "core/runtime/session.h"
 #include "core/util/assets.h"
 #include "core/util/error.h"
@@ -66,6 +67,8 @@ private Q_SLOTS:
     void smollm2SaveRestore();
     void truncateThenContinue_data();
     void truncateThenContinue();
+    void deltaOverBase_data();
+    void deltaOverBase();
 
 private:
     QTemporaryDir dir_;
@@ -338,6 +341,97 @@ void TstSessionSave::truncateThenContinue() {
     QCOMPARE(s.tokens(), ref.tokens());
     QVERIFY(logits(s) == logits(ref));
     QVERIFY_THROWS_EXCEPTION(sl::Error, s.truncate(10000));
+}
+
+void TstSessionSave::deltaOverBase_data() {
+    QTest::addColumn<bool>("msa");
+    QTest::newRow("dense") << false;
+    QTest::newRow("msa") << true;
+}
+
+// Session::save_delta: a context that shares its first 150 tokens with a saved one (cut inside a
+// page) is saved as a delta over it, much smaller; restored, it gives bitwise the logits of a
+// session that prefilled it whole, grows by appending, and is refused naming the file when its
+// base changed or is gone.
+void TstSessionSave::deltaOverBase() {
+    QFETCH(bool, msa);
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    QVERIFY(m);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 400;
+    so.n_batch = 24;
+    so.kv_type = sl::KvType::F16;
+    so.kv_block = 16;
+    const auto prefix = ids(150, nv), tail = ids(60, nv, 3), more = ids(30, nv, 5), extra = ids(5, nv, 9);
+    const std::string base = dir_.filePath(QStringLiteral("base-%1.slkv").arg(msa)).toStdString();
+    const std::string delta = dir_.filePath(QStringLiteral("delta-%1.slkv").arg(msa)).toStdString();
+    {
+        sl::Session w(*m, so, attention(msa));
+        w.prefill(prefix);
+        w.prefill(tail);
+        w.save(base);
+    }
+    sl::Session ref(*m, so, attention(msa));
+    ref.prefill(prefix);
+    ref.prefill(more);
+
+    // The base holds 210 tokens, more than this session's context of 190: only its first 150 are restored.
+    sl::SessionOptions small = so;
+    small.n_ctx = 190;
+    sl::Session s(*m, small, attention(msa));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, s.restore(base));
+    s.restore(base, static_cast<int64_t>(prefix.size()));
+    QCOMPARE(s.tokens(), prefix);
+    QVERIFY(s.last_logits().empty());
+    s.prefill(more);
+    QVERIFY_THROWS_EXCEPTION(sl::Error, s.save_delta(delta, base, 151));  // the base's token 150 differs
+    QVERIFY_THROWS_EXCEPTION(sl::Error, s.save_delta(delta, base, 0));
+    s.save_delta(delta, base, static_cast<int64_t>(prefix.size()));
+    const auto whole = std::filesystem::file_size(base), part = std::filesystem::file_size(delta);
+    qInfo("base %llu bytes (210 tokens), delta %llu bytes (30 of 180 tokens its own)", static_cast<unsigned long long>(whole),
+          static_cast<unsigned long long>(part));
+    QVERIFY(part * 3 < whole);
+    QCOMPARE(sl::kv_file_base(delta).tokens, uint64_t{150});
+    QVERIFY(sl::kv_file_base(base).empty());
+    std::vector<int32_t> want = prefix;
+    want.insert(want.end(), more.begin(), more.end());
+    QCOMPARE(sl::saved_context_tokens(delta), want);
+
+    sl::Session r(*m, so, attention(msa));
+    r.restore(delta);
+    QCOMPARE(r.tokens(), want);
+    QVERIFY(logits(r) == logits(ref));
+    r.prefill(extra);
+    ref.prefill(extra);
+    QVERIFY(logits(r) == logits(ref));
+    // Grown and saved into the same file: appended, still a delta over the same base.
+    r.save(delta);
+    QCOMPARE(sl::kv_file_base(delta).tokens, uint64_t{150});
+    sl::Session r2(*m, so, attention(msa));
+    r2.restore(delta);
+    QCOMPARE(r2.tokens(), ref.tokens());
+    QVERIFY(logits(r2) == logits(ref));
+    // A delta is not a base.
+    QVERIFY_THROWS_EXCEPTION(sl::Error, r2.save_delta(dir_.filePath(QStringLiteral("d2.slkv")).toStdString(), delta, 100));
+
+    // The base rewritten with other tokens: refused, naming the delta; the session is left empty.
+    {
+        sl::Session w(*m, so, attention(msa));
+        w.prefill(ids(200, nv, 11));
+        w.save(base);
+    }
+    sl::Session bad(*m, so, attention(msa));
+    try {
+        bad.restore(delta);
+        QFAIL("restored a delta whose base changed");
+    } catch (const sl::FormatError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString(delta)), e.what());
+    }
+    QVERIFY(bad.tokens().empty());
+    QVERIFY(sl::saved_context_tokens(delta).empty());
+    std::filesystem::remove(base);
+    QVERIFY_THROWS_EXCEPTION(sl::FormatError, bad.restore(delta));
 }
 
 QTEST_APPLESS_MAIN(TstSessionSave)

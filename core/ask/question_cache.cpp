@@ -1,0 +1,92 @@
+#include "core/ask/question_cache.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/context/preselect.h"
+#include "core/kvcache/kv_file.h"
+#include "core/prefill/progressive_prefill.h"
+#include "core/runtime/session.h"
+#include "core/util/error.h"
+
+namespace sl {
+
+bool restore_question_context(Library& lib, Session& session, const std::string& fingerprint,
+                              const std::vector<DocId>& ids, const ContextSpec& spec, const std::vector<int32_t>& tokens,
+                              QuestionCacheNote& note) {
+    auto rec = lib.find_kv_cache(fingerprint, ids, spec.encode());
+    std::error_code ec;
+    if (!rec || rec->state != KvCacheState::Complete || !std::filesystem::is_regular_file(rec->path, ec)) return false;
+    try {
+        session.restore(rec->path);
+        if (session.tokens() == tokens) {
+            note.add("restored the prefilled context from " + rec->path);
+            lib.save_kv_cache(*rec);  // touched: recently used
+            note.used.push_back(rec->path);
+            if (const KvFileBase b = kv_file_base(rec->path); !b.empty())
+                note.used.push_back((std::filesystem::path(rec->path).parent_path() / b.name).string());
+            return true;
+        }
+        note.add("saved context " + rec->path + " holds other tokens; prefilling again");
+    } catch (const Error& e) {
+        note.add(std::string("saved context refused (") + e.what() + "); prefilling again");
+    }
+    session.reset();
+    return false;
+}
+
+std::optional<ContextBase> find_context_base(Library& lib, const std::string& fingerprint, const std::vector<DocId>& ids,
+                                             const ContextSpec& spec, const std::vector<int32_t>& tokens, int64_t min_shared) {
+    std::optional<ContextBase> best;
+    const int64_t limit = static_cast<int64_t>(tokens.size()) - 1;
+    for (const KvCacheRecord& rec : lib.list_kv_caches()) {
+        if (rec.model_fingerprint != fingerprint || rec.documents != ids || rec.n_tokens <= 0) continue;
+        const auto s = ContextSpec::decode(rec.settings);
+        if (!s || s->msa != spec.msa || s->block != spec.block || (spec.msa && s->top_k != spec.top_k)) continue;
+        if (!kv_file_base(rec.path).empty()) continue;  // a delta is not a base
+        const std::vector<int32_t> saved = saved_context_tokens(rec.path);
+        const size_t n = std::min(saved.size(), tokens.size());
+        const auto shared = std::min<int64_t>(
+            limit, static_cast<int64_t>(std::mismatch(saved.begin(), saved.begin() + static_cast<std::ptrdiff_t>(n), tokens.begin()).first -
+                                        saved.begin()));
+        if (shared >= min_shared && (!best || shared > best->shared)) best = ContextBase{rec.path, shared};
+    }
+    return best;
+}
+
+void save_question_context(Library& lib, const Session& session, const std::string& fingerprint,
+                           const std::vector<DocId>& ids, const ContextSpec& spec, const ContextBase* base,
+                           QuestionCacheNote& note) {
+    const std::string key = spec.encode();
+    // Named by the whole context's hash; a delta's name says so.
+    const std::string path =
+        (lib.kv_dir() / ((base ? "q-" : "") + spec.prefix_sha256.substr(0, 24) + ".slkv")).string();
+    try {
+        if (base)
+            session.save_delta(path, base->path, base->shared);
+        else
+            session.save(path);
+        KvCacheRecord rec;
+        if (auto old = lib.find_kv_cache(fingerprint, ids, key)) rec.id = old->id;
+        rec.path = path;
+        rec.model_fingerprint = fingerprint;
+        rec.documents = ids;
+        rec.n_tokens = static_cast<int64_t>(session.tokens().size());
+        rec.total_tokens = rec.n_tokens;
+        rec.settings = key;
+        rec.state = KvCacheState::Complete;
+        lib.save_kv_cache(rec);
+        note.used.push_back(path);
+        if (base) {
+            note.used.push_back(base->path);
+            note.add("saved the question's " + thousands(rec.n_tokens - base->shared) + " own tokens to " + path +
+                     " (the first " + thousands(base->shared) + " are " + base->path + "'s)");
+        } else {
+            note.add("saved the prefilled context to " + path);
+        }
+    } catch (const Error& e) {
+        note.add(std::string("could not save the context: ") + e.what());
+    }
+}
+
+}  // namespace sl
