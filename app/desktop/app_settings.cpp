@@ -35,6 +35,12 @@ qint64 AppSettings::contextBudget() const {
 }
 void AppSettings::setContextBudget(qint64 tokens) { settings_->setValue(QStringLiteral("context/budget"), tokens); }
 
+qint64 AppSettings::kvCacheCap() const {
+    const qint64 v = settings_->value(QStringLiteral("context/kv_cap_bytes"), qint64{2} << 30).toLongLong();
+    return v > 0 ? v : qint64{2} << 30;
+}
+void AppSettings::setKvCacheCap(qint64 bytes) { settings_->setValue(QStringLiteral("context/kv_cap_bytes"), bytes); }
+
 bool AppSettings::confirmHeavyIngest() const {
     return settings_->value(QStringLiteral("ingest/confirm_heavy"), true).toBool();
 }

@@ -1,5 +1,5 @@
-// The app's persistent settings (QSettings): the model, the device, the effort, OCR, the budget
-// and whether to confirm heavy ingest. One instance per window; GUI thread only.
+// The app's persistent settings (QSettings): the model, the device, the effort, OCR, the budget,
+// the saved contexts' size cap and whether to confirm heavy ingest. One instance per window; GUI thread only.
 #pragma once
 
 #include <QSettings>
@@ -26,6 +26,8 @@ public:
     void setOcr(bool on);
     qint64 contextBudget() const;              // tokens the library may fill (default 1,000,000)
     void setContextBudget(qint64 tokens);
+    qint64 kvCacheCap() const;                 // bytes the library's saved contexts (kv/) may take (default 2 GiB)
+    void setKvCacheCap(qint64 bytes);
     bool confirmHeavyIngest() const;           // show the budget dialog before big ingests
     void setConfirmHeavyIngest(bool on);
     QString lastDirectory() const;

@@ -59,6 +59,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     o.question = question;
     o.effort = effort;
     o.n_ctx = options_.n_ctx;
+    o.kv_cap_bytes = options_.kv_cap_bytes;
     o.cancel = cancel;
     o.embedder = embedder();
     std::string streamed;

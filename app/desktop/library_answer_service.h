@@ -32,6 +32,7 @@ namespace sl::desktop {
 struct LibraryAnswerOptions {
     int n_ctx = 0;         // the context's size; 0: the model's trained context
     bool semantic = true;  // rank units and verify citations with MiniLM too, when it is installed
+    int64_t kv_cap_bytes = int64_t{2} << 30;  // the library's kv/ folder cap (AskOptions::kv_cap_bytes)
 };
 
 class LibraryAnswerService : public AskService {

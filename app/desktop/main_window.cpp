@@ -6,6 +6,7 @@
 #include <QDirIterator>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListView>
@@ -170,6 +171,19 @@ void MainWindow::createMenus() {
         queue_->setOptions(io);
     });
 
+    QAction* cap = model->addAction(tr("Saved &Contexts Size…"));
+    connect(cap, &QAction::triggered, this, [this] {
+        bool ok = false;
+        const double gib = QInputDialog::getDouble(
+            this, tr("Saved Contexts Size"),
+            tr("Prefilled contexts are kept on disk so that questions restore them instead of reading again.\n"
+               "Keep at most (GiB; the least recently used go first):"),
+            static_cast<double>(settings_->kvCacheCap()) / double(1 << 30), 0.25, 1024.0, 2, &ok);
+        if (!ok) return;
+        settings_->setKvCacheCap(static_cast<qint64>(gib * double(1 << 30)));
+        applyModel();  // the answer service takes the new cap
+    });
+
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* diag = help->addAction(tr("&Diagnostics"));
     connect(diag, &QAction::triggered, this, &MainWindow::showDiagnostics);
@@ -227,7 +241,9 @@ void MainWindow::applyModel() {
     } else {
         // The library's long context with MSA citations (sl::ask), from the background prefill
         // when it has one.
-        service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_);
+        LibraryAnswerOptions lo;
+        lo.kv_cap_bytes = settings_->kvCacheCap();
+        service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_, lo);
     }
     // The prefill stands still while a question is answered (the CPU is the bottleneck).
     if (service && prefill_) service = std::make_shared<PausingAnswerService>(service, prefill_->gate());

@@ -91,6 +91,11 @@ void TstMainWindow::settingsPersist() {
         w->close();
     }
     sl::desktop::AppSettings s(dir.filePath(QStringLiteral("sightline.conf")));
+    QCOMPARE(s.kvCacheCap(), qint64{2} << 30);  // the saved contexts' cap: 2 GiB unless set
+    s.setKvCacheCap(qint64{512} << 20);
+    QCOMPARE(s.kvCacheCap(), qint64{512} << 20);
+    s.setKvCacheCap(-1);
+    QCOMPARE(s.kvCacheCap(), qint64{2} << 30);  // nonsense reads as the default
     QCOMPARE(s.effort(), QStringLiteral("high"));
     QCOMPARE(s.modelPath(), QStringLiteral("/models/other.gguf"));
     QVERIFY(!s.windowGeometry().isEmpty());

@@ -358,6 +358,11 @@ def score(q, chat, log_text, tol, effort):
         "answer": answer,
         "chat_id": chat["id"] if chat else None,
         "settings": settings,
+        # Every ranked place with its signals and whether it is the right one (to study the fusion
+        # offline: tests/eval/README.md).
+        "ranking": [dict({k: r.get(k) for k in ("path", "unit_index", "time", "mass", "lexical", "bm25", "semantic",
+                                                 "question", "score")}, match=bool(citation_matches(r, q, tol)))
+                    for r in ranking],
     }
 
 
