@@ -64,6 +64,12 @@ std::vector<UnitMass> step_units(const SelectionCollector::Step& step, const Tok
 
 // Words cut at a UTF-8 boundary and a space, with "..." where text was left out.
 std::string clip(std::string s, size_t max_chars) {
+    // A region that starts or ends inside a character (a byte-level token split it): drop the
+    // partial bytes at both ends.
+    size_t lead = 0;
+    while (lead < s.size() && lead < 3 && (static_cast<unsigned char>(s[lead]) & 0xC0) == 0x80) ++lead;
+    s.erase(0, lead);
+    s.resize(unicode::utf8_complete_prefix(s));
     for (auto& ch : s)
         if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
     std::string t;

@@ -43,7 +43,8 @@ private:
     bool after_key_ = false;
 };
 
-// `s` as a JSON string literal, quotes included.
+// `s` as a JSON string literal, quotes included; always valid UTF-8 (bytes of `s` that are not
+// valid UTF-8 become U+FFFD).
 std::string json_quote(std::string_view s);
 
 }  // namespace sl

@@ -120,7 +120,10 @@ def db_path(library):
 
 def connect(library):
     # Read-only, so the eval never takes a write lock on the CLI's store (WAL readers are fine).
-    return sqlite3.connect("file:%s?mode=ro" % db_path(library), uri=True, timeout=30)
+    con = sqlite3.connect("file:%s?mode=ro" % db_path(library), uri=True, timeout=30)
+    # A damaged string must not stop the run: undecodable bytes become U+FFFD.
+    con.text_factory = lambda b: b.decode("utf-8", errors="replace")
+    return con
 
 
 def library_documents(library):

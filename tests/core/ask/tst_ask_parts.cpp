@@ -117,6 +117,11 @@ void TstAskParts::jsonWriter() {
     QCOMPARE(v.find("n")->as_double(), 0.1);
     QCOMPARE(v.find("i")->text(), std::string("-9007199254740993"));
     QCOMPARE(v.find("a")->items().size(), size_t{4});
+    // Text cut inside characters (a snippet starting mid-token): still valid UTF-8, U+FFFD for the
+    // stray bytes, valid sequences (2, 3 and 4 bytes) kept.
+    const std::string cut = "\x95 where \xCF\x95 \xE2\x82\xAC \xF0\x9F\x98\x80 \xED\xA0\x80 \xC0\xAF end\xE2\x82";
+    QCOMPARE(sl::json_quote(cut), std::string("\"\xEF\xBF\xBD where \xCF\x95 \xE2\x82\xAC \xF0\x9F\x98\x80 "
+                                              "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD end\xEF\xBF\xBD\xEF\xBF\xBD\""));
     QCOMPARE(v.find("a")->items()[2].as_double(), 0.0);  // infinity written as 0
 }
 
