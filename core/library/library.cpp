@@ -69,10 +69,31 @@ void delete_document_rows(sqlite3* db, DocId id, std::vector<std::string>* kv_fi
     del.bind(1, id).run();
 }
 
+std::string stored_kv_path(const fs::path& dir, const std::string& path) {
+    std::error_code ec;
+    const fs::path root = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+    if (ec) return path;
+    const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+    if (ec) return path;
+    const fs::path rel = p.lexically_relative(root);
+    if (rel.empty() || rel.native().starts_with("..")) return p.string();
+    return rel.string();
+}
+
+std::string resolve_kv_path(const fs::path& dir, const std::string& stored) {
+    const fs::path s(stored);
+    if (stored.empty() || s.is_absolute()) return stored;
+    std::error_code ec;
+    const fs::path in_library = fs::absolute(dir, ec) / s;
+    if (!fs::exists(in_library, ec) && fs::exists(s, ec)) return fs::absolute(s, ec).string();  // an old record
+    return in_library.lexically_normal().string();
+}
+
 void remove_kv_files(const fs::path& kv_dir, const std::vector<std::string>& files) {
     const fs::path root = fs::weakly_canonical(kv_dir);
-    for (const auto& f : files) {
+    for (const auto& stored : files) {
         std::error_code ec;
+        const std::string f = resolve_kv_path(kv_dir.parent_path(), stored);
         const fs::path p = fs::weakly_canonical(fs::path(f), ec);
         if (ec) continue;
         // Only files under kv_dir(): the library never deletes what it did not make.

@@ -118,7 +118,8 @@ const char* to_string(KvCacheState s);  // "partial", "complete"
 // A KV cache file the engine wrote for a context made of `documents` (in that order).
 struct KvCacheRecord {
     int64_t id = 0;                  // 0 when not stored yet
-    std::string path;                // usually under kv_dir()
+    std::string path;                // usually under kv_dir(); absolute when read (stored relative to
+                                     // the library folder when under it: a moved library keeps it)
     std::string model_fingerprint;
     std::vector<DocId> documents;    // the context's documents, in context order
     int64_t n_tokens = 0;            // tokens prefilled into the file so far

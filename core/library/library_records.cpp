@@ -90,10 +90,10 @@ namespace {
 constexpr const char* kKvColumns =
     "id, path, model_fingerprint, documents, n_tokens, total_tokens, settings, state, updated_ms";
 
-KvCacheRecord read_kv(const Stmt& s, const std::string& file) {
+KvCacheRecord read_kv(const Stmt& s, const std::string& file, const std::filesystem::path& dir) {
     KvCacheRecord r;
     r.id = s.int64(0);
-    r.path = s.text(1);
+    r.path = library_internal::resolve_kv_path(dir, s.text(1));
     r.model_fingerprint = s.text(2);
     r.documents = library_codec::decode_ids(s.text(3), file);
     r.n_tokens = s.int64(4);
@@ -114,14 +114,14 @@ int64_t Library::save_kv_cache(const KvCacheRecord& r) {
         Stmt s(db_,
                "INSERT INTO kv_caches(path, model_fingerprint, documents, n_tokens, total_tokens, settings, state, "
                "updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-        s.bind(1, r.path).bind(2, r.model_fingerprint).bind(3, docs).bind(4, r.n_tokens).bind(5, r.total_tokens);
+        s.bind(1, library_internal::stored_kv_path(dir_, r.path)).bind(2, r.model_fingerprint).bind(3, docs).bind(4, r.n_tokens).bind(5, r.total_tokens);
         s.bind(6, r.settings).bind(7, to_string(r.state)).bind(8, now_ms()).run();
         id = sqlite3_last_insert_rowid(db_);
     } else {
         Stmt s(db_,
                "UPDATE kv_caches SET path = ?2, model_fingerprint = ?3, documents = ?4, n_tokens = ?5, "
                "total_tokens = ?6, settings = ?7, state = ?8, updated_ms = ?9 WHERE id = ?1");
-        s.bind(1, id).bind(2, r.path).bind(3, r.model_fingerprint).bind(4, docs).bind(5, r.n_tokens);
+        s.bind(1, id).bind(2, library_internal::stored_kv_path(dir_, r.path)).bind(3, r.model_fingerprint).bind(4, docs).bind(5, r.n_tokens);
         s.bind(6, r.total_tokens).bind(7, r.settings).bind(8, to_string(r.state)).bind(9, now_ms()).run();
         if (sqlite3_changes(db_) != 1)
             throw LibraryError(database_path().string() + ": no KV cache record with id " + std::to_string(id));
@@ -143,7 +143,7 @@ std::vector<KvCacheRecord> Library::list_kv_caches() const {
     Stmt s(db_, std::string("SELECT ") + kKvColumns + " FROM kv_caches ORDER BY id");
     std::vector<KvCacheRecord> out;
     const std::string file = database_path().string();
-    while (s.step()) out.push_back(read_kv(s, file));
+    while (s.step()) out.push_back(read_kv(s, file, dir_));
     return out;
 }
 
@@ -155,7 +155,7 @@ std::optional<KvCacheRecord> Library::find_kv_cache(const std::string& model_fin
                     "ORDER BY updated_ms DESC, id DESC");
     s.bind(1, model_fingerprint).bind(2, library_codec::encode_ids(documents)).bind(3, settings);
     if (!s.step()) return std::nullopt;
-    return read_kv(s, database_path().string());
+    return read_kv(s, database_path().string(), dir_);
 }
 
 void Library::remove_kv_cache(int64_t id) {

@@ -448,6 +448,44 @@ private Q_SLOTS:
 
     // A child process that dies (_exit, like a crash) in the middle of writing a document leaves
     // an Ingesting row that nobody sees as ready and that remove_abandoned() deletes.
+    // Saved-context paths are stored relative to the library: a library opened through a relative
+    // path from another working directory, or copied elsewhere, finds its own files.
+    void kv_paths_relative_to_the_library() {
+        QTemporaryDir tmp;
+        const fs::path root = tmp.path().toStdString();
+        const fs::path old_cwd = fs::current_path();
+        fs::current_path(root);
+        std::string stored;
+        {
+            Library lib = Library::open("LK");  // relative to the working directory
+            const DocId a = lib.store_document(test::synthetic_document(1, 1, "/a"), file_info("/a"));
+            std::ofstream(lib.kv_dir() / "ctx.slkv") << "x";
+            KvCacheRecord r{0, (lib.kv_dir() / "ctx.slkv").string(), "m", {a}, 1, 1, "{}", KvCacheState::Complete, 0};
+            lib.save_kv_cache(r);
+            QCOMPARE(fs::path(lib.list_kv_caches()[0].path), fs::absolute("LK/kv/ctx.slkv").lexically_normal());
+            // An absolute path outside the library stays absolute.
+            KvCacheRecord out{0, (root / "elsewhere.slkv").string(), "m", {a}, 1, 1, "{\"o\":1}", KvCacheState::Complete, 0};
+            lib.save_kv_cache(out);
+            QVERIFY(lib.find_kv_cache("m", {a}, "{\"o\":1}")->path == (root / "elsewhere.slkv").string());
+        }
+        fs::create_directories(root / "sub");
+        fs::current_path(root / "sub");
+        {
+            Library lib = Library::open("../LK");
+            QCOMPARE(fs::path(lib.find_kv_cache("m", {1}, "{}")->path), (root / "LK/kv/ctx.slkv").lexically_normal());
+        }
+        fs::current_path(root);
+        fs::copy(root / "LK", root / "copy", fs::copy_options::recursive);
+        {
+            Library lib = Library::open((root / "copy").string());
+            QCOMPARE(fs::path(lib.find_kv_cache("m", {1}, "{}")->path), (root / "copy/kv/ctx.slkv").lexically_normal());
+            lib.remove_document(1);  // removes the copy's file, not the original's
+            QVERIFY(!fs::exists(root / "copy/kv/ctx.slkv"));
+            QVERIFY(fs::exists(root / "LK/kv/ctx.slkv"));
+        }
+        fs::current_path(old_cwd);
+    }
+
     void abandoned_rows_of_dead_processes() {
         QTemporaryDir tmp;
         const fs::path dir = tmp.path().toStdString();
