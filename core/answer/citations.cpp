@@ -361,8 +361,13 @@ Answer cite(const SelectionCollector& c, const Tokenizer& tok, const CiteOptions
             for (const auto& sup : s.supports) used[static_cast<size_t>(sup.citation)] = true;
         // By the fusion: the cited places and those read or asked about, up to max_citations;
         // every cited place is listed (its marker is in the text).
+        // Listed in order of relevance to the question when asked (ties, and the places without a
+        // relevance, by the fusion): the numbering a reader meets first.
+        std::vector<size_t> numbered = by;
+        if (o.by_question)
+            std::stable_sort(numbered.begin(), numbered.end(), [&](size_t x, size_t y) { return question[x] > question[y]; });
         int room = o.max_citations;
-        for (size_t k : by) {
+        for (size_t k : numbered) {
             const bool u = used[static_cast<size_t>(cand[k])];
             const bool read = mass[k] > 0 && mass[k] >= o.min_share * a.document_mass;
             if (u || ((read || top_question[k]) && room > 0)) {

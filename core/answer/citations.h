@@ -66,10 +66,16 @@ struct CiteOptions {
     // asking "where is X" wants the place about X, and a small model's answer may wander from
     // it). [1] is the best source; a source no sentence cites is listed when attention read it
     // (min_share) or it is among the 3 most relevant to the question ("read, not cited").
+    // With by_question the places are numbered by their relevance to the question instead, the
+    // fusion breaking ties and ordering the places without one: measured on tests/eval (77
+    // questions, SmolLM2-135M), a 135M model's answer wanders from the place asked about more
+    // often than the question ranking misses it, and the fusion put the right place first in 34%
+    // where the question ranking alone did in 66% (the same on either half of the questions).
     // Without evidence: attention mass alone, as before (then run verify()).
     const std::vector<UnitEvidence>* evidence = nullptr;
     Embedder* embedder = nullptr;
     double rrf_k = 60;
+    bool by_question = true;
     double lexical_strong = 0.35;
     double semantic_strong = 0.45;
 };

@@ -140,6 +140,7 @@ private Q_SLOTS:
     void baselineRemovesPositionalMass();
     void fusedSupportOutranksMass();
     void fusedWithoutAttention();
+    void questionRelevanceNumbersFirst();
     void truncatedTextKeepsItsSteps();
 };
 
@@ -445,6 +446,37 @@ void TstCitations::fusedWithoutAttention() {
     QCOMPARE(a.citations[static_cast<size_t>(a.sentences[0].supports[0].citation)].locator, std::string("Report.pdf p. 3"));
     QVERIFY(a.sentences[1].supports.empty());
     QVERIFY2(a.with_markers().find("install.packages [1].") != std::string::npos, a.with_markers().c_str());
+}
+
+// The answer wandered to linear models while the question was about revenue: numbered by the
+// question, the slide asked about is [1] (listed though no sentence cites it) and the page the
+// sentence cites keeps its marker; by the fusion alone, the cited page is first.
+void TstCitations::questionRelevanceNumbersFirst() {
+    Fixture f;
+    HashEmbedder emb;
+    auto ev = evidence(f, &emb);
+    int slide = -1, page = -1;
+    for (size_t u = 0; u < f.ts.units.size(); ++u) {
+        if (f.ts.units[u].locator == "Deck.pptx slide 1") slide = static_cast<int>(u);
+        if (f.ts.units[u].locator == "Report.pdf p. 1") page = static_cast<int>(u);
+    }
+    QVERIFY(slide >= 0 && page >= 0);
+    ev[static_cast<size_t>(slide)].question = 0.05;
+    ev[static_cast<size_t>(page)].question = 0.01;
+    sl::SelectionCollector c(f.ts, B);
+    speak(c, f, {{"Linear models are fitted with the function lm.", {f.block_in("Report.pdf p. 1")}, {0.6f}}});
+    sl::CiteOptions o;
+    o.evidence = &ev;
+    o.embedder = &emb;
+    const sl::Answer a = sl::cite(c, *f.tok, o);
+    QVERIFY(a.citations.size() >= 2);
+    QCOMPARE(a.citations[0].locator, std::string("Deck.pptx slide 1"));
+    QCOMPARE(a.citations[1].locator, std::string("Report.pdf p. 1"));
+    QVERIFY2(a.with_markers().find("lm [2]") != std::string::npos, a.with_markers().c_str());
+    o.by_question = false;
+    const sl::Answer b = sl::cite(c, *f.tok, o);
+    QCOMPARE(b.citations[0].locator, std::string("Report.pdf p. 1"));
+    QVERIFY2(b.with_markers().find("lm [1]") != std::string::npos, b.with_markers().c_str());
 }
 
 // An answer cut back (a repetition loop removed) keeps only the text before the cut; its citations
