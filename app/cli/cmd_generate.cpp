@@ -108,6 +108,9 @@ int run(const QStringList& args) {
     std::string msa_mode;  // --msa-mode (empty: the product's choice)
     std::optional<int> user_topk, user_block, user_dense, user_remap;
     std::optional<sl::PositionMode> user_positions;
+    // --greedy is the model's own argmax (what llama.cpp's greedy gives): no repetition penalty
+    // unless --repeat-penalty asks for one. Sampling keeps the sampler's default penalty.
+    std::optional<float> user_penalty;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         const bool has_value = i + 1 < args.size();
@@ -130,7 +133,7 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--top-k")) gen.sampling.top_k = value().toInt();
         else if (a == QLatin1String("--top-p")) gen.sampling.top_p = value().toFloat();
         else if (a == QLatin1String("--min-p")) gen.sampling.min_p = value().toFloat();
-        else if (a == QLatin1String("--repeat-penalty")) gen.sampling.repeat_penalty = value().toFloat();
+        else if (a == QLatin1String("--repeat-penalty")) user_penalty = value().toFloat();
         else if (a == QLatin1String("--threads")) so.n_threads = value().toInt();
         else if (a == QLatin1String("--ctx")) so.n_ctx = value().toInt();
         else if (a == QLatin1String("--topk")) user_topk = value().toInt();
@@ -193,6 +196,8 @@ int run(const QStringList& args) {
             return 2;
         }
     }
+    if (user_penalty) gen.sampling.repeat_penalty = *user_penalty;
+    else if (gen.sampling.greedy) gen.sampling.repeat_penalty = 1.0f;
     if (!have_prompt) {
         sl::cli::err(kUsage);
         return 2;

@@ -158,15 +158,21 @@ void TstMsaAttention::equalsDenseWhenAllSelected_data() {
     QTest::addColumn<int>("pos0");
     QTest::addColumn<int>("n_tokens");
     QTest::addColumn<int>("mode");  // 0 block-max, 1 mean-key, 2 block-max group-mean query, 3 + sink
-    QTest::newRow("prefill g3 B16 partial") << 9 << 3 << 64 << 16 << 0 << 203 << 0;
-    QTest::newRow("prefill g1 odd dim B64") << 3 << 3 << 17 << 64 << 0 << 150 << 1;
-    QTest::newRow("prefill g16 B128") << 16 << 1 << 32 << 128 << 0 << 300 << 2;
-    QTest::newRow("chunked g3 B64 unaligned") << 9 << 3 << 64 << 64 << 77 << 140 << 0;
-    QTest::newRow("chunked g16 odd dim B16") << 32 << 2 << 33 << 16 << 45 << 38 << 3;
-    QTest::newRow("decode g3 B128") << 9 << 3 << 64 << 128 << 300 << 1 << 0;
-    QTest::newRow("decode first of block B16") << 4 << 2 << 24 << 16 << 64 << 1 << 1;
-    QTest::newRow("decode g16 B64 sink") << 16 << 1 << 72 << 64 << 333 << 1 << 3;
-    QTest::newRow("m3 shape chunk") << 64 << 4 << 128 << 128 << 256 << 131 << 0;
+    QTest::addColumn<int>("kv_type");  // sl::KvType: MSA covering the context equals dense for every KV type
+    const std::pair<sl::KvType, const char*> types[] = {{sl::KvType::F32, "f32"}, {sl::KvType::F16, "f16"}, {sl::KvType::Int8, "int8"}};
+    for (const auto& [type, name] : types) {
+        auto row = [&](const char* what) -> QTestData& { return QTest::newRow(qPrintable(QStringLiteral("%1 %2").arg(QLatin1String(what), QLatin1String(name)))); };
+        const int t = static_cast<int>(type);
+        row("prefill g3 B16 partial") << 9 << 3 << 64 << 16 << 0 << 203 << 0 << t;
+        row("prefill g1 odd dim B64") << 3 << 3 << 17 << 64 << 0 << 150 << 1 << t;
+        row("prefill g16 B128") << 16 << 1 << 32 << 128 << 0 << 300 << 2 << t;
+        row("chunked g3 B64 unaligned") << 9 << 3 << 64 << 64 << 77 << 140 << 0 << t;
+        row("chunked g16 odd dim B16") << 32 << 2 << 33 << 16 << 45 << 38 << 3 << t;
+        row("decode g3 B128") << 9 << 3 << 64 << 128 << 300 << 1 << 0 << t;
+        row("decode first of block B16") << 4 << 2 << 24 << 16 << 64 << 1 << 1 << t;
+        row("decode g16 B64 sink") << 16 << 1 << 72 << 64 << 333 << 1 << 3 << t;
+        row("m3 shape chunk") << 64 << 4 << 128 << 128 << 256 << 131 << 0 << t;
+    }
 }
 
 void TstMsaAttention::equalsDenseWhenAllSelected() {
@@ -177,10 +183,24 @@ void TstMsaAttention::equalsDenseWhenAllSelected() {
     QFETCH(int, pos0);
     QFETCH(int, n_tokens);
     QFETCH(int, mode);
+    QFETCH(int, kv_type);
     const int n_ctx = pos0 + n_tokens;
-    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    sl::KvCacheOptions kvo;
+    kvo.type = static_cast<sl::KvType>(kv_type);
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd, kvo);
     fill_random(kv, 0, 0, n_ctx);
     kv.set_n_past(n_ctx);
+    // The mirror takes the values the cache stores (rounded to f16 / int8), so that the double
+    // reference below reads what both attentions read.
+    {
+        const sl::KvCache& stored = kv;
+        std::vector<float> k(static_cast<size_t>(kv.row())), v(k.size());
+        for (int p = 0; p < n_ctx; ++p) {
+            stored.read(0, p, k.data(), v.data());
+            std::copy(k.begin(), k.end(), kv.k(0, p));
+            std::copy(v.begin(), v.end(), kv.v(0, p));
+        }
+    }
     auto q = sl::test::random_floats(static_cast<size_t>(n_tokens * n_head * hd), -2, 2);
     std::vector<float> out(q.size()), ref(q.size());
     sl::ThreadPool pool(2);
