@@ -17,6 +17,7 @@ using CommandFn = int (*)(const QStringList& args);
 struct Command {
     const char* name;
     const char* summary;  // one line for `sightline-cli help`
+    const char* usage;    // the full usage, printed (exit 0) for `COMMAND --help` / `help COMMAND`
     CommandFn run;
 };
 
@@ -29,5 +30,5 @@ void err(const std::string& text);
 
 }  // namespace sl::cli
 
-#define SIGHTLINE_CLI_COMMAND(ident, name, summary, fn) \
-    static const bool sightline_cli_registered_##ident = ::sl::cli::register_command({name, summary, fn})
+#define SIGHTLINE_CLI_COMMAND(ident, name, summary, usage, fn) \
+    static const bool sightline_cli_registered_##ident = ::sl::cli::register_command({name, summary, usage, fn})

@@ -176,6 +176,10 @@ int run(const QStringList& args) {
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         const bool has_value = i + 1 < args.size();
+        if (a == QLatin1String("--")) {  // the rest are files, whatever they start with
+            inputs << args.mid(i + 1);
+            break;
+        }
         if (a == QLatin1String("--library") && has_value) dir = args[++i].toStdString();
         else if (a == QLatin1String("--no-ocr")) options.ocr = false;
         else if (a == QLatin1String("--no-transcribe")) options.transcribe = false;
@@ -257,4 +261,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(add, "add", "add files or folders to the library (ingest once, reuse after)", run);
+SIGHTLINE_CLI_COMMAND(add, "add", "add files or folders to the library (ingest once, reuse after)", kUsage, run);

@@ -28,10 +28,13 @@
 
 namespace {
 
+const char* kUsage =
+    "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
+    "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
+    "[--preselect N] [--kv-cap SIZE] [--json]\n";
+
 int usage() {
-    sl::cli::err("usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
-                 "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-                 "[--preselect N] [--kv-cap SIZE] [--json]\n");
+    sl::cli::err(kUsage);
     return 2;
 }
 
@@ -74,6 +77,11 @@ int run(const QStringList& args) {
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         auto value = [&]() -> QString { return i + 1 < args.size() ? args[++i] : QString(); };
+        if (a == QLatin1String("--")) {  // the question follows, whatever it starts with
+            if (i + 2 != args.size() || !o.question.empty()) return usage();
+            o.question = args[i + 1].toStdString();
+            break;
+        }
         if (a == QLatin1String("--library")) dir = value().toStdString();
         else if (a == QLatin1String("--effort")) o.effort = sl::parse_effort(value().toStdString());
         else if (a == QLatin1String("--attention")) {
@@ -156,4 +164,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(ask, "ask", "ask the library a question; the answer cites pages, slides and times", run);
+SIGHTLINE_CLI_COMMAND(ask, "ask", "ask the library a question; the answer cites pages, slides and times", kUsage, run);

@@ -327,4 +327,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(generate, "generate", "stream a continuation or chat answer from a model", run);
+SIGHTLINE_CLI_COMMAND(generate, "generate", "stream a continuation or chat answer from a model", kUsage, run);

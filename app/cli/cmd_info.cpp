@@ -26,6 +26,8 @@
 
 namespace {
 
+const char* kUsage = "usage: sightline-cli info [--json] [--mmproj VISION.gguf] [MODEL.gguf]\n";
+
 namespace fs = std::filesystem;
 
 // The prompt format a chat template implements, recognised by its marker text.
@@ -290,7 +292,7 @@ int run(const QStringList& args) {
         } else if (a == QLatin1String("--mmproj") && i + 1 < args.size()) {
             mmproj = fs::path(args[++i].toStdString());
         } else if (a.startsWith(QLatin1Char('-')) || model) {
-            sl::cli::err("usage: sightline-cli info [--json] [--mmproj VISION.gguf] [MODEL.gguf]\n");
+            sl::cli::err(kUsage);
             return 2;
         } else {
             model = fs::path(a.toStdString());
@@ -304,4 +306,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(info, "info", "what a GGUF model file holds ([--json] [--mmproj FILE] [MODEL])", run);
+SIGHTLINE_CLI_COMMAND(info, "info", "what a GGUF model file holds ([--json] [--mmproj FILE] [MODEL])", kUsage, run);

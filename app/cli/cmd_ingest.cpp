@@ -13,6 +13,9 @@
 
 namespace {
 
+const char* kUsage = "usage: sightline-cli ingest FILE... [--json] [--lines] [--no-ocr] [--no-transcribe] "
+                     "[--frames-per-minute N] [--dpi N]\n";
+
 std::string summary(const sl::doc::Document& d, double seconds) {
     size_t frames = 0;
     double transcript_s = 0;
@@ -39,6 +42,10 @@ int run(const QStringList& args) {
     QStringList files;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
+        if (a == QLatin1String("--")) {  // the rest are files, whatever they start with
+            files << args.mid(i + 1);
+            break;
+        }
         if (a == QLatin1String("--json")) json = true;
         else if (a == QLatin1String("--lines")) lines = true;
         else if (a == QLatin1String("--no-ocr")) options.ocr = false;
@@ -51,8 +58,7 @@ int run(const QStringList& args) {
         } else files << a;
     }
     if (files.isEmpty()) {
-        sl::cli::err("usage: sightline-cli ingest FILE... [--json] [--lines] [--no-ocr] [--no-transcribe] "
-                     "[--frames-per-minute N] [--dpi N]\n");
+        sl::cli::err(kUsage);
         return 2;
     }
     int failures = 0;
@@ -75,4 +81,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(ingest, "ingest", "read files into documents: summary or --json", run);
+SIGHTLINE_CLI_COMMAND(ingest, "ingest", "read files into documents: summary or --json", kUsage, run);

@@ -71,6 +71,10 @@ int run(const QStringList& args_in) {
     fs::path dir = sl::Library::default_dir();
     bool all = false;
     for (int i = 0; i < args_in.size(); ++i) {
+        if (args_in[i] == QLatin1String("--")) {  // the rest are ids or paths, whatever they start with
+            args << args_in.mid(i + 1);
+            break;
+        }
         if (args_in[i] == QLatin1String("--library") && i + 1 < args_in.size()) dir = args_in[++i].toStdString();
         else if (args_in[i] == QLatin1String("--all")) all = true;
         else args << args_in[i];
@@ -99,4 +103,4 @@ int run(const QStringList& args_in) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(library, "library", "list or remove the library's documents; check the store", run);
+SIGHTLINE_CLI_COMMAND(library, "library", "list or remove the library's documents; check the store", kUsage, run);

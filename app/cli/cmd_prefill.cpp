@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <unistd.h>
+
 #include "app/cli/cli_command.h"
 #include "core/ask/library_context.h"
 #include "core/library/library.h"
@@ -26,8 +28,10 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void on_prefill_interrupt(int) { g_interrupted.store(true); }
 
+const char* kUsage = "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N]\n";
+
 int usage() {
-    sl::cli::err("usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N]\n");
+    sl::cli::err(kUsage);
     return 2;
 }
 
@@ -61,23 +65,30 @@ int run(const QStringList& args) {
 
     std::signal(SIGINT, on_prefill_interrupt);
     prefill.start();
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    int last_decile = -1;
     while (prefill.running()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         if (g_interrupted.load()) prefill.cancel();
         const sl::PrefillStatus st = prefill.status();
-        char line[200];
-        std::snprintf(line, sizeof line, "\rprefill %lld / %lld tokens (%.0f%%), %.0f tok/s, ETA %s   ",
-                      static_cast<long long>(st.done), static_cast<long long>(st.total),
-                      st.total ? 100.0 * static_cast<double>(st.done) / static_cast<double>(st.total) : 100.0,
-                      st.tokens_per_second, eta_text(st.eta_seconds).c_str());
-        sl::cli::err(line);
+        const double pct = st.total ? 100.0 * static_cast<double>(st.done) / static_cast<double>(st.total) : 100.0;
+        // A line rewritten in place on a terminal; into a log, one line per 10%.
+        const int decile = static_cast<int>(pct / 10);
+        if (tty || decile != last_decile) {
+            last_decile = decile;
+            char line[200];
+            std::snprintf(line, sizeof line, "%sprefill %lld / %lld tokens (%.0f%%), %.0f tok/s, ETA %s%s", tty ? "\r" : "",
+                          static_cast<long long>(st.done), static_cast<long long>(st.total), pct, st.tokens_per_second,
+                          eta_text(st.eta_seconds).c_str(), tty ? "   " : "\n");
+            sl::cli::err(line);
+        }
         prefill.record();  // the library records how far the file is (a reader sees a valid prefix)
     }
     prefill.wait();
     std::signal(SIGINT, SIG_DFL);
     prefill.record();
     const sl::PrefillStatus st = prefill.status();
-    sl::cli::err("\n");
+    if (tty) sl::cli::err("\n");
     if (!st.note.empty()) sl::cli::out("note: " + st.note + "\n");
     if (!st.error.empty()) throw sl::Error(st.error);
     char done[300];
@@ -91,4 +102,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(prefill, "prefill", "prefill the whole library as one context, saved as it goes (resumable)", run);
+SIGHTLINE_CLI_COMMAND(prefill, "prefill", "prefill the whole library as one context, saved as it goes (resumable)", kUsage, run);

@@ -22,6 +22,9 @@
 
 namespace {
 
+const char* kUsage = "usage: sightline-cli quickstart [--question TEXT] [--library DIR] [--report FILE.md] "
+                     "[--ctx N] [--effort low|medium|high] [--verify]\n";
+
 namespace fs = std::filesystem;
 
 const char* kDefaultQuestion = "How do I fit a linear regression model and look at its coefficients?";
@@ -73,8 +76,7 @@ int run(const QStringList& args) {
         else if (args[i] == QLatin1String("--ctx") && has_value) ctx = args[++i];
         else if (args[i] == QLatin1String("--effort") && has_value) effort = args[++i];
         else {
-            sl::cli::err("usage: sightline-cli quickstart [--question TEXT] [--library DIR] [--report FILE.md] "
-                         "[--ctx N] [--effort low|medium|high] [--verify]\n");
+            sl::cli::err(kUsage);
             return 2;
         }
     }
@@ -118,4 +120,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(quickstart, "quickstart", "the main job on the bundled samples (README quick start)", run);
+SIGHTLINE_CLI_COMMAND(quickstart, "quickstart", "the main job on the bundled samples (README quick start)", kUsage, run);

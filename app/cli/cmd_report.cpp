@@ -19,8 +19,10 @@
 
 namespace {
 
+const char* kUsage = "usage: sightline-cli report --format md|html|pdf -o FILE [--library DIR] [--last N | --all]\n";
+
 int usage() {
-    sl::cli::err("usage: sightline-cli report --format md|html|pdf -o FILE [--library DIR] [--last N | --all]\n");
+    sl::cli::err(kUsage);
     return 2;
 }
 
@@ -100,4 +102,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(report, "report", "write the last chat(s) with citations as Markdown, HTML or PDF", run);
+SIGHTLINE_CLI_COMMAND(report, "report", "write the last chat(s) with citations as Markdown, HTML or PDF", kUsage, run);

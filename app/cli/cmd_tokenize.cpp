@@ -18,6 +18,8 @@
 
 namespace {
 
+const char* kUsage = "usage: sightline-cli tokenize [--model MODEL.gguf] [--no-special] [--ids] TEXT\n";
+
 namespace fs = std::filesystem;
 
 // A piece for the terminal: valid UTF-8 as is, control characters and bytes that are not valid
@@ -48,14 +50,17 @@ std::string escaped(std::string_view piece) {
 }
 
 int run(const QStringList& args) {
-    const char* usage =
-        "usage: sightline-cli tokenize [--model MODEL.gguf] [--no-special] [--ids] TEXT\n";
+    const char* usage = kUsage;
     std::optional<fs::path> model;
     std::optional<std::string> text;
     bool parse_special = true;
     bool ids_only = false;
     for (qsizetype i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
+        if (a == QLatin1String("--") && i + 2 == args.size() && !text) {  // the text follows, whatever it starts with
+            text = args[i + 1].toStdString();
+            break;
+        }
         if (a == QLatin1String("--model") && i + 1 < args.size()) {
             model = fs::path(args[++i].toStdString());
         } else if (a == QLatin1String("--no-special")) {
@@ -99,4 +104,4 @@ int run(const QStringList& args) {
 
 }  // namespace
 
-SIGHTLINE_CLI_COMMAND(tokenize, "tokenize", "token ids and pieces of TEXT ([--model M] TEXT)", run);
+SIGHTLINE_CLI_COMMAND(tokenize, "tokenize", "token ids and pieces of TEXT ([--model M] TEXT)", kUsage, run);

@@ -16,6 +16,8 @@ namespace {
 
 int usage(int status) {
     std::string s = "usage: sightline-cli COMMAND [ARGS...]\n"
+                    "       sightline-cli [--library DIR] [--model M] COMMAND [ARGS...]   (options before the command apply to it)\n"
+                    "       sightline-cli COMMAND --help | help COMMAND\n"
                     "       sightline-cli --version\n\ncommands:\n";
     auto cmds = sl::cli::commands();
     std::sort(cmds.begin(), cmds.end(), [](const auto& a, const auto& b) { return std::strcmp(a.name, b.name) < 0; });
@@ -42,23 +44,57 @@ int main(int argc, char** argv) {
     QCoreApplication::setApplicationName(QStringLiteral("sightline-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SIGHTLINE_VERSION));
     QStringList args = QCoreApplication::arguments().mid(1);
+    // Options before the command (`sightline-cli --library DIR add FILE`) go to the command, as
+    // if written after it.
+    QStringList global;
+    while (!args.isEmpty() && args.front().startsWith(QLatin1String("--")) && args.front() != QLatin1String("--") &&
+           args.front() != QLatin1String("--version") && args.front() != QLatin1String("--help")) {
+        const QString opt = args.takeFirst();
+        global << opt;
+        static const QStringList kWithValue{QStringLiteral("--library"), QStringLiteral("--model"), QStringLiteral("--threads"),
+                                            QStringLiteral("--ctx"), QStringLiteral("--effort"), QStringLiteral("--attention"),
+                                            QStringLiteral("--kv-cap"), QStringLiteral("--mmproj")};
+        if (kWithValue.contains(opt) && !args.isEmpty()) global << args.takeFirst();
+    }
     if (args.isEmpty()) return usage(2);
     const QString first = args.takeFirst();
     if (first == QLatin1String("--version") || first == QLatin1String("version")) {
         sl::cli::out(sl::app::format_version_report(sl::app::version_report()));
         return 0;
     }
-    if (first == QLatin1String("--help") || first == QLatin1String("-h") || first == QLatin1String("help"))
+    const auto find = [](const QString& name) -> const sl::cli::Command* {
+        for (const auto& c : sl::cli::commands())
+            if (name == QLatin1String(c.name)) return &c;
+        return nullptr;
+    };
+    if (first == QLatin1String("--help") || first == QLatin1String("-h") || first == QLatin1String("help")) {
+        if (!args.isEmpty()) {  // help COMMAND
+            if (const auto* c = find(args.front())) {
+                sl::cli::out(c->usage);
+                return 0;
+            }
+            sl::cli::err("sightline-cli: unknown command '" + args.front().toStdString() + "'\n");
+            return usage(2);
+        }
         return usage(0);
-    for (const auto& c : sl::cli::commands()) {
-        if (first != QLatin1String(c.name)) continue;
+    }
+    if (const auto* c = find(first)) {
+        args = global + args;
+        // --help / -h anywhere before a `--` prints the command's usage and succeeds.
+        for (const QString& a : args) {
+            if (a == QLatin1String("--")) break;
+            if (a == QLatin1String("--help") || a == QLatin1String("-h")) {
+                sl::cli::out(c->usage);
+                return 0;
+            }
+        }
         try {
-            return c.run(args);
+            return c->run(args);
         } catch (const sl::Error& e) {
-            sl::cli::err(std::string("sightline-cli ") + c.name + ": " + e.what() + "\n");
+            sl::cli::err(std::string("sightline-cli ") + c->name + ": " + e.what() + "\n");
             return 1;
         } catch (const std::exception& e) {
-            sl::cli::err(std::string("sightline-cli ") + c.name + ": internal error: " + e.what() + "\n");
+            sl::cli::err(std::string("sightline-cli ") + c->name + ": internal error: " + e.what() + "\n");
             return 1;
         }
     }

@@ -1,4 +1,5 @@
-// `sightline-cli --version` names every library the product links and the CUDA state.
+// `sightline-cli --version` names every library the product links and the CUDA state; the command
+// line behaves as command lines do (--help everywhere, options before the command, `--`).
 #include <QProcess>
 #include <QTest>
 
@@ -11,6 +12,9 @@ class TstCliVersion : public QObject {
 private Q_SLOTS:
     void versionListsLibraries();
     void unknownCommandFails();
+    void helpOnEveryCommand();
+    void optionsBeforeTheCommand();
+    void doubleDashEndsOptions();
 };
 
 namespace {
@@ -51,6 +55,54 @@ void TstCliVersion::unknownCommandFails() {
     const QByteArray out = run({QStringLiteral("no-such-command")}, &status);
     QCOMPARE(status, 2);
     QVERIFY(out.contains("unknown command 'no-such-command'"));
+}
+
+// `COMMAND --help`, `COMMAND -h` and `help COMMAND` print the command's usage on stdout and exit 0,
+// for every command the overview lists, without doing the command's work.
+void TstCliVersion::helpOnEveryCommand() {
+    int status = -1;
+    const QByteArray overview = run({QStringLiteral("--help")}, &status);
+    QCOMPARE(status, 0);
+    QStringList names;
+    bool in_list = false;
+    for (const QByteArray& line : overview.split('\n')) {
+        if (line.startsWith("commands:")) in_list = true;
+        else if (in_list && line.startsWith("  ")) names << QString::fromUtf8(line.trimmed().split(' ').front());
+    }
+    QVERIFY2(names.size() >= 10, overview.constData());
+    for (const QString& name : names) {
+        for (const QStringList& args : {QStringList{name, QStringLiteral("--help")}, QStringList{name, QStringLiteral("-h")},
+                                        QStringList{QStringLiteral("help"), name}}) {
+            QProcess p;
+            p.start(QStringLiteral(SIGHTLINE_CLI_PATH), args);
+            QVERIFY(p.waitForFinished(60000));
+            const QByteArray out = p.readAllStandardOutput();
+            QVERIFY2(p.exitCode() == 0, qPrintable(args.join(QLatin1Char(' '))));
+            QVERIFY2(out.startsWith("usage: sightline-cli " + name.toUtf8()), qPrintable(args.join(QLatin1Char(' ')) + QLatin1String(": ") + QString::fromUtf8(out)));
+        }
+    }
+    run({QStringLiteral("help"), QStringLiteral("no-such-command")}, &status);
+    QCOMPARE(status, 2);
+}
+
+// `sightline-cli --library DIR library path` is `sightline-cli library path --library DIR`.
+void TstCliVersion::optionsBeforeTheCommand() {
+    int status = -1;
+    const QByteArray out = run({QStringLiteral("--library"), QStringLiteral("/tmp/sightline-some-library"), QStringLiteral("library"),
+                                QStringLiteral("path")}, &status);
+    QCOMPARE(status, 0);
+    QCOMPARE(out.trimmed(), QByteArray("/tmp/sightline-some-library"));
+}
+
+// After `--`, an argument that starts with a dash is a file, not an option.
+void TstCliVersion::doubleDashEndsOptions() {
+    int status = -1;
+    QByteArray out = run({QStringLiteral("ingest"), QStringLiteral("--"), QStringLiteral("--no-such-file.pdf")}, &status);
+    QCOMPARE(status, 1);
+    QVERIFY2(out.contains("--no-such-file.pdf") && !out.contains("unknown option"), out.constData());
+    out = run({QStringLiteral("ingest"), QStringLiteral("--no-such-file.pdf")}, &status);
+    QCOMPARE(status, 2);
+    QVERIFY2(out.contains("unknown option"), out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliVersion)
