@@ -14,9 +14,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const sl::KvVerify mode : {sl::KvVerify::Full, sl::KvVerify::Headers}) {
         try {
             const sl::KvFileContents c = sl::parse_kv_file(bytes, "<fuzz>", mode);
-            // Every page offset handed out must lie inside the input, whole.
+            // Every page offset handed out must lie inside the input, whole; a delta file's pages
+            // before its base's last block are the base's (offset 0), every later one is here.
             uint64_t sum = c.tokens.size() + c.logits.size();
-            for (const uint64_t off : c.page_offset) {
+            const uint64_t b0 = c.base.tokens / c.info.block_size;
+            for (size_t i = 0; i < c.page_offset.size(); ++i) {
+                const uint64_t off = c.page_offset[i];
+                const bool in_base = static_cast<uint64_t>(i) % static_cast<uint64_t>(c.n_blocks) < b0;
+                if (in_base) {
+                    if (off != 0) __builtin_trap();
+                    continue;
+                }
                 if (off == 0 || off + c.info.page_bytes > size) __builtin_trap();
                 sum += data[off] + data[off + c.info.page_bytes - 1];
             }
