@@ -1,11 +1,13 @@
 // `sightline-cli prefill`: the whole library as one context, saved as it goes; stopped with Ctrl-C
 // it keeps what it saved, and the next run resumes from there and completes; a run on a complete
 // file prefills nothing.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <csignal>
 
 #include "core/util/assets.h"
@@ -18,13 +20,26 @@ struct Run {
     QByteArray out;
 };
 
+// Runs the CLI; with interrupt_after_ms, sends Ctrl-C that long after the start, but not before the
+// prefill has begun (its first progress line; the handler is set before it), so a loaded machine
+// that is slow to load the model does not kill the process before it can save.
 Run cli(const QStringList& args, int interrupt_after_ms = -1) {
     QProcess p;
     p.start(QStringLiteral(SIGHTLINE_CLI_PATH), args);
     if (!p.waitForStarted()) return {};
-    if (interrupt_after_ms >= 0 && !p.waitForFinished(interrupt_after_ms)) ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QByteArray err;
+    if (interrupt_after_ms >= 0) {
+        QElapsedTimer t;
+        t.start();
+        while (!err.contains("prefill ") && p.state() != QProcess::NotRunning && t.elapsed() < 300000) {
+            p.waitForReadyRead(200);
+            err += p.readAllStandardError();
+        }
+        const int left = std::max<int>(1000, interrupt_after_ms - static_cast<int>(t.elapsed()));
+        if (p.state() != QProcess::NotRunning && !p.waitForFinished(left)) ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    }
     if (!p.waitForFinished(600000)) return {};
-    return {p.exitCode(), p.readAllStandardOutput() + p.readAllStandardError()};
+    return {p.exitCode(), p.readAllStandardOutput() + err + p.readAllStandardError()};
 }
 
 long long number_after(const QByteArray& out, const QString& pattern) {
