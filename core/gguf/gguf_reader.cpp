@@ -310,7 +310,10 @@ void GgufFile::parse_all() {
         t.data = bytes_.data() + *start;
     }
 
-    // --- No two tensors share bytes.
+    // --- No two tensors share bytes, and none leaves unused bytes behind it: writers (llama.cpp,
+    // gguf-py) place each tensor right after the previous one, padded to the alignment, so a gap
+    // of a whole alignment unit or more means a tensor's type or shape no longer matches its data
+    // (say, a type field changed to a smaller type), which would compute garbage.
     std::vector<size_t> order(tensors_.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::sort(order.begin(), order.end(),
@@ -322,6 +325,11 @@ void GgufFile::parse_all() {
             c.fail("tensors " + quoted(prev.name) + " (bytes " + num(prev.offset) + ".." +
                    num(prev.offset + prev.n_bytes) + " of the data section) and " +
                    quoted(next.name) + " (from byte " + num(next.offset) + ") overlap");
+        }
+        if (next.offset - (prev.offset + prev.n_bytes) >= alignment_) {
+            c.fail("tensor " + quoted(prev.name) + " (" + num(prev.n_bytes) + " bytes by its type and shape) is followed by " +
+                   num(next.offset - (prev.offset + prev.n_bytes)) + " unused bytes before " + quoted(next.name) +
+                   ": its type or shape does not match its data");
         }
     }
 }

@@ -117,13 +117,22 @@ LlamaConfig read_llama_config(const GgufFile& f) {
         c.n_head % c.n_kv_head != 0 || c.d_model % c.n_head != 0 || c.n_layer > 1024 || c.d_model > 65536)
         throw FormatError(fname(f) + ": implausible hyperparameters (layers " + std::to_string(c.n_layer) + ", d_model " +
                           std::to_string(c.d_model) + ", heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + ")");
+    // Values, not only structure: a damaged or hand-edited file would load and generate garbage.
+    if (!(c.rms_eps > 0.0f && c.rms_eps < 0.1f))
+        throw FormatError(fname(f) + ": attention.layer_norm_rms_epsilon " + std::to_string(c.rms_eps) + " is not a small positive number");
+    if (!(c.rope_base > 0.0f && std::isfinite(c.rope_base)))
+        throw FormatError(fname(f) + ": rope.freq_base " + std::to_string(c.rope_base) + " is not a positive number");
+    if (c.n_ctx_train <= 0 || c.n_ctx_train > (1 << 24))
+        throw FormatError(fname(f) + ": context_length " + std::to_string(c.n_ctx_train) + " is not a usable context length");
     c.head_dim = static_cast<int>(arch_u32(f, "attention.key_length", static_cast<uint32_t>(c.d_model / c.n_head)));
     c.rope_dim = static_cast<int>(arch_u32(f, "rope.dimension_count", static_cast<uint32_t>(c.head_dim)));
     if (c.rope_dim > c.head_dim || c.rope_dim % 2) throw FormatError(fname(f) + ": rope.dimension_count " + std::to_string(c.rope_dim) + " does not fit head_dim " + std::to_string(c.head_dim));
     if (auto type = f.get_string(arch_key(f, "rope.scaling.type")); type && *type != "none") {
         if (*type != "linear") throw FormatError(fname(f) + ": rope scaling '" + std::string(*type) + "' is not supported yet (linear is)");
         const float factor = arch_f32(f, "rope.scaling.factor", 1.0f);
-        if (factor > 0) c.rope_freq_scale = 1.0f / factor;
+        if (!(factor > 0.0f && std::isfinite(factor)))
+            throw FormatError(fname(f) + ": rope.scaling.factor " + std::to_string(factor) + " is not a positive number");
+        c.rope_freq_scale = 1.0f / factor;
     }
     read_indexer_config(f, c);
     const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");

@@ -395,6 +395,9 @@ void TstGgufReader::hostileFilesThrow_data() {
         "tensors 'a' (bytes 0..64 of the data section) and 'b' (from byte 32) overlap");
     row("same offset", base().tensor_at("a", kF32, {8}, 0, 32).tensor_at("b", kF32, {8}, 0, 32),
         "overlap");
+    // q4_1 {32} is 20 bytes; 128 bytes were written for it (its type field changed from f32).
+    row("unused bytes after a tensor", base().tensor_at("a", kQ4_1, {32}, 0, 128).tensor_at("b", kF32, {8}, 128, 32),
+        "tensor 'a' (20 bytes by its type and shape) is followed by 108 unused bytes before 'b'");
     row("duplicate tensor", base().tensor("w", kF32, {8}).tensor("w", kF32, {8}),
         "duplicate tensor 'w'");
     row("empty tensor name", base().tensor("", kF32, {8}), "tensor #0 has an empty name");

@@ -19,6 +19,7 @@
 #include "core/runtime/session.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/assets.h"
+#include "core/util/error.h"
 #include "tests/common/test_support.h"
 
 namespace {
@@ -94,6 +95,8 @@ private Q_SLOTS:
     void tinyModels_data();
     void tinyModels();
     void chunkedPrefillEqualsOnePass();
+    void implausibleValuesRefused_data();
+    void implausibleValuesRefused();
     void smollmMatchesReference_data();
     void smollmMatchesReference();
     void cleanup() { sl::set_exact_activations(false); }
@@ -140,6 +143,35 @@ void TstLlamaReference::tinyModels() {
     const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
     qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
     QVERIFY2(err < tolerance, qPrintable(QStringLiteral("normalized error %1 >= %2").arg(err).arg(tolerance)));
+}
+
+void TstLlamaReference::implausibleValuesRefused_data() {
+    QTest::addColumn<QStringList>("gen_args");
+    QTest::addColumn<QString>("expected");  // a part of the message
+    QTest::newRow("rms epsilon -1") << QStringList{QStringLiteral("--eps"), QStringLiteral("-1")} << QStringLiteral("layer_norm_rms_epsilon");
+    QTest::newRow("rms epsilon 0") << QStringList{QStringLiteral("--eps"), QStringLiteral("0")} << QStringLiteral("layer_norm_rms_epsilon");
+    QTest::newRow("rope base NaN") << QStringList{QStringLiteral("--rope-base"), QStringLiteral("nan")} << QStringLiteral("rope.freq_base");
+    QTest::newRow("rope base -5") << QStringList{QStringLiteral("--rope-base"), QStringLiteral("-5")} << QStringLiteral("rope.freq_base");
+    QTest::newRow("context length 0") << QStringList{QStringLiteral("--ctx"), QStringLiteral("0")} << QStringLiteral("context_length 0");
+}
+
+// A file whose structure is sound but whose values cannot be a working model is refused by name,
+// before it generates garbage.
+void TstLlamaReference::implausibleValuesRefused() {
+    QFETCH(QStringList, gen_args);
+    QFETCH(QString, expected);
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("bad.gguf"));
+    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model} + gen_args,
+                                  nullptr));
+    try {
+        sl::load_model(model.toStdString());
+        QFAIL("loaded");
+    } catch (const sl::FormatError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(expected) && QString::fromUtf8(e.what()).contains(QStringLiteral("bad.gguf")), e.what());
+    }
 }
 
 void TstLlamaReference::chunkedPrefillEqualsOnePass() {
