@@ -27,11 +27,29 @@ std::string html_escape(std::string_view s) {
     return o;
 }
 
-// Markdown: characters that would start markup inside running text.
+// Markdown: characters that would start markup inside running text. Document and answer text is
+// never markup: no emphasis, code, HTML, headings, tables, links or images ("[x](javascript:…)"
+// from a PDF stays text). Citation markers ("[1]", "[3?]") are left readable unless a link could
+// follow them.
 std::string md_escape(std::string_view s) {
     std::string o;
-    for (char c : s) {
-        if (c == '*' || c == '_' || c == '`' || c == '<' || c == '>' || c == '#' || c == '|') o += '\\';
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '[') {
+            size_t j = i + 1;
+            while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+            if (j < s.size() && s[j] == '?') ++j;
+            const bool marker = j > i + 1 && j < s.size() && s[j] == ']' &&
+                                (j + 1 == s.size() || (s[j + 1] != '(' && s[j + 1] != '[' && s[j + 1] != ':'));
+            if (marker) {
+                o.append(s.substr(i, j + 1 - i));
+                i = j;
+                continue;
+            }
+        }
+        if (c == '*' || c == '_' || c == '`' || c == '<' || c == '>' || c == '#' || c == '|' || c == '\\' || c == '[' ||
+            c == ']' || c == '~')
+            o += '\\';
         o += c;
     }
     return o;

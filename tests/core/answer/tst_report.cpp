@@ -110,6 +110,7 @@ class TstReport : public QObject {
 
 private Q_SLOTS:
     void markdown();
+    void markdownKeepsDocumentTextText();
     void htmlWithThumbnails();
     void pdf();
     void answerJsonRoundTrip();
@@ -121,6 +122,19 @@ void TstReport::markdown() {
                              "twelve percent [3?].", "1. **R-intro.pdf p. 34**", "2. **Lecture.mp4 00:41:30 (00:41:32-00:41:39)**",
                              "3. **R-intro.pdf p. 49** ⚠ weak", "header=TRUE)", "WEAK", "SmolLM2-135M-Instruct"})
         QVERIFY2(md.find(want) != std::string::npos, (std::string(want) + "\n---\n" + md).c_str());
+}
+
+// Text from documents and answers never becomes a link, an image or HTML in the Markdown report.
+void TstReport::markdownKeepsDocumentTextText() {
+    auto r = make_report("/nowhere/R-intro.pdf");
+    r.chats[0].question = "What does [click](javascript:alert(1)) do? [1](javascript:x) <b>";
+    r.chats[0].answer.citations[0].snippet = "see ![logo](http://evil.example/x.png) and [ref]: javascript:y \\[z](q)";
+    const auto md = sl::app::report_markdown(r);
+    for (const char* bad : {"[click](", "[1](javascript", "![logo](", "<b>", "[ref]:", "[z](q)"})
+        QVERIFY2(md.find(bad) == std::string::npos || md[md.find(bad) - 1] == '\\', (std::string(bad) + "\n---\n" + md).c_str());
+    QVERIFY2(md.find("\\[click\\](javascript:alert(1))") != std::string::npos, md.c_str());
+    QVERIFY2(md.find("\\\\\\[z\\](q)") != std::string::npos, md.c_str());  // a document's backslash stays a backslash
+    QVERIFY2(md.find("Use read.table with header=TRUE [1].") != std::string::npos, md.c_str());  // markers stay readable
 }
 
 void TstReport::htmlWithThumbnails() {
