@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sl::cli {
@@ -25,8 +26,12 @@ std::vector<Command>& commands();
 bool register_command(const Command& command);
 
 // Output helpers: UTF-8 to stdout/stderr, flushed per call so streaming output appears at once.
+// Control characters other than newline, tab and carriage return (ESC, C1 controls, DEL: from file
+// names, document text or a model) are written as "\xNN", so nothing reaches the terminal as a
+// command.
 void out(const std::string& text);
 void err(const std::string& text);
+std::string terminal_safe(std::string_view text);
 
 }  // namespace sl::cli
 

@@ -15,6 +15,7 @@ private Q_SLOTS:
     void helpOnEveryCommand();
     void optionsBeforeTheCommand();
     void doubleDashEndsOptions();
+    void controlCharactersEscaped();
 };
 
 namespace {
@@ -103,6 +104,15 @@ void TstCliVersion::doubleDashEndsOptions() {
     out = run({QStringLiteral("ingest"), QStringLiteral("--no-such-file.pdf")}, &status);
     QCOMPARE(status, 2);
     QVERIFY2(out.contains("unknown option"), out.constData());
+}
+
+// A file name with an escape sequence reaches the terminal as text, not as a command.
+void TstCliVersion::controlCharactersEscaped() {
+    int status = -1;
+    const QByteArray out = run({QStringLiteral("ingest"), QString::fromUtf8("\x1b[2Jgone\xc2\x9b" "31m.pdf")}, &status);
+    QCOMPARE(status, 1);
+    QVERIFY2(!out.contains('\x1b') && !out.contains("\xc2\x9b"), out.toHex().constData());
+    QVERIFY2(out.contains("\\x1b[2Jgone\\x9b31m.pdf"), out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliVersion)
