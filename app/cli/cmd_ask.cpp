@@ -107,7 +107,7 @@ int run(const QStringList& args) {
     }
     if (o.question.empty()) return usage();
 
-    sl::Library lib = sl::Library::open(dir);
+    sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
     std::unique_ptr<sl::SentenceEmbedder> minilm;
     std::unique_ptr<sl::MiniLmEmbedder> embedder;

@@ -1,8 +1,12 @@
 // `sightline-cli library list|remove|check|path [--library DIR]`:
-//   list              one line per document: id, state, kind, units, size, path (and the error of
-//                     failed ones); --all also shows documents still being ingested
+//   list              one line per document: id, state (ready, failed, ingesting while an add runs),
+//                     kind, units, size, path (and the error of failed ones); an interrupted add's
+//                     leftovers are removed first
 //   remove ID|PATH... removes documents and everything derived from them
-//   check             PRAGMA integrity_check and the schema version; exit 1 when not ok
+//   check             integrity, foreign keys, schema (tables and columns); each problem on a
+//                     line, exit 1 when any; writes nothing and opens a library others refuse
+// Every subcommand but `path` needs a library there (a mistyped --library is an error, not a new
+// empty library); a read-only one is listed and checked, not changed.
 //   path              prints the library folder
 #include <QStringList>
 
@@ -32,8 +36,15 @@ std::string human_size(int64_t bytes) {
     return buf;
 }
 
-int list(const sl::Library& lib, bool all) {
-    const auto docs = lib.list_documents(all);
+// Every document, those being added by a running `add` (state ingesting) included; the leftovers
+// of an add that was killed or hit a full disk are removed first (when the library is writable).
+int list(sl::Library& lib, bool /*all: accepted for compatibility, every document is listed*/) {
+    if (!lib.read_only()) {
+        if (const int gone = lib.remove_abandoned(); gone > 0)
+            sl::cli::err("removed " + std::to_string(gone) + " unfinished document" + (gone == 1 ? "" : "s") +
+                         " (an add that was interrupted); add " + (gone == 1 ? "it" : "them") + " again\n");
+    }
+    const auto docs = lib.list_documents(true);
     for (const auto& d : docs) {
         char head[96];
         std::snprintf(head, sizeof head, "%6lld  %-9s  %-6s  %5d  %9s  ", static_cast<long long>(d.id),
@@ -88,15 +99,25 @@ int run(const QStringList& args_in) {
         sl::cli::out(dir.string() + "\n");
         return 0;
     }
-    sl::Library lib = sl::Library::open(dir);
+    if (sub == QLatin1String("check") && args.isEmpty()) {
+        // Inspect: opens what `open` would refuse, writes nothing.
+        sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Inspect);
+        const std::vector<std::string> problems = lib.check();
+        std::string version;
+        try {
+            version = std::to_string(lib.schema_version());
+        } catch (const sl::Error&) {
+            version = "unreadable";
+        }
+        sl::cli::out(lib.database_path().string() + ": schema version " + version + ", " +
+                     (problems.empty() ? std::string("ok") : std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s")) + "\n");
+        for (const auto& p : problems) sl::cli::out("  " + p + "\n");
+        return problems.empty() ? 0 : 1;
+    }
+    sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
+    if (lib.read_only()) sl::cli::err("note: " + lib.dir().string() + " is read-only: it can be listed and asked, not changed\n");
     if (sub == QLatin1String("list") && args.isEmpty()) return list(lib, all);
     if (sub == QLatin1String("remove") && !args.isEmpty()) return remove(lib, args);
-    if (sub == QLatin1String("check") && args.isEmpty()) {
-        const std::string result = lib.integrity_check();
-        sl::cli::out(lib.database_path().string() + ": schema version " + std::to_string(lib.schema_version()) +
-                     ", integrity " + result + "\n");
-        return result == "ok" ? 0 : 1;
-    }
     sl::cli::err(kUsage);
     return 2;
 }

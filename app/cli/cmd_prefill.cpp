@@ -57,7 +57,7 @@ int run(const QStringList& args) {
     }
     if (po.max_tokens < 1024 || po.save_every < 1) return usage();
 
-    sl::Library lib = sl::Library::open(dir);
+    sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
     sl::LibraryPrefill prefill(lib, *model, po);
     const std::string& path = prefill.context().path;

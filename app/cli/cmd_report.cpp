@@ -42,7 +42,7 @@ int run(const QStringList& args) {
     }
     if (out.empty() || (format != "md" && format != "html" && format != "pdf") || last < 0) return usage();
 
-    sl::Library lib = sl::Library::open(dir);
+    sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto chats = lib.list_chats();
     if (chats.empty()) throw sl::Error(lib.dir().string() + ": no chats to report (ask a question first)");
     const size_t first = last == 0 || static_cast<size_t>(last) >= chats.size() ? 0 : chats.size() - static_cast<size_t>(last);

@@ -1,5 +1,8 @@
 #include "core/document/document.h"
 
+#include <string>
+#include <utility>
+
 namespace sl::doc {
 
 const char* to_string(DocumentKind k) {
@@ -11,6 +14,27 @@ const char* to_string(DocumentKind k) {
         case DocumentKind::Audio: return "audio";
     }
     return "unknown";
+}
+
+DocumentKind kind_from_extension(std::string_view path) {
+    const size_t dot = path.rfind('.');
+    const size_t slash = path.rfind('/');
+    if (dot == std::string_view::npos || (slash != std::string_view::npos && dot < slash)) return DocumentKind::Pdf;
+    std::string ext(path.substr(dot + 1));
+    for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    static const std::pair<const char*, DocumentKind> kTable[] = {
+        {"pptx", DocumentKind::Slides}, {"ppt", DocumentKind::Slides}, {"odp", DocumentKind::Slides}, {"key", DocumentKind::Slides},
+        {"png", DocumentKind::Image},   {"jpg", DocumentKind::Image},  {"jpeg", DocumentKind::Image}, {"gif", DocumentKind::Image},
+        {"bmp", DocumentKind::Image},   {"tif", DocumentKind::Image},  {"tiff", DocumentKind::Image}, {"webp", DocumentKind::Image},
+        {"mp4", DocumentKind::Video},   {"mkv", DocumentKind::Video},  {"webm", DocumentKind::Video}, {"avi", DocumentKind::Video},
+        {"mov", DocumentKind::Video},   {"m4v", DocumentKind::Video},  {"mpg", DocumentKind::Video},  {"mpeg", DocumentKind::Video},
+        {"ogv", DocumentKind::Video},   {"wmv", DocumentKind::Video},  {"flv", DocumentKind::Video},  {"ts", DocumentKind::Video},
+        {"mp3", DocumentKind::Audio},   {"wav", DocumentKind::Audio},  {"flac", DocumentKind::Audio}, {"ogg", DocumentKind::Audio},
+        {"m4a", DocumentKind::Audio},   {"opus", DocumentKind::Audio},
+    };
+    for (const auto& [e, k] : kTable)
+        if (ext == e) return k;
+    return DocumentKind::Pdf;
 }
 
 const char* to_string(UnitKind k) {

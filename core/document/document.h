@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sl::doc {
@@ -29,6 +30,9 @@ enum class BlockRole { Title, Body, Note, Ocr, Subtitle, Transcript, TableCell, 
 enum class VisualKind { PageRender, Picture, Frame };
 
 const char* to_string(DocumentKind k);
+// The kind a file of this name would be by its extension (case-insensitive), before it is read;
+// Pdf when the extension says nothing (a failed add is listed with this kind).
+DocumentKind kind_from_extension(std::string_view path);
 const char* to_string(UnitKind k);
 const char* to_string(BlockRole r);
 const char* to_string(VisualKind k);

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -131,31 +132,113 @@ Library::~Library() {
     if (db_) sqlite3_close_v2(db_);
 }
 
-Library Library::open(const fs::path& dir) {
-    std::error_code ec;
-    fs::create_directories(dir / "kv", ec);
-    if (ec) throw IoError((dir / "kv").string() + ": cannot create the library folder: " + ec.message());
+namespace {
+
+// "file:" URI of `path` with the characters a URI gives meaning to escaped.
+std::string file_uri(const fs::path& path) {
+    std::string u = "file:";
+    for (const char c : path.string()) {
+        if (c == '%' || c == '?' || c == '#') {
+            char b[4];
+            std::snprintf(b, sizeof b, "%%%02X", static_cast<unsigned char>(c));
+            u += b;
+        } else {
+            u += c;
+        }
+    }
+    return u;
+}
+
+}  // namespace
+
+Library Library::open(const fs::path& dir, LibraryOpen mode) {
     const fs::path file = dir / "library.sqlite";
+    std::error_code ec;
+    const bool exists = fs::exists(file, ec);
+    if (!exists && mode != LibraryOpen::Create)
+        throw LibraryError(dir.string() + ": no library here (nothing was ever added; `sightline-cli add --library " +
+                           dir.string() + " FILE` makes one)");
+    if (exists && fs::is_regular_file(file, ec) && fs::file_size(file, ec) == 0 && !ec && mode != LibraryOpen::Inspect)
+        throw LibraryError(file.string() + ": the library database is empty (0 bytes): the library is damaged; move the folder "
+                           "away to start a new one");
+    // Write access: the folder (journal, WAL and lock files, kv/) and the database file.
+    const bool writable = ::access(dir.c_str(), W_OK) == 0 && (!exists || ::access(file.c_str(), W_OK) == 0);
+    const bool read_only = mode == LibraryOpen::Inspect || (exists && !writable);
+    if (read_only && mode == LibraryOpen::Create)
+        throw LibraryError(dir.string() + ": the library is read-only (no write permission): it can be listed and asked, "
+                           "not added to");
+    if (!read_only) {
+        fs::create_directories(dir / "kv", ec);
+        if (ec) throw IoError((dir / "kv").string() + ": cannot create the library folder: " + ec.message());
+    }
     sqlite3* db = nullptr;
-    const int rc = sqlite3_open_v2(file.c_str(), &db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    // Read-only: immutable (no locks, no -shm, nothing written, works on read-only media; a WAL
+    // left by a writer that died is not read).
+    const int rc = read_only ? sqlite3_open_v2((file_uri(file) + "?immutable=1").c_str(), &db,
+                                               SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr)
+                             : sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                               nullptr);
     if (rc != SQLITE_OK) {
         const std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
         sqlite3_close_v2(db);
         throw IoError(file.string() + ": cannot open the library database: " + why);
     }
     Library lib(dir, db);  // closes db if anything below throws
+    lib.read_only_ = read_only;
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, 10000);
-    {
-        // The first read of the file: a non-database file fails here with SQLITE_NOTADB.
-        Stmt wal(db, "PRAGMA journal_mode = WAL");
-        if (!wal.step() || wal.text(0) != "wal")
-            throw LibraryError(file.string() + ": cannot switch the library database to WAL mode");
+    if (read_only) {
+        // The first read: a non-database file fails here with SQLITE_NOTADB.
+        sqlite::exec(db, "PRAGMA foreign_keys = ON;");
+        if (mode != LibraryOpen::Inspect && library_schema::read_version(db) != kSchemaVersion)
+            throw LibraryError(file.string() + ": the library is read-only and was written by another Sightline version "
+                               "(schema " + std::to_string(library_schema::read_version(db)) + ", this one " +
+                               std::to_string(kSchemaVersion) + ")");
+    } else {
+        {
+            // The first read of the file: a non-database file fails here with SQLITE_NOTADB.
+            Stmt wal(db, "PRAGMA journal_mode = WAL");
+            if (!wal.step() || wal.text(0) != "wal")
+                throw LibraryError(file.string() + ": cannot switch the library database to WAL mode");
+        }
+        sqlite::exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;");
+        library_schema::migrate(db);
     }
-    sqlite::exec(db, "PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;");
-    library_schema::migrate(db);
+    if (mode != LibraryOpen::Inspect) {
+        const std::vector<std::string> problems = library_schema::schema_problems(db);
+        if (!problems.empty())
+            throw LibraryError(file.string() + ": the library is damaged (" + problems.front() +
+                               "); `sightline-cli library check` lists every problem");
+    }
     return lib;
+}
+
+std::vector<std::string> Library::check() const {
+    std::vector<std::string> problems;
+    std::error_code ec;
+    const fs::path file = dir_ / "library.sqlite";
+    if (fs::file_size(file, ec) == 0 && !ec) problems.push_back("the database file is empty (0 bytes)");
+    if (const std::string ic = integrity_check(); ic != "ok") problems.push_back("integrity: " + ic);
+    {
+        Stmt fk(db_, "PRAGMA foreign_key_check");
+        int shown = 0, n = 0;
+        while (fk.step()) {
+            ++n;
+            if (shown < 10) {
+                problems.push_back("row " + std::to_string(fk.int64(1)) + " of table " + fk.text(0) + " points to a missing row of " +
+                                   fk.text(2));
+                ++shown;
+            }
+        }
+        if (n > shown) problems.push_back(std::to_string(n - shown) + " more rows point to missing rows");
+    }
+    try {
+        library_schema::read_version(db_);
+    } catch (const Error& e) {
+        problems.push_back(e.what());
+    }
+    for (auto& p : library_schema::schema_problems(db_)) problems.push_back(std::move(p));
+    return problems;
 }
 
 int Library::schema_version() const { return library_schema::read_version(db_); }
@@ -285,11 +368,12 @@ std::vector<std::string> finish_impl(sqlite3* db, DocId id, const doc::Document&
 DocId Library::begin_document(const FileInfo& file, const std::string& sha256) {
     Transaction tx(db_);
     Stmt s(db_,
-           "INSERT INTO documents(path, sha256, size_bytes, mtime_ns, state, ingest_options, added_ms, writer_pid) "
-           "VALUES (?1, ?2, ?3, ?4, 'ingesting', ?5, ?6, ?7)");
+           "INSERT INTO documents(path, sha256, size_bytes, mtime_ns, state, ingest_options, added_ms, writer_pid, kind) "
+           "VALUES (?1, ?2, ?3, ?4, 'ingesting', ?5, ?6, ?7, ?8)");
     s.bind(1, file.path).bind(2, sha256).bind(3, file.size_bytes).bind(4, file.mtime_ns);
     s.bind(5, file.ingest_options.empty() ? std::string("{}") : file.ingest_options);
-    s.bind(6, now_ms()).bind(7, static_cast<int64_t>(::getpid())).run();
+    // The kind by the extension until the document is read (a failed add keeps it).
+    s.bind(6, now_ms()).bind(7, static_cast<int64_t>(::getpid())).bind(8, std::string(doc::to_string(doc::kind_from_extension(file.path)))).run();
     const DocId id = sqlite3_last_insert_rowid(db_);
     tx.commit();
     return id;

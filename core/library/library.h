@@ -146,13 +146,23 @@ struct ReportRecord {
     int64_t created_ms = 0;          // 0: now
 };
 
+// How Library::open treats the folder.
+enum class LibraryOpen {
+    Create,    // make the library when missing (add, the desktop app); needs write access
+    Existing,  // the library must be there (list, ask, report): a mistyped path is an error, not a
+               // new empty library; without write access it opens read-only
+    Inspect,   // as Existing, never writes and never refuses a damaged library (library check)
+};
+
 class Library {
 public:
-    // Opens (creating when missing) the library in `dir`: creates the folder, opens
-    // dir/library.sqlite, turns on WAL and foreign keys, and migrates the schema to
-    // kSchemaVersion in one transaction. Throws FormatError (corrupt, or newer schema) / IoError
-    // (cannot create the folder) / LibraryError.
-    static Library open(const std::filesystem::path& dir);
+    // Opens the library in `dir` (dir/library.sqlite): with Create, makes the folder when missing.
+    // Turns on WAL and foreign keys and migrates the schema to kSchemaVersion in one transaction
+    // (not when read-only or inspecting). A library whose schema lacks a table or column, or whose
+    // database file is empty, is refused (LibraryError naming the problem) except by Inspect.
+    // Throws FormatError (corrupt, or newer schema) / IoError (cannot create the folder) /
+    // LibraryError (no library there, damaged, read-only for Create).
+    static Library open(const std::filesystem::path& dir, LibraryOpen mode = LibraryOpen::Create);
 
     // $XDG_DATA_HOME/sightline, else $HOME/.local/share/sightline.
     static std::filesystem::path default_dir();
@@ -272,6 +282,12 @@ public:
 
     // "ok", or SQLite's list of problems (PRAGMA integrity_check).
     std::string integrity_check() const;
+    // Every problem found, empty when none: SQLite's integrity check, rows whose foreign keys point
+    // nowhere (PRAGMA foreign_key_check), tables or columns missing from the schema.
+    std::vector<std::string> check() const;
+    // Opened without write access (LibraryOpen::Existing on a read-only folder or file, or
+    // Inspect): reading works, any write fails.
+    bool read_only() const { return read_only_; }
     // Folds the WAL into the database file (PRAGMA wal_checkpoint(TRUNCATE)).
     void checkpoint();
 
@@ -282,6 +298,7 @@ private:
     Library(std::filesystem::path dir, sqlite3* db);
     std::filesystem::path dir_;
     sqlite3* db_ = nullptr;
+    bool read_only_ = false;
 };
 
 // ---- adding files (the `add` flow shared by the CLI and the app) ---------------------------------

@@ -178,4 +178,35 @@ void migrate(sqlite3* db) {
     tx.commit();
 }
 
+std::vector<std::string> schema_problems(sqlite3* db) {
+    // The current schema, as the migrations make it.
+    sqlite3* mem = nullptr;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+        sqlite3_close_v2(mem);
+        return {"cannot open an in-memory database to compare the schema with"};
+    }
+    struct Closer {
+        sqlite3* d;
+        ~Closer() { sqlite3_close_v2(d); }
+    } closer{mem};
+    for (const char* m : migrations()) sqlite::exec(mem, m);
+    std::vector<std::string> problems;
+    sqlite::Stmt tables(mem, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    while (tables.step()) {
+        const std::string t = tables.text(0);
+        if (!has_table(db, t.c_str())) {
+            problems.push_back("table " + t + " is missing");
+            continue;
+        }
+        sqlite::Stmt want(mem, ("SELECT name FROM pragma_table_info('" + t + "')").c_str());
+        while (want.step()) {
+            const std::string col = want.text(0);
+            sqlite::Stmt have(db, ("SELECT 1 FROM pragma_table_info('" + t + "') WHERE name = ?1").c_str());
+            have.bind(1, col);
+            if (!have.step()) problems.push_back("column " + t + "." + col + " is missing");
+        }
+    }
+    return problems;
+}
+
 }  // namespace sl::library_schema

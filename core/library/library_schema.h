@@ -21,4 +21,8 @@ int read_version(sqlite3* db);
 // newer than this build knows.
 void migrate(sqlite3* db);
 
+// What the schema of `db` lacks against the current one (a table, or a column of a table), in
+// words; empty when nothing. Compares with the migrations applied to an in-memory database.
+std::vector<std::string> schema_problems(sqlite3* db);
+
 }  // namespace sl::library_schema

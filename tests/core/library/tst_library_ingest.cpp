@@ -243,7 +243,7 @@ private Q_SLOTS:
                      QStringLiteral("--library"), lib_dir});
         QVERIFY2(r.exit_code == 0, qPrintable(r.err));
         r = run_cli({QStringLiteral("library"), QStringLiteral("check"), QStringLiteral("--library"), lib_dir});
-        QVERIFY2(r.exit_code == 0 && r.out.contains(QStringLiteral("integrity ok")), qPrintable(r.out + r.err));
+        QVERIFY2(r.exit_code == 0 && r.out.contains(QStringLiteral("schema version 2, ok")), qPrintable(r.out + r.err));
         Library lib = Library::open(lib_dir.toStdString());
         QCOMPARE(lib.list_documents().size(), size_t{3});
 
