@@ -391,6 +391,14 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
     fd.path = tmp;
     fd.fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd.fd < 0) throw IoError(tmp + ": cannot create: " + std::strerror(errno));
+    // A save that fails (a full disk, an I/O error) leaves no partial .tmp behind.
+    struct RemoveUnlessDone {
+        const std::string& p;
+        bool done = false;
+        ~RemoveUnlessDone() {
+            if (!done) ::unlink(p.c_str());
+        }
+    } cleanup{tmp};
     uint8_t h[kHeaderBytes] = {};
     std::memcpy(h, kMagic, 8);
     store32(h + 8, info.version);
@@ -417,11 +425,9 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
     write_records(w, kv, tokens, static_cast<size_t>(base.tokens), logits, tmp, index_keys, nullptr);
     write_slot(fd, 0, 1, w.end(), tokens.size());
     fd.sync();
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        throw IoError(path + ": cannot replace with " + tmp + ": " + std::strerror(err));
-    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+        throw IoError(path + ": cannot replace with " + tmp + ": " + std::strerror(errno));
+    cleanup.done = true;
     // Make the rename durable.
     const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

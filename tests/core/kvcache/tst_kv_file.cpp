@@ -6,7 +6,13 @@
 // round trip, append, and are refused when their base field is damaged.
 #include <QtTest>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -82,6 +88,7 @@ private Q_SLOTS:
     void hostileFiles();
     void indexKeys();
     void deltaFiles();
+    void failedSaveLeavesNoTemporary();
     void writeFuzzSeeds();
 
 private:
@@ -123,6 +130,39 @@ void TstKvFile::roundTripAndAppend() {
     auto other = t;
     other[3] ^= 1;
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::append_kv_file(path, c, kv, std::vector<int32_t>(other.begin(), other.begin() + 10), logits2));
+}
+
+// A save that runs out of room (here: a file size limit, as a full disk would) throws and leaves
+// neither the file nor its .tmp behind. Run in a child process, whose limit does not touch the test.
+void TstKvFile::failedSaveLeavesNoTemporary() {
+    const std::string path = dir_.filePath(QStringLiteral("full.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F32, kBlock));
+    fill(kv, 0, 150);
+    const auto logits = sl::test::random_floats(kVocab);
+    const auto t = tokens(150);
+    const pid_t pid = ::fork();
+    QVERIFY(pid >= 0);
+    if (pid == 0) {
+        std::signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead
+        const rlimit lim{4096, 4096};
+        ::setrlimit(RLIMIT_FSIZE, &lim);
+        int code = 3;
+        try {
+            sl::write_kv_file(path, info_of(kv), kv, t, logits);
+            code = 1;  // it fit: the test is wrong
+        } catch (const sl::IoError&) {
+            code = 0;
+        } catch (...) {
+            code = 2;
+        }
+        ::_exit(code);
+    }
+    int status = 0;
+    QCOMPARE(::waitpid(pid, &status, 0), pid);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 0);
+    QVERIFY(!std::filesystem::exists(path));
+    QVERIFY(!std::filesystem::exists(path + ".tmp"));
 }
 
 void TstKvFile::interruptedAppendKeepsPrevious() {
