@@ -37,9 +37,26 @@ const Reader* reader_for(const std::string& path) {
 }
 
 doc::Document read_document(const std::string& path, IngestContext& ctx) {
+    // Name the real problem: a folder, a pipe or a device is not "missing".
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        throw IngestError(IngestErrorKind::Io, path, "no such file");
+    const auto st = std::filesystem::status(path, ec);
+    switch (st.type()) {
+        case std::filesystem::file_type::regular: break;
+        case std::filesystem::file_type::not_found:
+            throw IngestError(IngestErrorKind::Io, path, "no such file");
+        case std::filesystem::file_type::directory:
+            throw IngestError(IngestErrorKind::Io, path, "a folder, not a file (add reads folders; ingest takes files)");
+        case std::filesystem::file_type::fifo:
+            throw IngestError(IngestErrorKind::Io, path, "a pipe (FIFO), not a file");
+        case std::filesystem::file_type::socket:
+            throw IngestError(IngestErrorKind::Io, path, "a socket, not a file");
+        case std::filesystem::file_type::block:
+        case std::filesystem::file_type::character:
+            throw IngestError(IngestErrorKind::Io, path, "a device, not a file");
+        default:
+            throw IngestError(IngestErrorKind::Io, path,
+                              ec ? "cannot be examined: " + ec.message() : std::string("not a regular file"));
+    }
     const Reader* r = reader_for(path);
     if (!r) throw IngestError(IngestErrorKind::Unsupported, path, "not a format Sightline reads (PDF, PPTX, images, video)");
     doc::Document d = r->read(path, ctx);

@@ -16,6 +16,7 @@ private Q_SLOTS:
     void optionsBeforeTheCommand();
     void doubleDashEndsOptions();
     void controlCharactersEscaped();
+    void notAFileNamed();
 };
 
 namespace {
@@ -113,6 +114,17 @@ void TstCliVersion::controlCharactersEscaped() {
     QCOMPARE(status, 1);
     QVERIFY2(!out.contains('\x1b') && !out.contains("\xc2\x9b"), out.toHex().constData());
     QVERIFY2(out.contains("\\x1b[2Jgone\\x9b31m.pdf"), out.constData());
+}
+
+// A folder or a device given to ingest is named as what it is, not as missing.
+void TstCliVersion::notAFileNamed() {
+    int status = -1;
+    QByteArray out = run({QStringLiteral("ingest"), QStringLiteral("/dev/null")}, &status);
+    QCOMPARE(status, 1);
+    QVERIFY2(out.contains("/dev/null: a device, not a file"), out.constData());
+    out = run({QStringLiteral("ingest"), QStringLiteral("/tmp")}, &status);
+    QCOMPARE(status, 1);
+    QVERIFY2(out.contains("/tmp: a folder, not a file"), out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliVersion)
