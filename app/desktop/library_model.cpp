@@ -25,7 +25,7 @@ FileKind guess_kind(const QString& path) {
     if (ext == QLatin1String("pptx")) return FileKind::Slides;
     static const QStringList images = {QStringLiteral("png"), QStringLiteral("jpg"), QStringLiteral("jpeg"),
                                        QStringLiteral("webp"), QStringLiteral("tif"), QStringLiteral("tiff"),
-                                       QStringLiteral("bmp")};
+                                       QStringLiteral("bmp"), QStringLiteral("gif")};
     static const QStringList videos = {QStringLiteral("mp4"), QStringLiteral("mkv"), QStringLiteral("webm"),
                                        QStringLiteral("avi"), QStringLiteral("mov"), QStringLiteral("m4v")};
     static const QStringList audios = {QStringLiteral("wav"), QStringLiteral("mp3"), QStringLiteral("flac"),

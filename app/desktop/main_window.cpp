@@ -366,7 +366,7 @@ void MainWindow::enqueueAll(const QList<quint64>& ids, double frames_per_minute)
 void MainWindow::addFilesDialog() {
     const QStringList files = QFileDialog::getOpenFileNames(
         this, tr("Add files"), settings_->lastDirectory(),
-        tr("Documents and media (*.pdf *.pptx *.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.mp4 *.mkv *.webm *.avi "
+        tr("Documents and media (*.pdf *.pptx *.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif *.mp4 *.mkv *.webm *.avi "
            "*.mov *.wav *.mp3 *.flac *.ogg);;All files (*)"));
     if (files.isEmpty()) return;
     settings_->setLastDirectory(QFileInfo(files.front()).absolutePath());

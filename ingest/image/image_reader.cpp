@@ -4,9 +4,11 @@
 #include <QFileInfo>
 #include <QImageReader>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "core/util/sha256.h"
 #include "ingest/image/image_integrity.h"
@@ -30,26 +32,60 @@ void raise_allocation_limit() {
     });
 }
 
-// Qt's decoders accept a truncated PNG or JPEG and fill the missing rows with grey.
-bool looks_truncated(QFile& f) {
-    const qint64 size = f.size();
-    if (size < 8) return true;
-    uchar* data = f.map(0, size);
-    if (!data) return false;  // cannot map: let the decoder judge
-    bool truncated = false;
-    if (std::memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0)
-        truncated = !png_is_complete(data, static_cast<size_t>(size));
-    else if (data[0] == 0xFF && data[1] == 0xD8)
-        truncated = !jpeg_is_complete(data, static_cast<size_t>(size));
+std::string dimensions(int64_t w, int64_t h) {
+    return std::to_string(w) + "x" + std::to_string(h);
+}
+
+// What the bytes say before anything is decoded: the GIF canvas Qt will decode to (QImageReader's
+// size() is the first frame's), and whether the file is complete and large enough for its pixels
+// (Qt's decoders fill a truncated PNG or JPEG, or one whose header lies, with grey).
+struct FileFacts {
+    QSize canvas;        // invalid unless a GIF
+    std::string damage;  // empty when sound
+};
+
+FileFacts file_facts(QFile& f, QSize size) {
+    FileFacts facts;
+    const qint64 bytes = f.size();
+    if (bytes < 8) {
+        facts.damage = "the image is truncated (" + std::to_string(bytes) + " bytes)";
+        return facts;
+    }
+    uchar* data = f.map(0, bytes);
+    if (!data) return facts;  // cannot map: let the decoder judge
+    const auto n = static_cast<size_t>(bytes);
+    const ImageSize gif = gif_screen_size(data, n);
+    if (gif.width > 0 || gif.height > 0)
+        facts.canvas = QSize(std::max<int>(size.width(), static_cast<int>(std::min<uint32_t>(gif.width, 65535))),
+                             std::max<int>(size.height(), static_cast<int>(std::min<uint32_t>(gif.height, 65535))));
+    const bool png = std::memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0;
+    const bool jpeg = data[0] == 0xFF && data[1] == 0xD8;
+    if ((png && !png_is_complete(data, n)) || (jpeg && !jpeg_is_complete(data, n))) {
+        facts.damage = "the image is truncated (it ends before its end-of-image marker)";
+    } else {
+        const uint64_t least = min_plausible_bytes(data, n, static_cast<uint64_t>(size.width()),
+                                                   static_cast<uint64_t>(size.height()));
+        if (least > n)
+            facts.damage = "the header claims " + dimensions(size.width(), size.height()) +
+                           " pixels, which cannot fit in " + std::to_string(n) +
+                           " bytes (at least " + std::to_string(least) + " are needed)";
+    }
     f.unmap(data);
-    return truncated;
+    return facts;
+}
+
+// Bits a pixel of this reader's decoded format takes (32 when Qt cannot say before decoding).
+int bits_per_pixel(const QImageReader& reader) {
+    const QImage::Format format = reader.imageFormat();
+    const int bits = format == QImage::Format_Invalid ? 0 : QImage::toPixelFormat(format).bitsPerPixel();
+    return bits > 0 ? bits : 32;
 }
 
 class ImageReader final : public Reader {
 public:
     const char* name() const override { return "image"; }
     std::vector<std::string> extensions() const override {
-        return {"png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp"};
+        return {"png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif"};
     }
     bool sniff(const std::string& h) const override {
         auto is = [&](const char* m, size_t n, size_t at = 0) {
@@ -57,7 +93,7 @@ public:
         };
         return is("\x89PNG\r\n\x1a\n", 8) || is("\xff\xd8\xff", 3) ||
                (is("RIFF", 4) && is("WEBP", 4, 8)) || is("II*\0", 4) || is("MM\0*", 4) ||
-               is("BM", 2);
+               is("BM", 2) || is("GIF87a", 6) || is("GIF89a", 6);
     }
     doc::Document read(const std::string& path, IngestContext& ctx) const override;
 };
@@ -84,26 +120,39 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
                                 "qt6-image-formats-plugins)"
                               : "not an image Sightline reads (or a damaged one)");
     }
-    const QSize size = reader.size();
+    QSize size = reader.size();
     if (!size.isValid() || size.isEmpty())
         throw IngestError(IngestErrorKind::Corrupt, path, "cannot read the image's dimensions");
+    const FileFacts facts = file_facts(file, size);
+    file.close();
+    if (facts.canvas.isValid()) size = facts.canvas;  // a GIF decodes to its logical screen
     const int64_t pixels = int64_t{size.width()} * size.height();
     if (size.width() > kMaxImageSide || size.height() > kMaxImageSide || pixels > kMaxImagePixels)
         throw IngestError(IngestErrorKind::TooLarge, path,
-                          "the image is " + std::to_string(size.width()) + "x" +
-                              std::to_string(size.height()) + " pixels, over the limit of " +
-                              std::to_string(kMaxImageSide) + " per side and " +
-                              std::to_string(kMaxImagePixels / 1'000'000) + " megapixels");
-    if (looks_truncated(file))
-        throw IngestError(IngestErrorKind::Corrupt, path,
-                          "the image is truncated (it ends before its end-of-image marker)");
-    file.close();
+                          "the image is " + dimensions(size.width(), size.height()) +
+                              " pixels, over the limit of " + std::to_string(kMaxImageSide) +
+                              " per side and " + std::to_string(kMaxImagePixels / 1'000'000) +
+                              " megapixels");
     double scale = 1.0;
-    if (pixels > kMaxDecodedPixels) {
+    QSize target = size;
+    if (pixels > kMaxDecodedPixels && !facts.canvas.isValid()) {
         scale = std::sqrt(static_cast<double>(kMaxDecodedPixels) / static_cast<double>(pixels));
-        reader.setScaledSize(QSize(std::max(1, static_cast<int>(size.width() * scale)),
-                                   std::max(1, static_cast<int>(size.height() * scale))));
+        target = QSize(std::max(1, static_cast<int>(size.width() * scale)),
+                        std::max(1, static_cast<int>(size.height() * scale)));
+        reader.setScaledSize(target);
     }
+    // JPEG scales while it decodes (DCT scaling); the other handlers decode the whole image first.
+    const bool scales_natively = format == "jpeg" || format == "jpg";
+    const QSize held = scales_natively ? target : size;
+    const int bits = bits_per_pixel(reader);
+    const int64_t need = (int64_t{held.width()} * bits + 31) / 32 * 4 * held.height();  // Qt's rows
+    if (need > int64_t{kImageAllocationLimitMb} << 20)
+        throw IngestError(IngestErrorKind::TooLarge, path,
+                          "decoding the " + dimensions(size.width(), size.height()) + " image (" +
+                              std::to_string(bits) + " bits per pixel) needs " +
+                              std::to_string(need >> 20) + " MiB, over the limit of " +
+                              std::to_string(kImageAllocationLimitMb) + " MiB");
+    if (!facts.damage.empty()) throw IngestError(IngestErrorKind::Corrupt, path, facts.damage);
     ctx.progress(0.0, "decoding");
     QImage img;
     try {
@@ -115,6 +164,11 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
     if (img.isNull())
         throw IngestError(IngestErrorKind::Corrupt, path,
                           "cannot decode the image: " + reader.errorString().toStdString());
+    if (int64_t{img.width()} * img.height() > pixels)  // EXIF may swap the sides, not add pixels
+        throw IngestError(IngestErrorKind::Corrupt, path,
+                          "the image decoded to " + dimensions(img.width(), img.height()) +
+                              " pixels, more than its header's " +
+                              dimensions(size.width(), size.height()));
 
     doc::Document d;
     d.path = path;

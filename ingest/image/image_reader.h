@@ -1,7 +1,9 @@
-// The image reader (PNG, JPEG, WebP, TIFF, BMP through Qt's image plugins): one Unit (kind Image,
-// size in pixels), a Picture visual with a PNG thumbnail, and the OCR text (role Ocr).
-// Hostile files: the dimensions are checked from the header before anything is decoded
-// (kMaxImageSide, kMaxImagePixels -> TooLarge); truncated or undecodable files -> Corrupt.
+// The image reader (PNG, JPEG, WebP, TIFF, BMP, GIF's first frame through Qt's image plugins): one
+// Unit (kind Image, size in pixels), a Picture visual with a PNG thumbnail, and the OCR text (role
+// Ocr). Hostile files: the dimensions are checked from the header before anything is decoded
+// (kMaxImageSide, kMaxImagePixels, and the memory decoding takes against kImageAllocationLimitMb ->
+// TooLarge; a GIF by its logical screen); truncated files, files too small for the pixels their
+// header claims, and undecodable ones -> Corrupt.
 //
 // Threading: stateless; read() may run on several threads at once (one OcrEngine per call).
 // The first read() raises Qt's process-wide QImageReader allocation limit to

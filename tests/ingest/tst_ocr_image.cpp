@@ -70,6 +70,33 @@ QByteArray png_claiming(uint32_t w, uint32_t h) {
            png_chunk("IDAT", QByteArray::fromHex("789c030000000001")) + png_chunk("IEND", {});
 }
 
+// A 16-bit RGBA PNG header claiming w x h pixels, with a little data.
+QByteArray png16_claiming(uint32_t w, uint32_t h) {
+    const QByteArray ihdr = be32(w) + be32(h) + QByteArray("\x10\x06\x00\x00\x00", 5);
+    return QByteArray("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr) +
+           png_chunk("IDAT", QByteArray::fromHex("789c030000000001")) + png_chunk("IEND", {});
+}
+
+// A real JPEG with its frame header's height and width changed: the scan stays as it was.
+QByteArray jpeg_claiming(QByteArray jpeg, uint16_t w, uint16_t h) {
+    for (qsizetype i = 2; i + 9 < jpeg.size(); ++i) {
+        const auto m = static_cast<uint8_t>(jpeg[i + 1]);
+        if (static_cast<uint8_t>(jpeg[i]) == 0xFF && (m == 0xC0 || m == 0xC1 || m == 0xC2)) {
+            jpeg[i + 5] = static_cast<char>(h >> 8);
+            jpeg[i + 6] = static_cast<char>(h & 0xFF);
+            jpeg[i + 7] = static_cast<char>(w >> 8);
+            jpeg[i + 8] = static_cast<char>(w & 0xFF);
+            return jpeg;
+        }
+    }
+    return {};
+}
+
+// A real 2x2 GIF89a (Qt has no GIF writer): a 2-colour palette and an LZW stream.
+QByteArray gif_sample() {
+    return QByteArray::fromBase64("R0lGODlhAgACAIAAAAAAAP///ywAAAAAAgACAAACAoRRADs=");
+}
+
 QByteArray le(uint32_t v, int bytes) {
     QByteArray b(bytes, '\0');
     for (int i = 0; i < bytes; ++i) b[i] = static_cast<char>(v >> (8 * i));
@@ -157,7 +184,8 @@ void TstOcrImage::sniff_and_extensions() {
     QVERIFY(r->sniff(std::string("RIFF\x10\0\0\0WEBPVP8 ", 16)));
     QVERIFY(r->sniff(std::string("II*\0", 4)));
     QVERIFY(!r->sniff("%PDF-1.4"));
-    for (const char* ext : {"png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp"}) {
+    QVERIFY(r->sniff("GIF89a\x02\x00\x02\x00"));
+    for (const char* ext : {"png", "jpg", "jpeg", "webp", "tif", "tiff", "bmp", "gif"}) {
         const auto e = r->extensions();
         QVERIFY2(std::find(e.begin(), e.end(), ext) != e.end(), ext);
     }
@@ -341,6 +369,30 @@ void TstOcrImage::hostile_data() {
     QTest::newRow("random bytes") << "random.png" << QByteArray(4096, '\x5a')
                                   << int(IngestErrorKind::Unsupported);
     QTest::newRow("empty") << "empty.jpg" << QByteArray() << int(IngestErrorKind::Unsupported);
+    // A complete JPEG whose frame header claims 10000x19999 pixels and holds a few bytes of scan:
+    // Qt would decode it to 200 MB of grey.
+    QTest::newRow("JPEG claiming 10000x19999 in a few bytes")
+        << "claims.jpg" << jpeg_claiming(jpeg, 10000, 19999) << int(IngestErrorKind::Corrupt);
+    // A 16-bit RGBA PNG within the pixel caps whose decoding needs 8 bytes a pixel: over the limit.
+    QTest::newRow("16-bit PNG over the decoding limit")
+        << "deep.png" << png16_claiming(12000, 12000) << int(IngestErrorKind::TooLarge);
+    // A 4x4 GIF frame on a 16000x16000 logical screen: Qt decodes the screen (1 GB).
+    QTest::newRow("GIF whose screen dwarfs its frame")
+        << "screen.gif"
+        << QByteArray::fromBase64("R0lGODlhBGYEAIAAAAAAAP///ywAAAAABAAEAAACAAAAAAAAAAAKRIgwYECECAMGBQA7")
+        << int(IngestErrorKind::TooLarge);
+    QByteArray square = gif_sample();
+    square.replace(6, 4, QByteArray("\x80\x3e\x80\x3e", 4));  // a 16000x16000 screen
+    QTest::newRow("GIF on a 16000x16000 screen") << "square.gif" << square << int(IngestErrorKind::TooLarge);
+    QTest::newRow("GIF misnamed .png") << "gif.png" << gif_sample() << -1;
+    QTest::newRow("GIF") << "small.gif" << gif_sample() << -1;
+    // Highly compressible real images stay readable (the size bounds leave room for them).
+    QImage white(4000, 3000, QImage::Format_RGB32);
+    white.fill(Qt::white);
+    QTest::newRow("uniform 4000x3000 JPEG") << "white.jpg" << encode(white, "jpeg", 10) << -1;
+    QTest::newRow("uniform 4000x3000 PNG") << "white.png" << encode(white, "png") << -1;
+    QImage mono = white.convertToFormat(QImage::Format_Mono);
+    QTest::newRow("uniform 4000x3000 1-bit PNG") << "mono.png" << encode(mono, "png") << -1;
     // Qt's BMP handler refuses such a header outright (no size to check): damaged, not decoded.
     QTest::newRow("BMP claiming 50000x50000")
         << "huge.bmp" << bmp_header_claiming(50000, 50000) << int(IngestErrorKind::Corrupt);
