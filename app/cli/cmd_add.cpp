@@ -254,6 +254,7 @@ int run(const QStringList& args) {
                 break;
         }
         sl::cli::out(line + "\n");
+        for (const std::string& note : r.notes) sl::cli::out("  note: " + note + "\n");
         if (cancelled) return 130;  // Ctrl-C came after this file was stored: stop here
     }
     return failures ? 1 : 0;

@@ -70,7 +70,10 @@ int run(const QStringList& args) {
             sl::ingest::IngestContext ctx(options);
             const sl::doc::Document d = sl::ingest::read_document(path, ctx);
             if (json) sl::cli::out(sl::ingest::to_json_bytes(d, lines).toStdString());
-            else sl::cli::out(summary(d, static_cast<double>(timer.nsecsElapsed()) * 1e-9));
+            else {
+                sl::cli::out(summary(d, static_cast<double>(timer.nsecsElapsed()) * 1e-9));
+                for (const std::string& note : d.notes()) sl::cli::out("  note: " + note + "\n");
+            }
         } catch (const sl::Error& e) {
             sl::cli::err(std::string("error: ") + e.what() + "\n");
             ++failures;

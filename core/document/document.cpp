@@ -1,5 +1,6 @@
 #include "core/document/document.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -68,6 +69,28 @@ const char* to_string(VisualKind k) {
         case VisualKind::Frame: return "frame";
     }
     return "unknown";
+}
+
+void Document::add_note(const std::string& text) {
+    std::string line = text;
+    for (char& c : line)
+        if (c == '\n' || c == '\r') c = ' ';
+    std::string& all = metadata["notes"];
+    if (!all.empty()) all += '\n';
+    all += line;
+}
+
+std::vector<std::string> Document::notes() const {
+    std::vector<std::string> out;
+    const auto it = metadata.find("notes");
+    if (it == metadata.end()) return out;
+    size_t from = 0;
+    while (from <= it->second.size()) {
+        const size_t nl = std::min(it->second.find('\n', from), it->second.size());
+        if (nl > from) out.push_back(it->second.substr(from, nl - from));
+        from = nl + 1;
+    }
+    return out;
 }
 
 size_t Document::text_chars() const {

@@ -100,6 +100,11 @@ struct Document {
     std::vector<OutlineEntry> outline;
     std::vector<Link> links;
 
+    // What the reader noticed and the user should hear (a file it skipped, a limit it applied): kept
+    // in metadata["notes"], one per line, so that it is stored and exported with the document.
+    void add_note(const std::string& text);
+    std::vector<std::string> notes() const;
+
     size_t text_chars() const;         // total UTF-8 bytes of block text
     size_t block_count() const;
     size_t visual_count() const;

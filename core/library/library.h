@@ -319,6 +319,7 @@ struct AddResult {
     DocId id = 0;          // the stored (or existing) document; 0 when failed before storing
     DocumentInfo info;     // its row after the operation (when id != 0)
     std::string message;   // the failure, or "same content as <path>" for duplicates
+    std::vector<std::string> notes;  // the reader's notes on a document it read (Document::notes)
 };
 
 // Reads a file into a Document: the caller wires in ingest::read_document with its own options,

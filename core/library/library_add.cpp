@@ -95,7 +95,9 @@ AddResult add_file(Library& lib, const std::string& path_in, const ReadDocumentF
     if (d.id.empty()) d.id = sha;
     d.path = path;
     lib.write_document(id, d, options.batch_units);  // marks the document Failed if it throws
-    return existing(lib, at_path ? AddStatus::Replaced : AddStatus::Added, id);
+    AddResult r = existing(lib, at_path ? AddStatus::Replaced : AddStatus::Added, id);
+    r.notes = d.notes();
+    return r;
 }
 
 }  // namespace sl

@@ -51,9 +51,10 @@ std::string error_text(int err) {
     return buf;
 }
 
-void quiet_logging() {
+void setup() {
     static std::once_flag once;
     std::call_once(once, [] {
+        av_max_alloc(kMaxAllocationBytes);
         av_log_set_level(AV_LOG_ERROR);
         av_log_set_callback(log_callback);
     });

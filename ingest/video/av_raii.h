@@ -3,6 +3,7 @@
 // that calls the matching FFmpeg free function; none of these objects is shared between threads.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/frame.h>
+#include <libavutil/mem.h>
 #include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
 }
@@ -83,9 +85,14 @@ PacketPtr make_packet();  // likewise
 // FFmpeg's text for an error code, e.g. "Invalid data found when processing input".
 std::string error_text(int err);
 
-// Turns FFmpeg's own logging off (process-wide, once) and keeps the last error line FFmpeg logged
-// on the calling thread, for messages. Safe to call from any thread, any number of times.
-void quiet_logging();
+// The largest single allocation FFmpeg may make (av_max_alloc): a frame at the largest allowed
+// video size fits; a header that claims a 1.8 GB tag (a WAV LIST chunk) is refused, not allocated.
+inline constexpr size_t kMaxAllocationBytes = size_t{1} << 30;
+
+// Process-wide FFmpeg set-up, once: its own logging off (the last error line FFmpeg logged on the
+// calling thread is kept, for messages) and allocations capped at kMaxAllocationBytes. Safe to call
+// from any thread, any number of times.
+void setup();
 std::string last_log_line();  // of the calling thread; "" when none
 void clear_last_log_line();   // of the calling thread
 

@@ -49,11 +49,18 @@ int interrupt_cb(void* opaque) {
     return static_cast<const IngestContext*>(opaque)->cancelled() ? 1 : 0;
 }
 
+}  // namespace
+
 // Nested opens (HLS segments, concat lists, image sequences, external references) are refused: a
-// media file is read on its own, never as a pointer to other files or URLs.
-int refuse_io_open(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary**) {
+// media file is read on its own, never as a pointer to other files or URLs. The first refused URL
+// is kept for the message (s->opaque is the MediaInput).
+int MediaInput::refuse_io_open(AVFormatContext* s, AVIOContext**, const char* url, int, AVDictionary**) {
+    auto* self = static_cast<MediaInput*>(s->opaque);
+    if (self && self->refused_url_.empty() && url) self->refused_url_ = url;
     return AVERROR(EPERM);
 }
+
+namespace {
 
 std::string cause(int err) {
     std::string line = av::last_log_line();
@@ -80,7 +87,7 @@ void MediaInput::check_dimensions(const std::string& name, int stream_index, int
 
 std::unique_ptr<MediaInput> MediaInput::open_file(const std::string& path,
                                                   const IngestContext& ctx) {
-    av::quiet_logging();
+    av::setup();
     av::clear_last_log_line();
     std::unique_ptr<MediaInput> in(new MediaInput);
     in->name_ = path;
@@ -98,7 +105,7 @@ std::unique_ptr<MediaInput> MediaInput::open_file(const std::string& path,
 std::unique_ptr<MediaInput> MediaInput::open_memory(std::span<const uint8_t> bytes,
                                                     const std::string& name,
                                                     const IngestContext& ctx) {
-    av::quiet_logging();
+    av::setup();
     av::clear_last_log_line();
     std::unique_ptr<MediaInput> in(new MediaInput);
     in->name_ = name;
@@ -135,16 +142,26 @@ void MediaInput::open(const std::string& url, const IngestContext& ctx) {
     raw->pb = pb;
     raw->flags |= AVFMT_FLAG_CUSTOM_IO;
     raw->interrupt_callback = {interrupt_cb, const_cast<IngestContext*>(&ctx)};
-    raw->io_open = refuse_io_open;
+    raw->io_open = &MediaInput::refuse_io_open;
+    raw->opaque = this;
     AVDictionary* opts = nullptr;
     av_dict_set(&opts, "protocol_whitelist", "file", 0);
     err = avformat_open_input(&raw, url.c_str(), ifmt, &opts);  // frees raw on failure
     av_dict_free(&opts);
     if (err < 0) {
         ctx.check_cancelled(name_);
-        if (err == AVERROR(EPERM))
+        if (!refused_url_.empty() || err == AVERROR(EPERM)) {
+            std::string other = refused_url_.size() > 200 ? refused_url_.substr(0, 200) + "…" : refused_url_;
             throw IngestError(IngestErrorKind::Unsupported, name_,
-                              "the " + what + " refers to other files, which are not read");
+                              "the " + what + " refers to other files" +
+                                  (other.empty() ? std::string() : " ('" + other + "')") +
+                                  ", which are not read: add the media file itself");
+        }
+        if (err == AVERROR(ENOMEM))
+            throw IngestError(IngestErrorKind::TooLarge, name_,
+                              "the " + what + " asks for more memory than a media file may take (" +
+                                  std::to_string(av::kMaxAllocationBytes >> 20) +
+                                  " MiB at once): damaged or hostile");
         throw IngestError(IngestErrorKind::Corrupt, name_,
                           "the " + what + " is damaged or truncated: " + cause(err));
     }

@@ -44,6 +44,8 @@ public:
 private:
     struct MemorySource;
     MediaInput() = default;
+    static int refuse_io_open(AVFormatContext* s, AVIOContext** pb, const char* url, int flags,
+                              AVDictionary** options);
     void open(const std::string& url, const IngestContext& ctx);
 
     std::string name_;
@@ -53,6 +55,7 @@ private:
     av::FormatContextPtr fmt_;              // declared last: closed before the I/O it reads
     double start_offset_ = 0;
     double duration_ = 0;
+    std::string refused_url_;  // the first nested open refused (a playlist's segment), for messages
 };
 
 }  // namespace sl::ingest

@@ -222,6 +222,14 @@ void MediaDocumentBuilder::finish_tracks() {
     if (!sidecar_for_.empty() && options_.sidecar_subtitles) {
         std::string used;
         for (const std::string& path : find_sidecar_subtitles(sidecar_for_)) {
+            std::error_code ec;
+            const auto bytes = std::filesystem::file_size(path, ec);
+            if (!ec && bytes > kMaxSidecarBytes) {
+                doc_.add_note("the subtitle file " + std::filesystem::path(path).filename().string() +
+                              " (" + std::to_string(bytes >> 20) + " MiB) is over the limit of " +
+                              std::to_string(kMaxSidecarBytes >> 20) + " MiB for subtitles: not read");
+                continue;
+            }
             std::vector<doc::Block> cues = read_sidecar_subtitles(path, kMaxSidecarBytes);
             if (cues.empty()) continue;
             if (!used.empty()) used += ',';

@@ -26,7 +26,8 @@ public:
     const char* name() const override { return "video"; }
     std::vector<std::string> extensions() const override {
         return {"mp4", "m4v",  "mov", "qt",   "mkv", "webm", "avi", "wmv", "asf", "flv",
-                "mpg", "mpeg", "ts",  "m2ts", "mts", "3gp",  "3g2", "ogv", "vob", "mxf"};
+                "mpg", "mpeg", "ts",  "m2ts", "mts", "3gp",  "3g2", "ogv", "vob", "mxf",
+                "m3u8", "m3u"};  // playlists: refused by name (they point at other files)
     }
     bool sniff(const std::string& head) const override {
         if (at(head, 4, "ftyp", 4)) return !foreign_brand(head);

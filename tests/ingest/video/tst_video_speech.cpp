@@ -77,6 +77,7 @@ private Q_SLOTS:
     void mp4MovTextAndTranscript();
     void mkvSubRip();
     void sidecarSrt();
+    void sidecarTooBigIsNoted();
 
 private:
     void check_subtitles(const sl::doc::Document& d);
@@ -250,6 +251,26 @@ void TstVideoSpeech::sidecarSrt() {
     QVERIFY(d.metadata.count("subtitle_codecs") == 0);
     QCOMPARE(d.metadata.at("sidecar_subtitles"), std::string("lecture.en.srt"));
     check_subtitles(d);
+}
+
+// A sidecar over the 16 MiB limit is not read, and the document says so (the CLI prints it).
+void TstVideoSpeech::sidecarTooBigIsNoted() {
+    const QString media = dir_.filePath(QStringLiteral("huge.mkv"));
+    QVERIFY(QFile::copy(bare_, media));
+    QFile srt(dir_.filePath(QStringLiteral("huge.srt")));
+    QVERIFY(srt.open(QIODevice::WriteOnly));
+    QVERIFY(srt.write("1\n00:00:01,000 --> 00:00:02,000\nhello\n\n") > 0);
+    QVERIFY(srt.resize(17 << 20));  // sparse: the size is what counts
+    srt.close();
+    sl::ingest::IngestOptions o;
+    o.transcribe = false;
+    sl::ingest::IngestContext ctx(o);
+    const auto d = sl::ingest::make_video_reader()->read(media.toStdString(), ctx);
+    QCOMPARE(d.metadata.count("sidecar_subtitles"), size_t{0});
+    const auto notes = d.notes();
+    QCOMPARE(notes.size(), size_t{1});
+    QVERIFY2(notes[0].find("huge.srt") != std::string::npos, notes[0].c_str());
+    QVERIFY2(notes[0].find("16 MiB") != std::string::npos, notes[0].c_str());
 }
 
 QTEST_GUILESS_MAIN(TstVideoSpeech)

@@ -6,6 +6,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <random>
@@ -84,6 +87,8 @@ private Q_SLOTS:
     void hugeDimensions();
     void absurdDuration();
     void noStreams();
+    void playlistsNamed();
+    void hugeRiffTag();
 
 private:
     QTemporaryDir dir_;
@@ -483,6 +488,55 @@ void TstVideoUnits::noStreams() {
     QVERIFY2(kind == IngestErrorKind::Corrupt, kind ? msg.c_str() : "read an empty file");
     QVERIFY2(QString::fromStdString(msg).endsWith(QStringLiteral("empty.mp4: the file is empty")),
              msg.c_str());
+}
+
+void TstVideoUnits::playlistsNamed() {
+    // An HLS playlist points at segments: refused by name, with the segment it wanted.
+    const QString m3u8 = path("talk.m3u8");
+    QVERIFY(write_all(m3u8, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n"
+                            "#EXTINF:2.0,\nsegment-000.ts\n#EXT-X-ENDLIST\n"));
+    QVERIFY(sl::ingest::make_video_reader()->extensions().size() > 0);
+    const auto e = sl::ingest::make_video_reader()->extensions();
+    QVERIFY(std::find(e.begin(), e.end(), std::string("m3u8")) != e.end());
+    std::string msg;
+    QCOMPARE(read_error(m3u8, {}, &msg), std::optional(IngestErrorKind::Unsupported));
+    QVERIFY2(QString::fromStdString(msg).contains(QStringLiteral("segment-000.ts")), msg.c_str());
+    QVERIFY2(QString::fromStdString(msg).contains(QStringLiteral("add the media file itself")),
+             msg.c_str());
+    QVERIFY2(!QString::fromStdString(msg).contains(QStringLiteral("damaged")), msg.c_str());
+}
+
+// A WAV whose LIST/INFO tag claims 1.8 GB: FFmpeg would allocate (and zero) it before reading;
+// the allocation cap refuses it, and the sound still reads.
+void TstVideoUnits::hugeRiffTag() {
+    auto le32 = [](uint32_t v) {
+        QByteArray b(4, '\0');
+        for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
+        return b;
+    };
+    const QByteArray pcm(16000, '\0');  // a second of 8 kHz 16-bit silence
+    const QByteArray fmt = QByteArray::fromHex("01000100401f0000803e000002001000");
+    const QByteArray info = QByteArray("INFOINAM") + le32(0x70000000u) + QByteArray(64, 'a');
+    const QByteArray body = QByteArray("WAVEfmt ") + le32(16) + fmt + "data" + le32(16000) + pcm +
+                            "LIST" + le32(0xFFFFFFFDu) + info;
+    const QString wav = path("tagged.wav");
+    QVERIFY(write_all(wav, QByteArray("RIFF") + le32(static_cast<uint32_t>(body.size())) + body));
+    rusage before{};
+    getrusage(RUSAGE_SELF, &before);
+    IngestOptions o;
+    o.transcribe = false;
+    IngestContext ctx(o);
+    std::string msg;
+    try {
+        (void)sl::ingest::make_audio_reader()->read(wav.toStdString(), ctx);
+    } catch (const IngestError& e) {
+        msg = e.what();  // refusing it by name is fine too; running away with memory is not
+        QVERIFY2(QString::fromStdString(msg).contains(QStringLiteral("tagged.wav")), msg.c_str());
+    }
+    rusage after{};
+    getrusage(RUSAGE_SELF, &after);
+    const long grown_mb = (after.ru_maxrss - before.ru_maxrss) / 1024;  // ru_maxrss is in KiB
+    QVERIFY2(grown_mb < 256, qPrintable(QStringLiteral("peak memory grew by %1 MB").arg(grown_mb)));
 }
 
 QTEST_GUILESS_MAIN(TstVideoUnits)
