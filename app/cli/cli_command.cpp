@@ -1,5 +1,7 @@
 #include "app/cli/cli_command.h"
 
+#include "core/tokenizer/unicode.h"
+
 namespace sl::cli {
 
 std::vector<Command>& commands() {
@@ -27,6 +29,14 @@ std::string terminal_safe(std::string_view text) {
         } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                    static_cast<unsigned char>(text[i + 1]) <= 0x9f) {  // C1 controls (U+0080..U+009F), CSI among them
             hex(static_cast<unsigned char>(text[++i]));
+        } else if (c >= 0x80) {  // UTF-8 passes; a stray byte (a Latin-1 file name) is written as \xNN
+            const auto [cp, len] = unicode::decode_utf8(text, i);
+            if (cp == unicode::kInvalid) {
+                hex(c);
+            } else {
+                o.append(text.substr(i, len));
+                i += len - 1;
+            }
         } else {
             o += static_cast<char>(c);
         }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/library/library.h"
 #include "ingest/ingest_context.h"
 #include "ingest/reader.h"
@@ -54,7 +55,7 @@ std::vector<std::string> expand(const QStringList& inputs, std::vector<std::stri
         if (seen.insert(s).second) out.push_back(s);
     };
     for (const QString& in : inputs) {
-        const fs::path p(in.toStdString());
+        const fs::path p(sl::arg_bytes(in));
         std::error_code ec;
         if (fs::is_directory(p, ec)) {
             std::vector<fs::path> found;
@@ -180,7 +181,7 @@ int run(const QStringList& args) {
             inputs << args.mid(i + 1);
             break;
         }
-        if (a == QLatin1String("--library") && has_value) dir = args[++i].toStdString();
+        if (a == QLatin1String("--library") && has_value) dir = sl::arg_bytes(args[++i]);
         else if (a == QLatin1String("--no-ocr")) options.ocr = false;
         else if (a == QLatin1String("--no-transcribe")) options.transcribe = false;
         else if (a == QLatin1String("--frames-per-minute") && has_value) options.max_frames_per_minute = args[++i].toDouble();

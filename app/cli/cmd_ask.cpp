@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/answer/answer_json.h"
 #include "core/answer/minilm_embedder.h"
 #include "core/ask/ask.h"
@@ -82,7 +83,7 @@ int run(const QStringList& args) {
             o.question = args[i + 1].toStdString();
             break;
         }
-        if (a == QLatin1String("--library")) dir = value().toStdString();
+        if (a == QLatin1String("--library")) dir = sl::arg_bytes(value());
         else if (a == QLatin1String("--effort")) o.effort = sl::parse_effort(value().toStdString());
         else if (a == QLatin1String("--attention")) {
             const QString v = value();

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/ask/attention_choice.h"
 #include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
@@ -42,6 +43,7 @@
 #include "core/vision/patch_tokens.h"
 #include "core/vision/vision_encoder.h"
 #include "core/vision/vision_model.h"
+#include "ingest/qt_file_path.h"
 
 namespace {
 
@@ -58,7 +60,8 @@ const char* kUsage =
 
 // Decodes an image file into 8-bit RGB; throws FormatError naming the file when it cannot.
 sl::RgbImage load_rgb(const std::string& path) {
-    QImageReader reader(QString::fromStdString(path));
+    const sl::ingest::QtFilePath name(path);  // a file name need not be UTF-8
+    QImageReader reader(name.qt());
     const QSize size = reader.size();
     if (size.isValid() && (size.width() > 16384 || size.height() > 16384))
         throw sl::FormatError(path + ": image of " + std::to_string(size.width()) + " x " +
@@ -121,12 +124,12 @@ int run(const QStringList& args) {
         else if (!has_value) {
             sl::cli::err(std::string("sightline-cli generate: ") + (a.startsWith(QLatin1Char('-')) ? "missing value for " + a.toStdString() : "unexpected " + a.toStdString()) + "\n" + kUsage);
             return 2;
-        } else if (a == QLatin1String("--model")) model_path = value().toStdString();
+        } else if (a == QLatin1String("--model")) model_path = sl::arg_bytes(value());
         else if (a == QLatin1String("--prompt")) { prompt = value().toStdString(); have_prompt = true; }
-        else if (a == QLatin1String("--prompt-file")) { prompt = read_prompt_file(value().toStdString()); have_prompt = true; }
+        else if (a == QLatin1String("--prompt-file")) { prompt = read_prompt_file(sl::arg_bytes(value())); have_prompt = true; }
         else if (a == QLatin1String("--system")) system = value().toStdString();
-        else if (a == QLatin1String("--image")) image_path = value().toStdString();
-        else if (a == QLatin1String("--mmproj")) mmproj_path = value().toStdString();
+        else if (a == QLatin1String("--image")) image_path = sl::arg_bytes(value());
+        else if (a == QLatin1String("--mmproj")) mmproj_path = sl::arg_bytes(value());
         else if (a == QLatin1String("-n")) gen.max_tokens = value().toInt();
         else if (a == QLatin1String("--seed")) gen.sampling.seed = value().toULongLong();
         else if (a == QLatin1String("--temp")) gen.sampling.temperature = value().toFloat();
@@ -139,7 +142,7 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--topk")) user_topk = value().toInt();
         else if (a == QLatin1String("--block")) user_block = value().toInt();
         else if (a == QLatin1String("--dense-layers")) user_dense = value().toInt();
-        else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = value().toStdString();
+        else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = sl::arg_bytes(value());
         else if (a == QLatin1String("--device")) {
             so.device = value().toStdString();
             if (so.device != "auto" && so.device != "cpu" && so.device != "cuda") {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/gguf/gguf_reader.h"
 #include "core/util/paths.h"
 #include "core/vision/patch_tokens.h"
@@ -290,12 +291,12 @@ int run(const QStringList& args) {
         if (a == QLatin1String("--json")) {
             as_json = true;
         } else if (a == QLatin1String("--mmproj") && i + 1 < args.size()) {
-            mmproj = fs::path(args[++i].toStdString());
+            mmproj = fs::path(sl::arg_bytes(args[++i]));
         } else if (a.startsWith(QLatin1Char('-')) || model) {
             sl::cli::err(kUsage);
             return 2;
         } else {
-            model = fs::path(a.toStdString());
+            model = fs::path(sl::arg_bytes(a));
         }
     }
     const ModelInfo m = read_info(model.value_or(sl::paths::default_model()));

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "ingest/document_json.h"
 #include "ingest/ingest_error.h"
 #include "ingest/reader.h"
@@ -63,7 +64,7 @@ int run(const QStringList& args) {
     }
     int failures = 0;
     for (const QString& f : files) {
-        const std::string path = f.toStdString();
+        const std::string path = sl::arg_bytes(f);
         QElapsedTimer timer;
         timer.start();
         try {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/library/library.h"
 
 namespace {
@@ -65,9 +66,9 @@ int remove(sl::Library& lib, const QStringList& targets) {
         const qlonglong id = t.toLongLong(&is_id);
         std::optional<sl::DocumentInfo> info;
         if (is_id) info = lib.info(id);
-        else info = lib.find_any_by_path(fs::absolute(fs::path(t.toStdString())).lexically_normal().string());
+        else info = lib.find_any_by_path(fs::absolute(fs::path(sl::arg_bytes(t))).lexically_normal().string());
         if (!info) {
-            sl::cli::err("sightline-cli library remove: no document " + t.toStdString() + " in " + lib.dir().string() + "\n");
+            sl::cli::err("sightline-cli library remove: no document " + sl::arg_bytes(t) + " in " + lib.dir().string() + "\n");
             ++failures;
             continue;
         }
@@ -86,7 +87,7 @@ int run(const QStringList& args_in) {
             args << args_in.mid(i + 1);
             break;
         }
-        if (args_in[i] == QLatin1String("--library") && i + 1 < args_in.size()) dir = args_in[++i].toStdString();
+        if (args_in[i] == QLatin1String("--library") && i + 1 < args_in.size()) dir = sl::arg_bytes(args_in[++i]);
         else if (args_in[i] == QLatin1String("--all")) all = true;
         else args << args_in[i];
     }

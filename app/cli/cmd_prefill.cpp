@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/ask/library_context.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
@@ -50,7 +51,7 @@ int run(const QStringList& args) {
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         if (i + 1 >= args.size()) return usage();
-        if (a == QLatin1String("--library")) dir = args[++i].toStdString();
+        if (a == QLatin1String("--library")) dir = sl::arg_bytes(args[++i]);
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
         else return usage();

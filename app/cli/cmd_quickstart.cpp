@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "app/common/version_report.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
@@ -71,8 +72,8 @@ int run(const QStringList& args) {
         const bool has_value = i + 1 < args.size();
         if (args[i] == QLatin1String("--verify")) verify_all = true;
         else if (args[i] == QLatin1String("--question") && has_value) question = args[++i].toStdString();
-        else if (args[i] == QLatin1String("--report") && has_value) report = args[++i].toStdString();
-        else if (args[i] == QLatin1String("--library") && has_value) library = args[++i].toStdString();
+        else if (args[i] == QLatin1String("--report") && has_value) report = sl::arg_bytes(args[++i]);
+        else if (args[i] == QLatin1String("--library") && has_value) library = sl::arg_bytes(args[++i]);
         else if (args[i] == QLatin1String("--ctx") && has_value) ctx = args[++i];
         else if (args[i] == QLatin1String("--effort") && has_value) effort = args[++i];
         else {

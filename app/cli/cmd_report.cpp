@@ -10,6 +10,7 @@
 #include <map>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/answer/answer_json.h"
 #include "app/common/citation_thumbnails.h"
 #include "app/common/report.h"
@@ -34,8 +35,8 @@ int run(const QStringList& args) {
         const QString& a = args[i];
         auto value = [&]() -> QString { return i + 1 < args.size() ? args[++i] : QString(); };
         if (a == QLatin1String("--format")) format = value().toStdString();
-        else if (a == QLatin1String("-o") || a == QLatin1String("--output")) out = value().toStdString();
-        else if (a == QLatin1String("--library")) dir = value().toStdString();
+        else if (a == QLatin1String("-o") || a == QLatin1String("--output")) out = sl::arg_bytes(value());
+        else if (a == QLatin1String("--library")) dir = sl::arg_bytes(value());
         else if (a == QLatin1String("--last")) last = value().toInt();
         else if (a == QLatin1String("--all")) last = 0;
         else return usage();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "core/gguf/gguf_reader.h"
 #include "core/model/model_loader.h"
 #include "core/tokenizer/tokenizer.h"
@@ -62,7 +63,7 @@ int run(const QStringList& args) {
             break;
         }
         if (a == QLatin1String("--model") && i + 1 < args.size()) {
-            model = fs::path(args[++i].toStdString());
+            model = fs::path(sl::arg_bytes(args[++i]));
         } else if (a == QLatin1String("--no-special")) {
             parse_special = false;
         } else if (a == QLatin1String("--ids")) {

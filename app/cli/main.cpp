@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "app/cli/cli_command.h"
+#include "app/common/byte_args.h"
 #include "app/common/version_report.h"
 #include "core/util/error.h"
 #include "sightline/build_config.h"
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
     }
     QCoreApplication::setApplicationName(QStringLiteral("sightline-cli"));
     QCoreApplication::setApplicationVersion(QStringLiteral(SIGHTLINE_VERSION));
-    QStringList args = QCoreApplication::arguments().mid(1);
+    // Arguments as bytes (decode_arg): a file name that is not UTF-8 still names its file.
+    QStringList args = sl::decode_args(argc, argv);
     // Options before the command (`sightline-cli --library DIR add FILE`) go to the command, as
     // if written after it.
     QStringList global;

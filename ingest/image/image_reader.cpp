@@ -1,7 +1,6 @@
 #include "ingest/image/image_reader.h"
 
 #include <QFile>
-#include <QFileInfo>
 #include <QImageReader>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "ingest/image/thumbnail.h"
 #include "ingest/ingest_error.h"
 #include "ingest/ocr/ocr_engine.h"
+#include "ingest/qt_file_path.h"
 
 namespace sl::ingest {
 
@@ -101,7 +101,8 @@ public:
 doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) const {
     ctx.check_cancelled(path);
     raise_allocation_limit();
-    const QString qpath = QString::fromStdString(path);
+    const QtFilePath name(path);  // a file name need not be UTF-8
+    const QString& qpath = name.qt();
     QFile file(qpath);
     if (!file.open(QIODevice::ReadOnly))
         throw IngestError(IngestErrorKind::Io, path,
@@ -111,7 +112,7 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
     reader.setAutoTransform(true);
     const QByteArray format = reader.format();
     if (format.isEmpty()) {
-        const QString ext = QFileInfo(qpath).suffix().toLower();
+        const QString ext = QString::fromStdString(extension_of(path));
         const bool plugin = ext == QLatin1String("webp") || ext == QLatin1String("tif") ||
                             ext == QLatin1String("tiff");
         throw IngestError(IngestErrorKind::Unsupported, path,
@@ -174,7 +175,7 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
     d.path = path;
     d.kind = doc::DocumentKind::Image;
     d.id = sha256_file_hex(path);
-    d.title = QFileInfo(qpath).fileName().toStdString();
+    d.title = file_name_of(path);
     d.metadata["format"] = format.toStdString();
     for (const QString& key : img.textKeys()) {
         const QString value = img.text(key).simplified().left(1000);

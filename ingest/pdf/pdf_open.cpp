@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "ingest/ingest_error.h"
+#include "ingest/qt_file_path.h"
 
 namespace sl::ingest {
 
@@ -22,8 +23,8 @@ void quiet_poppler() {
 
 std::unique_ptr<Poppler::Document> open_pdf(const std::string& path) {
     quiet_poppler();
-    const QString qpath = QString::fromStdString(path);
-    QFile f(qpath);
+    const QtFilePath name(path);  // a file name need not be UTF-8
+    QFile f(name.qt());
     if (!f.open(QIODevice::ReadOnly))
         throw IngestError(IngestErrorKind::Io, path,
                           "cannot open: " + f.errorString().toStdString());
@@ -33,7 +34,7 @@ std::unique_ptr<Poppler::Document> open_pdf(const std::string& path) {
     if (!head.contains("%PDF-"))
         throw IngestError(IngestErrorKind::Unsupported, path, "not a PDF (no %PDF- header)");
 
-    std::unique_ptr<Poppler::Document> pdf = Poppler::Document::load(qpath);
+    std::unique_ptr<Poppler::Document> pdf = Poppler::Document::load(name.qt());
     if (!pdf)
         throw IngestError(IngestErrorKind::Corrupt, path,
                           "the PDF is damaged and cannot be opened (truncated or malformed)");

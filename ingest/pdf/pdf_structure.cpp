@@ -1,10 +1,11 @@
 #include "ingest/pdf/pdf_structure.h"
 
 #include <QDateTime>
-#include <QFileInfo>
 
 #include <algorithm>
 #include <cmath>
+
+#include "ingest/qt_file_path.h"
 
 namespace sl::ingest {
 
@@ -64,7 +65,7 @@ void read_pdf_metadata(const Poppler::Document& pdf, const std::string& path, do
     const auto title = d.metadata.find("title");
     d.title = title != d.metadata.end()
                   ? title->second
-                  : QFileInfo(QString::fromStdString(path)).fileName().toStdString();
+                  : file_name_of(path);
 }
 
 std::vector<doc::OutlineEntry> read_pdf_outline(const Poppler::Document& pdf) {

@@ -1,6 +1,8 @@
 // `sightline-cli --version` names every library the product links and the CUDA state; the command
 // line behaves as command lines do (--help everywhere, options before the command, `--`).
+#include <QFile>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "kernels/cuda/cuda_device.h"
@@ -17,6 +19,7 @@ private Q_SLOTS:
     void doubleDashEndsOptions();
     void controlCharactersEscaped();
     void notAFileNamed();
+    void byteFileNames();
 };
 
 namespace {
@@ -125,6 +128,49 @@ void TstCliVersion::notAFileNamed() {
     out = run({QStringLiteral("ingest"), QStringLiteral("/tmp")}, &status);
     QCOMPARE(status, 1);
     QVERIFY2(out.contains("/tmp: a folder, not a file"), out.constData());
+}
+
+// File names that are not UTF-8 (Latin-1 "r\xe9sum\xe9") are read, and printed escaped. QProcess
+// cannot pass such bytes, so a shell makes the names and runs the CLI.
+void TstCliVersion::byteFileNames() {
+    QTemporaryDir dir;
+    // A 4x4 24-bit BMP (54-byte header, rows of 12 bytes).
+    auto le = [](uint32_t v, int n) {
+        QByteArray b(n, '\0');
+        for (int i = 0; i < n; ++i) b[i] = static_cast<char>(v >> (8 * i));
+        return b;
+    };
+    const QByteArray bmp = "BM" + le(54 + 48, 4) + le(0, 4) + le(54, 4) + le(40, 4) + le(4, 4) + le(4, 4) +
+                           le(1, 2) + le(24, 2) + le(0, 4) + le(48, 4) + le(2835, 4) + le(2835, 4) +
+                           le(0, 4) + le(0, 4) + QByteArray(48, '\x60');
+    QFile b(dir.filePath(QStringLiteral("plain.png")));
+    QVERIFY(b.open(QIODevice::WriteOnly) && b.write(bmp) == bmp.size());
+    b.close();
+    const QByteArray pdf =
+        "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+        "2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+        "3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 100]/Contents 4 0 R"
+        "/Resources<</Font<</F1 5 0 R>>>>>>endobj\n"
+        "4 0 obj<</Length 44>>stream\nBT /F1 12 Tf 20 50 Td (Bonjour le monde) Tj ET\nendstream endobj\n"
+        "5 0 obj<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>endobj\n"
+        "trailer<</Root 1 0 R>>\n%%EOF\n";
+    QFile f(dir.filePath(QStringLiteral("plain.pdf")));
+    QVERIFY(f.open(QIODevice::WriteOnly) && f.write(pdf) == pdf.size());
+    f.close();
+    const QString script = QStringLiteral(
+        "cd \"$1\" && img=$(printf 'r\\351sum\\351.bmp') && doc=$(printf 'r\\351sum\\351.pdf') && "
+        "mv plain.png \"$img\" && mv plain.pdf \"$doc\" && { \"$2\" ingest --no-ocr \"$img\" \"$doc\"; s=$?; "
+        "rm -f \"$img\" \"$doc\"; exit $s; }");  // Qt could not remove such names
+    QProcess p;
+    p.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), script, QStringLiteral("sh"), dir.path(),
+                                         QStringLiteral(SIGHTLINE_CLI_PATH)});
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray out = p.readAllStandardOutput() + p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 0, out.constData());
+    QVERIFY2(out.contains("r\\xe9sum\\xe9.bmp: image, 1 image"), out.constData());
+    QVERIFY2(out.contains("r\\xe9sum\\xe9.pdf: pdf, 1 page"), out.constData());
+    QVERIFY2(!out.contains("\xe9"), out.toHex().constData());  // no raw byte reaches the terminal
+    qInfo("%s", out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliVersion)
