@@ -421,7 +421,8 @@ std::optional<std::vector<int32_t>> GgufFile::get_i32_array(std::string_view key
     out.reserve(static_cast<size_t>(v->size()));
     if (v->elem_type() == GgufType::Int32) {  // the common case: one copy
         out.resize(static_cast<size_t>(v->size()));
-        std::memcpy(out.data(), v->raw().data(), out.size() * sizeof(int32_t));
+        // An empty array has no storage: memcpy must not see its null data().
+        if (!out.empty()) std::memcpy(out.data(), v->raw().data(), out.size() * sizeof(int32_t));
         return out;
     }
     for (size_t i = 0; i < v->size(); ++i) {
@@ -444,7 +445,7 @@ std::optional<std::vector<float>> GgufFile::get_f32_array(std::string_view key) 
     }
     std::vector<float> out(static_cast<size_t>(v->size()));
     if (v->elem_type() == GgufType::Float32) {
-        std::memcpy(out.data(), v->raw().data(), out.size() * sizeof(float));
+        if (!out.empty()) std::memcpy(out.data(), v->raw().data(), out.size() * sizeof(float));
         return out;
     }
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(*v->at(i).to_f64());

@@ -29,6 +29,7 @@ private Q_SLOTS:
     void tensorsLandAligned_data();
     void tensorsLandAligned();
     void typedGetters();
+    void emptyTypedArrays();
     void archHelpers();
     void openReadsAFileAndNamesItInErrors();
     void hostileFilesThrow_data();
@@ -251,6 +252,40 @@ void TstGgufReader::typedGetters() {
     QVERIFY(throws([&] { (void)f.get_i32_array("s"); }, "expected an array"));
     QVERIFY(throws([&] { (void)sl::arch_u32(f, "block_count"); }, "general.architecture"));
     QCOMPARE(f.architecture(), std::string_view());
+}
+
+// Arrays of count 0 of every kind parse as empty arrays, and the typed getters return empty
+// vectors (their one-copy path used to hand memcpy an empty vector's null data(): UBSan).
+void TstGgufReader::emptyTypedArrays() {
+    GgufTestWriter w;
+    w.kv("i32s", gv::array(GgufType::Int32, {}))
+        .kv("f32s", gv::array(GgufType::Float32, {}))
+        .kv("u8s", gv::array(GgufType::Uint8, {}))
+        .kv("f64s", gv::array(GgufType::Float64, {}))
+        .kv("strs", gv::str_array({}))
+        .kv("nested", gv::array(GgufType::Array, {}))
+        .kv("last_i32s", gv::array(GgufType::Int32, {}));  // its payload ends the header
+    const Bytes bytes = w.build();
+    const GgufFile f = GgufFile::parse(bytes, "empty.gguf");
+    QCOMPARE(f.metadata().size(), size_t{7});
+    for (const auto& kv : f.metadata()) {
+        QVERIFY(kv.value.is_array());
+        QCOMPARE(kv.value.size(), uint64_t{0});
+    }
+    for (const char* key : {"i32s", "u8s", "last_i32s"}) {
+        const auto v = f.get_i32_array(key);
+        QVERIFY(v.has_value());
+        QVERIFY(v->empty());
+    }
+    for (const char* key : {"f32s", "f64s", "i32s"}) {
+        const auto v = f.get_f32_array(key);
+        QVERIFY(v.has_value());
+        QVERIFY(v->empty());
+    }
+    const auto strs = f.get_string_array("strs");
+    QVERIFY(strs.has_value());
+    QVERIFY(strs->empty());
+    QVERIFY(f.find("nested")->arrays().empty());
 }
 
 void TstGgufReader::archHelpers() {
