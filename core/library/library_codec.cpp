@@ -1,6 +1,7 @@
 #include "core/library/library_codec.h"
 
 #include <bit>
+#include <charconv>
 #include <cstring>
 
 namespace sl::library_codec {
@@ -114,15 +115,24 @@ std::string encode_ids(const std::vector<int64_t>& ids) {
 }
 
 std::vector<int64_t> decode_ids(const std::string& s, const std::string& file) {
+    const auto malformed = [&] {
+        const std::string shown = s.size() > 64 ? s.substr(0, 64) + "..." : s;
+        return FormatError(file + ": malformed id list '" + shown + "' in the library");
+    };
+    if (!s.empty() && s.back() == ',') throw malformed();  // "3,1," lost its last id
     std::vector<int64_t> ids;
     size_t at = 0;
     while (at < s.size()) {
         size_t end = s.find(',', at);
         if (end == std::string::npos) end = s.size();
-        const std::string part = s.substr(at, end - at);
-        if (part.empty() || part.find_first_not_of("-0123456789") != std::string::npos)
-            throw FormatError(file + ": malformed id list '" + s + "' in the library");
-        ids.push_back(std::stoll(part));
+        // The whole part must be one decimal int64: "", "-", "1-2", "--3" and values past the
+        // int64 range are damage (std::stoll would throw its own exceptions or read a prefix).
+        int64_t id = 0;
+        const char* first = s.data() + at;
+        const char* last = s.data() + end;
+        const auto [ptr, ec] = std::from_chars(first, last, id);
+        if (first == last || ec != std::errc() || ptr != last) throw malformed();
+        ids.push_back(id);
         at = end + 1;
     }
     return ids;

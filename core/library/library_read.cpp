@@ -1,6 +1,7 @@
 // Library: reading documents back (lists, look-ups, whole Documents, single units, visual bytes).
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/library/library.h"
@@ -131,6 +132,15 @@ DocumentInfo require_ready(const Library& lib, DocId id, const char* doing) {
     return *info;
 }
 
+// Units [first, first + want) have indices first.. (UNIQUE(document, idx), read in idx order), so
+// reading fewer than asked for means rows are missing or misnumbered: a damaged library.
+void require_units(const Library& lib, const DocumentInfo& info, size_t got, int64_t want) {
+    if (want >= 0 && got == static_cast<size_t>(want)) return;
+    throw FormatError(lib.database_path().string() + ": " + info.path + " is damaged in the library: " +
+                      std::to_string(got) + " of its units read back where " + std::to_string(want) +
+                      " were expected (unit count " + std::to_string(info.unit_count) + ")");
+}
+
 }  // namespace
 
 std::vector<DocumentInfo> Library::list_documents(bool include_ingesting) const {
@@ -202,8 +212,10 @@ doc::Document Library::load_document(DocId id, const LoadOptions& options) const
                 d.links.push_back(std::move(k));
             }
         }
-        d.units.reserve(static_cast<size_t>(info.unit_count));
+        // unit_count comes from the database: a damaged one must not size an allocation.
+        d.units.reserve(static_cast<size_t>(std::clamp(info.unit_count, 0, 4096)));
         read_units(db_, id, 0, info.unit_count, options, d.units);
+        require_units(*this, info, d.units.size(), info.unit_count);
         sqlite::exec(db_, "COMMIT");
         return d;
     } catch (...) {
@@ -221,8 +233,9 @@ doc::Unit Library::load_unit(DocId id, int unit, const LoadOptions& options) con
                                " (it has " + std::to_string(info.unit_count) + ")");
         std::vector<doc::Unit> out;
         read_units(db_, id, unit, unit + 1, options, out);
+        require_units(*this, info, out.size(), 1);
         sqlite::exec(db_, "COMMIT");
-        return std::move(out.at(0));
+        return std::move(out[0]);
     } catch (...) {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
         throw;

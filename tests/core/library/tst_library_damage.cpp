@@ -140,6 +140,69 @@ private Q_SLOTS:
             QVERIFY2(info->kind == c.kind, c.name);
         }
     }
+    // A unit count or unit numbers that do not match the stored units (damage, hand edits) are
+    // refused as FormatError, not std::out_of_range from load_unit or a huge reservation.
+    void damagedUnitsRefused() {
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.path().toStdString();
+        make_library(dir);
+        const DocId id = Library::open(dir).list_documents().at(0).id;
+        struct Damage {
+            const char* sql;
+            int unit;  // a unit load_unit must refuse; -1: none
+        };
+        const Damage damage[] = {{"UPDATE documents SET unit_count = 5;", 4},
+                                 {"UPDATE documents SET unit_count = 2147483647;", 1000},
+                                 {"UPDATE documents SET unit_count = -1;", -1},
+                                 {"UPDATE units SET idx = idx + 10;", 0}};
+        for (const Damage& dmg : damage) {
+            QTemporaryDir copy;
+            const fs::path d2 = copy.path().toStdString();
+            make_library(d2);
+            raw_exec(d2 / "library.sqlite", dmg.sql);
+            Library lib = Library::open(d2, LibraryOpen::Existing);
+            const DocId did = lib.list_documents().at(0).id;
+            QVERIFY_THROWS_EXCEPTION(FormatError, lib.load_document(did));
+            if (dmg.unit >= 0) QVERIFY_THROWS_EXCEPTION(FormatError, lib.load_unit(did, dmg.unit));
+            const QString e = error_of([&] { lib.load_document(did); });
+            QVERIFY2(e.contains(QStringLiteral("damaged")), qPrintable(e));
+        }
+        Library lib = Library::open(dir, LibraryOpen::Existing);
+        QCOMPARE(lib.load_document(id).units.size(), size_t{3});  // the undamaged one still reads
+        QCOMPARE(lib.load_unit(id, 2).index, 2);
+    }
+
+    // Id lists (kv_caches.documents, reports.chats) that are not decimal ids joined by ',' are
+    // refused as FormatError naming the database, not std::stoll's exceptions or a misread prefix.
+    void damagedIdListsRefused() {
+        QTemporaryDir tmp;
+        const fs::path dir = tmp.path().toStdString();
+        make_library(dir);
+        {
+            Library lib = Library::open(dir);
+            const DocId id = lib.list_documents().at(0).id;
+            lib.save_kv_cache({0, (lib.kv_dir() / "1.kv").string(), "model", {id}, 1, 2, "{}",
+                               KvCacheState::Partial, 0});
+            lib.add_report({0, (dir / "r.md").string(), "md", {}, 0});
+            QCOMPARE(lib.list_kv_caches().at(0).documents, std::vector<DocId>{id});
+            QVERIFY(lib.list_reports().at(0).chats.empty());
+        }
+        const char* damaged[] = {"-", "1-2", "--3", "+4", "99999999999999999999", "1,,2",
+                                 "1,",  ",",   "x",   " 1", "1 ",                   "0x10"};
+        for (const char* bad : damaged) {
+            const QByteArray value(bad);
+            const QByteArray sql = "UPDATE kv_caches SET documents = '" + value +
+                                   "'; UPDATE reports SET chats = '" + value + "';";
+            raw_exec(dir / "library.sqlite", sql.constData());
+            Library lib = Library::open(dir, LibraryOpen::Existing);
+            QVERIFY_THROWS_EXCEPTION(FormatError, lib.list_kv_caches());
+            QVERIFY_THROWS_EXCEPTION(FormatError, lib.list_reports());
+            const QString e = error_of([&] { lib.list_reports(); });
+            QVERIFY2(e.contains(QStringLiteral("malformed id list")) &&
+                         e.contains(QStringLiteral("library.sqlite")),
+                     qPrintable(e));
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TstLibraryDamage)
