@@ -75,6 +75,39 @@ void deq_q4_K(const BlockQ4_K* x, float* y, int64_t nb) {
     }
 }
 
+void deq_q2_K(const BlockQ2_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
+        const float d = fp16(x[i].d), dmin = fp16(x[i].dmin);
+        int8_t q[kQK_K];
+        q2k_values(x[i].qs, q);
+        for (int e = 0; e < kQK_K; ++e) {
+            const uint8_t sc = x[i].scales[e / 16];
+            y[e] = d * static_cast<float>(sc & 0xF) * static_cast<float>(q[e]) - dmin * static_cast<float>(sc >> 4);
+        }
+    }
+}
+
+void deq_q3_K(const BlockQ3_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
+        const float d = fp16(x[i].d);
+        int8_t sc[16], q[kQK_K];
+        q3k_unpack_scales(x[i].scales, sc);
+        q3k_values(x[i].qs, x[i].hmask, q);
+        for (int e = 0; e < kQK_K; ++e) y[e] = d * static_cast<float>(sc[e / 16]) * static_cast<float>(q[e]);
+    }
+}
+
+void deq_q5_K(const BlockQ5_K* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
+        const float d = fp16(x[i].d), dmin = fp16(x[i].dmin);
+        uint8_t sc[8], mn[8], q[kQK_K];
+        q4k_unpack_scales(x[i].scales, sc, mn);
+        q5k_values(x[i].qs, x[i].qh, q);
+        for (int e = 0; e < kQK_K; ++e)
+            y[e] = d * static_cast<float>(sc[e / 32]) * static_cast<float>(q[e]) - dmin * static_cast<float>(mn[e / 32]);
+    }
+}
+
 void deq_q6_K(const BlockQ6_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i) {
         const float d = fp16(x[i].d);
@@ -121,7 +154,8 @@ bool can_dequantize(TensorType type) {
     switch (type) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
         case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q8_0:
-        case TensorType::Q8_1: case TensorType::Q4_K: case TensorType::Q6_K: case TensorType::Q8_K: return true;
+        case TensorType::Q8_1: case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K:
+        case TensorType::Q5_K: case TensorType::Q6_K: case TensorType::Q8_K: return true;
         default: return false;
     }
 }
@@ -141,7 +175,10 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
         case TensorType::Q5_1: return deq_q5_1(static_cast<const BlockQ5_1*>(src), dst, n / kQK5_1);
         case TensorType::Q8_0: return deq_q8_0(static_cast<const BlockQ8_0*>(src), dst, n / kQK8_0);
         case TensorType::Q8_1: return deq_q8_1(static_cast<const BlockQ8_1*>(src), dst, n / kQK8_1);
+        case TensorType::Q2_K: return deq_q2_K(static_cast<const BlockQ2_K*>(src), dst, n / kQK_K);
+        case TensorType::Q3_K: return deq_q3_K(static_cast<const BlockQ3_K*>(src), dst, n / kQK_K);
         case TensorType::Q4_K: return deq_q4_K(static_cast<const BlockQ4_K*>(src), dst, n / kQK_K);
+        case TensorType::Q5_K: return deq_q5_K(static_cast<const BlockQ5_K*>(src), dst, n / kQK_K);
         case TensorType::Q6_K: return deq_q6_K(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
         case TensorType::Q8_K: return deq_q8_K(static_cast<const BlockQ8_K*>(src), dst, n / kQK_K);
         default: break;

@@ -87,6 +87,61 @@ float dot_q4_K(int64_t n, const BlockQ4_K* x, const BlockQ8_K* y) {
     return sumf;
 }
 
+// ggml's vec_dot_q2_K_q8_K: 4-bit scales times 16-element integer sums, the mins through bsums.
+float dot_q2_K(int64_t n, const BlockQ2_K* x, const BlockQ8_K* y) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        int8_t q[kQK_K];
+        q2k_values(x[i].qs, q);
+        int sumi = 0, summ = 0;
+        for (int g = 0; g < kQK_K / 16; ++g) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += q[16 * g + l] * y[i].qs[16 * g + l];
+            sumi += (x[i].scales[g] & 0xF) * s;
+            summ += (x[i].scales[g] >> 4) * y[i].bsums[g];
+        }
+        sumf += y[i].d * fp16(x[i].d) * static_cast<float>(sumi) - y[i].d * fp16(x[i].dmin) * static_cast<float>(summ);
+    }
+    return sumf;
+}
+
+// ggml's vec_dot_q3_K_q8_K: signed 6-bit scales times 16-element integer sums.
+float dot_q3_K(int64_t n, const BlockQ3_K* x, const BlockQ8_K* y) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        int8_t sc[16], q[kQK_K];
+        q3k_unpack_scales(x[i].scales, sc);
+        q3k_values(x[i].qs, x[i].hmask, q);
+        int sumi = 0;
+        for (int g = 0; g < kQK_K / 16; ++g) {
+            int s = 0;
+            for (int l = 0; l < 16; ++l) s += q[16 * g + l] * y[i].qs[16 * g + l];
+            sumi += sc[g] * s;
+        }
+        sumf += fp16(x[i].d) * y[i].d * static_cast<float>(sumi);
+    }
+    return sumf;
+}
+
+// ggml's vec_dot_q5_K_q8_K: as Q4_K with 5-bit q.
+float dot_q5_K(int64_t n, const BlockQ5_K* x, const BlockQ8_K* y) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        uint8_t sc[8], mn[8], q[kQK_K];
+        q4k_unpack_scales(x[i].scales, sc, mn);
+        q5k_values(x[i].qs, x[i].qh, q);
+        int sumi = 0, summ = 0;
+        for (int j = 0; j < kQK_K / 16; ++j) summ += y[i].bsums[j] * mn[j / 2];
+        for (int j = 0; j < kQK_K / 32; ++j) {
+            int s = 0;
+            for (int l = 0; l < 32; ++l) s += q[32 * j + l] * y[i].qs[32 * j + l];
+            sumi += sc[j] * s;
+        }
+        sumf += fp16(x[i].d) * y[i].d * static_cast<float>(sumi) - fp16(x[i].dmin) * y[i].d * static_cast<float>(summ);
+    }
+    return sumf;
+}
+
 float dot_q6_K(int64_t n, const BlockQ6_K* x, const BlockQ8_K* y) {
     float sumf = 0.0f;
     for (int64_t i = 0; i < n / kQK_K; ++i) {
@@ -140,7 +195,8 @@ TensorType vec_dot_type(TensorType wtype) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: return TensorType::F32;
         case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: return TensorType::Q8_0;
         case TensorType::Q4_1: case TensorType::Q5_1: return TensorType::Q8_1;
-        case TensorType::Q4_K: case TensorType::Q6_K: return TensorType::Q8_K;
+        case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K: case TensorType::Q5_K:
+        case TensorType::Q6_K: return TensorType::Q8_K;
         default: break;
     }
     const char* name = tensor_type_info(wtype).name;
@@ -161,7 +217,10 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q5_0: return multi<BlockQ5_0, BlockQ8_0, dot_q5_0>;
         case TensorType::Q5_1: return multi<BlockQ5_1, BlockQ8_1, dot_q5_1>;
         case TensorType::Q8_0: return multi<BlockQ8_0, BlockQ8_0, dot_q8_0>;
+        case TensorType::Q2_K: return multi<BlockQ2_K, BlockQ8_K, dot_q2_K>;
+        case TensorType::Q3_K: return multi<BlockQ3_K, BlockQ8_K, dot_q3_K>;
         case TensorType::Q4_K: return multi<BlockQ4_K, BlockQ8_K, dot_q4_K>;
+        case TensorType::Q5_K: return multi<BlockQ5_K, BlockQ8_K, dot_q5_K>;
         case TensorType::Q6_K: return multi<BlockQ6_K, BlockQ8_K, dot_q6_K>;
         default: return nullptr;
     }
@@ -180,7 +239,10 @@ VecDotFn vec_dot_fn(TensorType wtype, Isa isa) {
     if (static_cast<int>(isa) > static_cast<int>(max_supported_isa())) return nullptr;
     VecDotFn fn = nullptr;
     switch (isa) {
-        case Isa::Avx512: fn = avx512::vec_dot_fn(wtype); break;
+        case Isa::Avx512:
+            fn = avx512::vec_dot_fn(wtype);
+            if (!fn) fn = avx2::vec_dot_fn(wtype);  // a type with no AVX-512 kernel yet
+            break;
         case Isa::Avx2: fn = avx2::vec_dot_fn(wtype); break;
         case Isa::Scalar: break;
     }

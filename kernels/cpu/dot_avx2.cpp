@@ -149,6 +149,112 @@ void dot_q4_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
     finish<NT>(acc, out, os);
 }
 
+// Q5_K: Q4_K's nibbles with the fifth bit from qh (bit 2k for the low half of chunk k, 2k + 1 for
+// the high half), shifted down as the chunks go.
+template <int NT>
+void dot_q5_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    const auto* x = static_cast<const BlockQ5_K*>(wv);
+    const BlockQ8_K* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        alignas(16) uint8_t sc[16], mn[16];
+        q4k_unpack_scales(x[i].scales, sc, mn);
+        __m256i sumi[NT];
+        for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+        __m256i hb = load32(x[i].qh);
+        for (int k = 0; k < 4; ++k, hb = _mm256_srli_epi16(hb, 2)) {
+            const __m256i b = load32(x[i].qs + 32 * k);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(b, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+            const __m256i slo = _mm256_set1_epi16(sc[2 * k]), shi = _mm256_set1_epi16(sc[2 * k + 1]);
+            for (int t = 0; t < NT; ++t) {
+                const int8_t* q8 = y[t][i].qs + 64 * k;
+                const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(q8)), slo);
+                const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(q8 + 32)), shi);
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(plo, phi));
+            }
+        }
+        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
+        for (int t = 0; t < NT; ++t) {
+            const __m256i msum = _mm256_madd_epi16(load32(y[t][i].bsums), mins16);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmx * y[t][i].d), acc[t]);
+        }
+    }
+    finish<NT>(acc, out, os);
+}
+
+// Q2_K and Q3_K: 2-bit fields of qs (bits 2s of byte l for element 128h + 32s + l), one scale per
+// 16 elements -- the low 128-bit lane is sub-block 8h + 2s, the high lane the next. Q3_K adds the
+// hmask bit (u = q + 4 in 0..7, unsigned for vpmaddubsw; the 4 comes back out through bsums).
+template <int NT, bool Q3>
+void dot_q23_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    using Block = std::conditional_t<Q3, BlockQ3_K, BlockQ2_K>;
+    const auto* x = static_cast<const Block*>(wv);
+    const BlockQ8_K* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        alignas(16) int8_t sc[16];  // Q3_K: signed scales; Q2_K: the 4-bit scales
+        alignas(16) uint8_t mn[16];
+        if constexpr (Q3) {
+            q3k_unpack_scales(x[i].scales, sc);
+        } else {
+            for (int g = 0; g < 16; ++g) {
+                sc[g] = static_cast<int8_t>(x[i].scales[g] & 0xF);
+                mn[g] = static_cast<uint8_t>(x[i].scales[g] >> 4);
+            }
+        }
+        __m256i sumi[NT];
+        for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+        [[maybe_unused]] __m256i hb = _mm256_setzero_si256();
+        if constexpr (Q3) hb = load32(x[i].hmask);
+        for (int h = 0; h < 2; ++h) {
+            __m256i b = load32(x[i].qs + 32 * h);
+            for (int s = 0; s < 4; ++s, b = _mm256_srli_epi16(b, 2)) {
+                __m256i q = _mm256_and_si256(b, m3);
+                if constexpr (Q3) {
+                    q = _mm256_or_si256(q, _mm256_slli_epi16(_mm256_and_si256(hb, one), 2));
+                    hb = _mm256_srli_epi16(hb, 1);
+                }
+                const int g = 8 * h + 2 * s;
+                const __m256i sv = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                for (int t = 0; t < NT; ++t) {
+                    const __m256i p = _mm256_maddubs_epi16(q, load32(y[t][i].qs + 128 * h + 32 * s));
+                    sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sv));
+                }
+            }
+        }
+        const float dx = h2f(x[i].d);
+        if constexpr (Q3) {
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+            for (int t = 0; t < NT; ++t) {
+                const __m256i corr = _mm256_madd_epi16(load32(y[t][i].bsums), sc16);
+                const __m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(corr, 2));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
+            }
+        } else {
+            const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(mn)));
+            const float dmx = h2f(x[i].dmin);
+            for (int t = 0; t < NT; ++t) {
+                const __m256i msum = _mm256_madd_epi16(load32(y[t][i].bsums), mins16);
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
+                acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmx * y[t][i].d), acc[t]);
+            }
+        }
+    }
+    finish<NT>(acc, out, os);
+}
+
 template <int NT>
 void dot_q6_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
     const auto* x = static_cast<const BlockQ6_K*>(wv);
@@ -256,6 +362,9 @@ template <int NT> struct KQ4_1 { static constexpr auto run = dot_x_q8_1<NT, fals
 template <int NT> struct KQ5_1 { static constexpr auto run = dot_x_q8_1<NT, true>; };
 template <int NT> struct KQ4_K { static constexpr auto run = dot_q4_K<NT>; };
 template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
+template <int NT> struct KQ5_K { static constexpr auto run = dot_q5_K<NT>; };
+template <int NT> struct KQ2_K { static constexpr auto run = dot_q23_K<NT, false>; };
+template <int NT> struct KQ3_K { static constexpr auto run = dot_q23_K<NT, true>; };
 template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
 template <int NT> struct KF16 { static constexpr auto run = dot_float<NT, FloatKind::F16>; };
 template <int NT> struct KBF16 { static constexpr auto run = dot_float<NT, FloatKind::BF16>; };
@@ -271,6 +380,9 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q5_1: return by_nt<KQ5_1>;
         case TensorType::Q4_K: return by_nt<KQ4_K>;
         case TensorType::Q6_K: return by_nt<KQ6_K>;
+        case TensorType::Q2_K: return by_nt<KQ2_K>;
+        case TensorType::Q3_K: return by_nt<KQ3_K>;
+        case TensorType::Q5_K: return by_nt<KQ5_K>;
         case TensorType::F32: return by_nt<KF32>;
         case TensorType::F16: return by_nt<KF16>;
         case TensorType::BF16: return by_nt<KBF16>;

@@ -41,6 +41,38 @@ static inline void q4k_unpack_scales(const uint8_t* packed, uint8_t* scales8, ui
     for (int j = 0; j < 8; ++j) q4k_scale_min(j, packed, scales8 + j, mins8 + j);
 }
 
+// The 16 signed scales (sc - 32, in -32..31) of a Q3_K block: low 4 bits from the nibbles of
+// packed[0..7] (sub-blocks 0..7 low nibbles, 8..15 high nibbles), high 2 bits from packed[8 + j % 4]
+// at bit 2 * (j / 4) -- ggml's kmask1/kmask2 shuffle, byte by byte.
+static inline void q3k_unpack_scales(const uint8_t* packed, int8_t* scales16) {
+    for (int j = 0; j < 16; ++j) {
+        const int low = j < 8 ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
+        const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+        scales16[j] = static_cast<int8_t>((low | (high << 4)) - 32);
+    }
+}
+
+// The 256 q values of a Q2_K block (0..3) or a Q3_K block (-4..3), in element order.
+static inline void q2k_values(const uint8_t* qs, int8_t* q) {
+    for (int h = 0; h < 2; ++h)
+        for (int s = 0; s < 4; ++s)
+            for (int l = 0; l < 32; ++l) q[128 * h + 32 * s + l] = static_cast<int8_t>((qs[32 * h + l] >> (2 * s)) & 3);
+}
+static inline void q3k_values(const uint8_t* qs, const uint8_t* hmask, int8_t* q) {
+    q2k_values(qs, q);
+    for (int e = 0; e < 256; ++e)
+        if (!((hmask[e % 32] >> (e / 32)) & 1)) q[e] = static_cast<int8_t>(q[e] - 4);
+}
+
+// The 256 q values (0..31) of a Q5_K block, in element order.
+static inline void q5k_values(const uint8_t* qs, const uint8_t* qh, uint8_t* q) {
+    for (int J = 0; J < 4; ++J)
+        for (int l = 0; l < 32; ++l) {
+            q[64 * J + l] = static_cast<uint8_t>((qs[32 * J + l] & 0xF) | (((qh[l] >> (2 * J)) & 1) << 4));
+            q[64 * J + 32 + l] = static_cast<uint8_t>((qs[32 * J + l] >> 4) | (((qh[l] >> (2 * J + 1)) & 1) << 4));
+        }
+}
+
 // ggml's nearest_int: round half to even via the 1.5 * 2^23 trick (valid for |x| < 2^22).
 static inline int nearest_int(float fval) {
     const float val = fval + 12582912.f;

@@ -5,7 +5,7 @@
 //   Q8_K:      d = max / -127 with max the signed value of largest magnitude, q = round-half-even,
 //              bsums = sums of 16 consecutive q.
 // Their ISA variants produce the same bytes as the reference. Weight quantizers (Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q4_K, Q6_K) are scalar only: they build test weights and tiny test models; the K-quant ones use
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) are scalar only: they build test weights and tiny test models; the K-quant ones use
 // a plain min/max fit, not ggml's iterative search, but write exactly the layout ggml dequantizes.
 //
 // All functions are pure and thread-safe; `n` must be a multiple of the type's block size; `dst`
@@ -27,7 +27,10 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n);
 void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t n);
 void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t n);
 void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t n);
+void quantize_row_q2_K(const float* x, BlockQ2_K* y, int64_t n);
+void quantize_row_q3_K(const float* x, BlockQ3_K* y, int64_t n);
 void quantize_row_q4_K(const float* x, BlockQ4_K* y, int64_t n);
+void quantize_row_q5_K(const float* x, BlockQ5_K* y, int64_t n);
 void quantize_row_q6_K(const float* x, BlockQ6_K* y, int64_t n);
 }  // namespace ref
 
@@ -36,7 +39,7 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n);
 void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n);
 
-// Any supported destination type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q4_K, Q6_K, Q8_K, and the plain F32,
+// Any supported destination type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K..Q6_K, Q8_K, and the plain F32,
 // F16, BF16 (converted). Throws std::invalid_argument for other types or a bad n.
 void quantize_row(TensorType type, const float* x, void* dst, int64_t n);
 

@@ -12,10 +12,10 @@ TensorTypeInfo tensor_type_info(uint32_t type) {
         case TensorType::Q5_1: return {"q5_1", 32, 24, true};
         case TensorType::Q8_0: return {"q8_0", 32, 34, true};
         case TensorType::Q8_1: return {"q8_1", 32, 36, false};
-        case TensorType::Q2_K: return {"q2_k", 256, 84, false};
-        case TensorType::Q3_K: return {"q3_k", 256, 110, false};
+        case TensorType::Q2_K: return {"q2_k", 256, 84, true};
+        case TensorType::Q3_K: return {"q3_k", 256, 110, true};
         case TensorType::Q4_K: return {"q4_k", 256, 144, true};
-        case TensorType::Q5_K: return {"q5_k", 256, 176, false};
+        case TensorType::Q5_K: return {"q5_k", 256, 176, true};
         case TensorType::Q6_K: return {"q6_k", 256, 210, true};
         case TensorType::Q8_K: return {"q8_k", 256, 292, false};
         case TensorType::IQ2_XXS: return {"iq2_xxs", 256, 66, false};

@@ -71,6 +71,24 @@ struct BlockQ8_1 {
     uint16_t s;  // f16
     int8_t qs[kQK8_1];
 };
+// 16 sub-blocks of 16; scales[j] holds sub-block j's 4-bit scale (low nibble) and 4-bit min (high);
+// value = d * sc * q - dmin * m, q 2 bits. qs[32 * h + l] holds element 128 * h + 32 * s + l
+// (s = 0..3) in bits 2s..2s+1 for l < 32.
+struct BlockQ2_K {
+    uint8_t scales[kQK_K / 16];
+    uint8_t qs[kQK_K / 4];
+    uint16_t d;     // f16, super-block scale for the quantized scales
+    uint16_t dmin;  // f16, super-block scale for the quantized mins
+};
+// 16 sub-blocks of 16; value = d * (sc - 32) * (q - 4 * !high), q's low 2 bits in qs (as Q2_K),
+// its high bit in hmask (bit s of hmask[l] for element 32 * s + l; s = 0..7). The 6-bit scales are
+// packed in 12 bytes: low 4 bits in scales[0..7] (nibbles), high 2 bits in scales[8..11].
+struct BlockQ3_K {
+    uint8_t hmask[kQK_K / 8];
+    uint8_t qs[kQK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;  // f16
+};
 // 8 sub-blocks of 32; 6-bit scales and mins packed in `scales`; value = d * sc * q - dmin * m.
 struct BlockQ4_K {
     uint16_t d;     // f16, super-block scale for the quantized scales
@@ -84,6 +102,14 @@ struct BlockQ6_K {
     uint8_t qh[kQK_K / 4];
     int8_t scales[kQK_K / 16];
     uint16_t d;  // f16
+};
+// As BlockQ4_K, with a fifth bit: q = nibble + 16 * (bit (2 * (j / 64) + (j % 64 >= 32)) of qh[j % 32]).
+struct BlockQ5_K {
+    uint16_t d;     // f16
+    uint16_t dmin;  // f16
+    uint8_t scales[kKScaleSize];
+    uint8_t qh[kQK_K / 8];
+    uint8_t qs[kQK_K / 2];
 };
 // Activations for K-quant dots: value = q * d; bsums = sums of groups of 16 q.
 struct BlockQ8_K {
@@ -100,7 +126,10 @@ static_assert(offsetof(BlockQ5_0, qs) == 6);
 static_assert(offsetof(BlockQ5_1, qh) == 4 && offsetof(BlockQ5_1, qs) == 8);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
 

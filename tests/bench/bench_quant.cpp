@@ -106,7 +106,8 @@ void BM_matmul(benchmark::State& state, TensorType t, Isa isa, int64_t d, int64_
 void register_all() {
     const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
                                 TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                TensorType::Q4_K, TensorType::Q6_K};
+                                TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                TensorType::Q6_K};
     const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512};
     // SmolLM2-135M: d_model 576, ffn 1536, vocab 49152. K-quants need n % 256 == 0.
     const std::pair<int64_t, int64_t> shapes[] = {{576, 576}, {1536, 576}, {576, 1536}, {49152, 576}};

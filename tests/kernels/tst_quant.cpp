@@ -24,7 +24,8 @@ namespace {
 
 const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
                                    TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                   TensorType::Q4_K, TensorType::Q6_K};
+                                   TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                   TensorType::Q6_K};
 
 size_t row_bytes(TensorType t, int64_t n) {
     const TensorTypeInfo info = tensor_type_info(t);
@@ -78,10 +79,15 @@ void fill_random(TensorType type, int64_t n, uint8_t* dst) {
                 break;
             }
             case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: put16(b, 0, random_half(0.1f)); break;
-            case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K:
+            case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
                 put16(b, 0, random_half(0.1f));
                 put16(b, 2, random_half(0.1f));
                 break;
+            case TensorType::Q2_K:
+                put16(b, offsetof(BlockQ2_K, d), random_half(0.1f));
+                put16(b, offsetof(BlockQ2_K, dmin), random_half(0.1f));
+                break;
+            case TensorType::Q3_K: put16(b, offsetof(BlockQ3_K, d), random_half(0.01f)); break;
             case TensorType::Q6_K: put16(b, offsetof(BlockQ6_K, d), random_half(0.01f)); break;
             default: break;
         }
@@ -317,6 +323,7 @@ void TstQuant::quantizeRoundTripError_data() {
         {TensorType::F16, 1e-3},  {TensorType::BF16, 5e-3}, {TensorType::Q8_0, 0.01}, {TensorType::Q8_1, 0.01},
         {TensorType::Q8_K, 0.01}, {TensorType::Q4_0, 0.11}, {TensorType::Q4_1, 0.11}, {TensorType::Q5_0, 0.055},
         {TensorType::Q5_1, 0.055}, {TensorType::Q4_K, 0.12}, {TensorType::Q6_K, 0.03},
+        {TensorType::Q2_K, 0.45},  {TensorType::Q3_K, 0.25}, {TensorType::Q5_K, 0.06},
     };
     for (const auto& r : rows) QTest::newRow(tensor_type_info(r.t).name) << static_cast<int>(r.t) << r.bound;
 }
@@ -419,7 +426,7 @@ void TstQuant::matmulMatchesFloat64() {
 void TstQuant::rejectsBadInput() {
     std::vector<float> x(100), y(100);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q4_0, x.data(), y.data(), 33));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q5_K, x.data(), y.data(), 256));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::IQ2_XS, x.data(), y.data(), 256));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, activation_row_bytes(TensorType::Q4_K, 96));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, vec_dot_type(TensorType::IQ2_XS));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize_row(TensorType::Q4_0, x.data(), y.data(), 31));

@@ -44,17 +44,23 @@ int main(int argc, char** argv) {
     auto half = [&](float scale) { return f32_to_f16(u(g) * scale); };
 
     const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
+                                TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
+                                TensorType::Q5_K, TensorType::Q6_K};
     for (TensorType t : types) {
         const TensorTypeInfo info = tensor_type_info(t);
         std::vector<uint8_t> raw(static_cast<size_t>(nblocks) * info.type_size);
         for (auto& b : raw) b = static_cast<uint8_t>(g());
         for (int64_t i = 0; i < nblocks; ++i) {  // finite scales: random bytes could be NaN or inf
             uint8_t* blk = raw.data() + i * info.type_size;
-            const size_t d_off = t == TensorType::Q6_K ? offsetof(BlockQ6_K, d) : 0;
+            const size_t d_off = t == TensorType::Q6_K   ? offsetof(BlockQ6_K, d)
+                                 : t == TensorType::Q2_K ? offsetof(BlockQ2_K, d)
+                                 : t == TensorType::Q3_K ? offsetof(BlockQ3_K, d)
+                                                         : 0;
             const uint16_t d = half(0.1f), m = half(0.1f);
             std::memcpy(blk + d_off, &d, 2);
-            if (t == TensorType::Q4_1 || t == TensorType::Q5_1 || t == TensorType::Q4_K) std::memcpy(blk + 2, &m, 2);
+            if (t == TensorType::Q4_1 || t == TensorType::Q5_1 || t == TensorType::Q4_K || t == TensorType::Q5_K)
+                std::memcpy(blk + 2, &m, 2);
+            if (t == TensorType::Q2_K) std::memcpy(blk + offsetof(BlockQ2_K, dmin), &m, 2);
         }
         const int64_t n = nblocks * info.block_size;
         std::vector<float> out(static_cast<size_t>(n));
