@@ -29,6 +29,7 @@ struct AttentionCall {
     float rope_base = 10000.0f;
     float rope_freq_scale = 1.0f;
     int rope_neox = 0;
+    const float* rope_freq_factors = nullptr;  // (rope_dim / 2) divisors of theta_i, or null (none)
     float* out = nullptr;     // (n_tokens, n_head, head_dim)
     // MSA native mode (models with a learned indexer, MiniMax-M3 style): the layer's index queries
     // and keys of this call's tokens, RMS-normalized and RoPE'd like q/k. Null when the layer has

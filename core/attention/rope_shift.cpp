@@ -8,24 +8,25 @@
 
 namespace sl {
 
-RopeShift::RopeShift(int head_dim, int rot_dim, float base, float freq_scale, bool neox)
+RopeShift::RopeShift(int head_dim, int rot_dim, float base, float freq_scale, bool neox, const float* freq_factors)
     : head_dim_(head_dim), rot_dim_(rot_dim), neox_(neox), base_(base), freq_scale_(freq_scale) {
     if (rot_dim <= 0 || rot_dim > head_dim || rot_dim % 2 != 0)
         throw Error("RoPE shift: rotated dims " + std::to_string(rot_dim) + " do not fit head dim " +
                     std::to_string(head_dim) + " (even, 1..head dim)");
     inv_freq_.resize(static_cast<size_t>(rot_dim / 2));
     for (size_t i = 0; i < inv_freq_.size(); ++i)
-        inv_freq_[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rot_dim) * freq_scale;
+        inv_freq_[i] = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rot_dim) * freq_scale /
+                       (freq_factors ? static_cast<double>(freq_factors[i]) : 1.0);
 }
 
 RopeShift RopeShift::of(const AttentionCall& c) {
     if (c.rope_dim <= 0) return {};
-    return RopeShift(c.head_dim, c.rope_dim, c.rope_base, c.rope_freq_scale, c.rope_neox != 0);
+    return RopeShift(c.head_dim, c.rope_dim, c.rope_base, c.rope_freq_scale, c.rope_neox != 0, c.rope_freq_factors);
 }
 
 bool RopeShift::same(const RopeShift& o) const {
     return head_dim_ == o.head_dim_ && rot_dim_ == o.rot_dim_ && neox_ == o.neox_ && base_ == o.base_ &&
-           freq_scale_ == o.freq_scale_;
+           freq_scale_ == o.freq_scale_ && inv_freq_ == o.inv_freq_;
 }
 
 void RopeShift::rotate(float* rows, int64_t n, int64_t stride, int64_t delta, std::vector<float>& cs) const {

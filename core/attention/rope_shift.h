@@ -24,7 +24,8 @@ struct AttentionCall;
 class RopeShift {
 public:
     RopeShift() = default;  // inactive
-    RopeShift(int head_dim, int rot_dim, float base, float freq_scale, bool neox);
+    // freq_factors: rot_dim / 2 divisors of the frequencies (Llama 3.1's rope_freqs), or null.
+    RopeShift(int head_dim, int rot_dim, float base, float freq_scale, bool neox, const float* freq_factors = nullptr);
     // The RoPE an attention call's q and k carry (inactive when the call names none).
     static RopeShift of(const AttentionCall& call);
 

@@ -91,8 +91,9 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
             if (L.bk) kernels::add(k, L.bk, dkv);
             if (L.bv) kernels::add(v, L.bv, dkv);
             const int64_t pos = pos0 + i;
-            kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
-            kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style);
+            const float* ff = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+            kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style, ff);
+            kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style, ff);
             kv.write(l, pos, k, v);
         }
         AttentionCall call;
@@ -108,6 +109,7 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         call.rope_base = c.rope_base;
         call.rope_freq_scale = c.rope_freq_scale;
         call.rope_neox = c.rope_style == kernels::RopeStyle::Norm ? 0 : 1;
+        call.rope_freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
         call.out = s.att.data();
         if (want_index && L.has_indexer()) {
             // Index queries (n, idx heads, idx dim) and keys (n, idx dim) from the same normalized

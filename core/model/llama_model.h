@@ -35,6 +35,9 @@ struct LlamaConfig {
     float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
     int rope_dim = 0;              // dims rotated per head (head_dim unless the file says less)
     kernels::RopeStyle rope_style = kernels::RopeStyle::Norm;
+    // Per-dimension frequency divisors (rope_dim / 2) from the `rope_freqs.weight` tensor that
+    // Llama 3.1+ files carry for their long-context RoPE scaling; empty when the file has none.
+    std::vector<float> rope_freq_factors;
     // MSA indexer (MiniMax-M3 style; /work/shared/MSA.md), from "<arch>.attention.indexer.*" and
     // "<arch>.leading_dense_block_count". n_head == 0: the file has none (training-free MSA only).
     struct Indexer {

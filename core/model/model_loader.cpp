@@ -134,6 +134,14 @@ LlamaConfig read_llama_config(const GgufFile& f) {
             throw FormatError(fname(f) + ": rope.scaling.factor " + std::to_string(factor) + " is not a positive number");
         c.rope_freq_scale = 1.0f / factor;
     }
+    if (const GgufTensorInfo* ff = f.find_tensor("rope_freqs.weight")) {
+        const float* v = vector_f32(f, "rope_freqs.weight", c.rope_dim / 2);
+        c.rope_freq_factors.assign(v, v + c.rope_dim / 2);
+        for (float x : c.rope_freq_factors)
+            if (!(x > 0.0f && std::isfinite(x)))
+                throw FormatError(fname(f) + ": tensor 'rope_freqs.weight' holds " + std::to_string(x) + ", not a positive factor");
+        (void)ff;
+    }
     read_indexer_config(f, c);
     const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
     if (!emb || emb->dims.size() < 2) throw FormatError(fname(f) + ": tensor 'token_embd.weight' is missing");

@@ -56,6 +56,7 @@ struct CudaLlamaRunner::Impl {
     };
     std::vector<Layer> layers;
     const float* output_norm = nullptr;
+    const float* rope_freq_factors = nullptr;  // (rope_dim / 2), or null
     DevMatrix output;
     std::unique_ptr<cuda::PagedKvCache> cache;
     // Scratch, grown to the largest batch.
@@ -201,6 +202,8 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
         m.layers.push_back(d);
     }
     m.output_norm = m.upload_f32(w.output_norm, c.d_model);
+    if (!c.rope_freq_factors.empty())
+        m.rope_freq_factors = m.upload_f32(c.rope_freq_factors.data(), static_cast<int64_t>(c.rope_freq_factors.size()));
     m.output = m.upload(w.output);
     m.logits = static_cast<float*>(m.alloc(static_cast<size_t>(c.n_vocab) * 4));
 
@@ -287,9 +290,9 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
             if (L.bv) ck(cuda::add(m.v + i * dkv, L.bv, dkv, m.stream), "add (bv)");
         }
         ck(cuda::rope(m.q, n, c.n_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale, style,
-                      m.stream), "rope (q)");
+                      m.stream, m.rope_freq_factors), "rope (q)");
         ck(cuda::rope(m.k, n, c.n_kv_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale,
-                      style, m.stream), "rope (k)");
+                      style, m.stream, m.rope_freq_factors), "rope (k)");
         if (!m.cache->append(l, m.n_past, n, m.k, m.v, m.stream, &error)) throw Error("CUDA model: " + error);
         int32_t* sel = m.sel;
         if (sparse) {

@@ -19,10 +19,11 @@ void rms_norm(float* out, const float* x, const float* w, int64_t n, float eps) 
 }
 
 void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float base, float freq_scale,
-          RopeStyle style) {
+          RopeStyle style, const float* freq_factors) {
     const int half = rot_dim / 2;
     for (int i = 0; i < half; ++i) {
-        const double inv_freq = std::pow(static_cast<double>(base), -2.0 * i / rot_dim);
+        double inv_freq = std::pow(static_cast<double>(base), -2.0 * i / rot_dim);
+        if (freq_factors) inv_freq /= static_cast<double>(freq_factors[i]);
         const double theta = static_cast<double>(pos) * freq_scale * inv_freq;
         const float c = static_cast<float>(std::cos(theta));
         const float s = static_cast<float>(std::sin(theta));

@@ -16,9 +16,10 @@ enum class RopeStyle {
 };
 
 // Rotates the first `rot_dim` dims of each of `n_heads` heads of x (n_heads, head_dim) in place for
-// position `pos`: theta_i = pos * freq_scale * base^(-2i / rot_dim).
+// position `pos`: theta_i = pos * freq_scale * base^(-2i / rot_dim) / freq_factors[i] (freq_factors:
+// rot_dim / 2 divisors, Llama 3.1's rope_freqs; null for none).
 void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float base, float freq_scale,
-          RopeStyle style);
+          RopeStyle style, const float* freq_factors = nullptr);
 
 // In place: x (n) <- softmax(x). Returns the max (useful for online-softmax callers).
 float softmax(float* x, int64_t n);

@@ -35,7 +35,8 @@ __global__ void rms_norm_kernel(float* out, const float* x, const float* w, int6
 
 // One thread per (row, rotation pair i); it rotates pair i of every head of the row.
 __global__ void rope_kernel(float* x, int64_t rows, int n_heads, int head_dim, int rot_dim, int64_t pos0,
-                            const int64_t* positions, float base, float freq_scale, int style) {
+                            const int64_t* positions, float base, float freq_scale, int style,
+                            const float* freq_factors) {
     const int half = rot_dim / 2;
     const int64_t total = rows * half;
     for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
@@ -43,7 +44,8 @@ __global__ void rope_kernel(float* x, int64_t rows, int n_heads, int head_dim, i
         const int64_t r = e / half;
         const int i = static_cast<int>(e % half);
         const int64_t pos = positions ? positions[r] : pos0 + r;
-        const double inv_freq = pow(static_cast<double>(base), -2.0 * i / rot_dim);
+        double inv_freq = pow(static_cast<double>(base), -2.0 * i / rot_dim);
+        if (freq_factors) inv_freq /= static_cast<double>(freq_factors[i]);
         const double theta = static_cast<double>(pos) * static_cast<double>(freq_scale) * inv_freq;
         double sd, cd;
         sincos(theta, &sd, &cd);
@@ -297,13 +299,15 @@ cudaError_t rms_norm(float* out, const float* x, const float* w, int64_t rows, i
 }
 
 cudaError_t rope(float* x, int64_t rows, int n_heads, int head_dim, int rot_dim, int64_t pos0,
-                 const int64_t* positions, float base, float freq_scale, int style, cudaStream_t stream) {
+                 const int64_t* positions, float base, float freq_scale, int style, cudaStream_t stream,
+                 const float* freq_factors) {
     if (!x || rows < 0 || n_heads <= 0 || head_dim <= 0 || rot_dim <= 0 || rot_dim > head_dim || rot_dim % 2 ||
         (style != 0 && style != 1))
         return cudaErrorInvalidValue;
     if (rows == 0) return cudaSuccess;
     rope_kernel<<<grid_for(rows * (rot_dim / 2), 128), 128, 0, stream>>>(x, rows, n_heads, head_dim, rot_dim, pos0,
-                                                                         positions, base, freq_scale, style);
+                                                                         positions, base, freq_scale, style,
+                                                                         freq_factors);
     return cudaGetLastError();
 }
 

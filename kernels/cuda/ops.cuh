@@ -17,8 +17,10 @@ cudaError_t rms_norm(float* out, const float* x, const float* w, int64_t rows, i
 
 // x (rows, n_heads, head_dim), in place: row r at position pos0 + r (positions == nullptr) or
 // positions[r]; the same rotation as kernels::rope (style: 0 = Norm, 1 = Neox), angles in double.
+// freq_factors: rot_dim / 2 device floats dividing the frequencies (Llama 3.1's rope_freqs), or null.
 cudaError_t rope(float* x, int64_t rows, int n_heads, int head_dim, int rot_dim, int64_t pos0,
-                 const int64_t* positions, float base, float freq_scale, int style, cudaStream_t stream);
+                 const int64_t* positions, float base, float freq_scale, int style, cudaStream_t stream,
+                 const float* freq_factors = nullptr);
 
 // out (n) = silu(gate) * up.
 cudaError_t silu_mul(float* out, const float* gate, const float* up, int64_t n, cudaStream_t stream);

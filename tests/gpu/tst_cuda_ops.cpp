@@ -111,6 +111,19 @@ void TstCudaOps::rope() {
                      10000.0f, 1.0f, style ? kc::RopeStyle::Neox : kc::RopeStyle::Norm);
         // Angles in double on both sides; only libm vs CUDA's sincos differ (< 1 ulp of the angle).
         QVERIFY2(normalized_error(got.data(), want.data(), want.size()) < 1e-6, style ? "neox" : "norm");
+
+        // Llama 3.1's per-dimension frequency factors (rope_freqs), as the CPU applies them.
+        const auto factors = random_floats(static_cast<size_t>(rot_dim / 2), 1.0f, 8.0f);
+        DevBuf<float> dx2(x), dff(factors);
+        QVERIFY(dx2.ok() && dff.ok());
+        CUDA_OK(sl::cuda::rope(dx2.get(), rows, n_heads, head_dim, rot_dim, pos0, nullptr, 10000.0f, 1.0f, style, nullptr,
+                               dff.get()));
+        const auto got2 = dx2.download();
+        auto want2 = x;
+        for (int r = 0; r < rows; ++r)
+            kc::rope(want2.data() + static_cast<size_t>(r) * n_heads * head_dim, n_heads, head_dim, rot_dim, pos0 + r,
+                     10000.0f, 1.0f, style ? kc::RopeStyle::Neox : kc::RopeStyle::Norm, factors.data());
+        QVERIFY2(normalized_error(got2.data(), want2.data(), want2.size()) < 1e-6, "with frequency factors");
     }
 }
 

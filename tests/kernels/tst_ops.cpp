@@ -46,20 +46,25 @@ void TstOps::ropeStyles() {
     // Against the rotation written out directly in double precision.
     const int heads = 3, hd = 64, rot = 64;
     const float base = 100000.0f;
+    // Llama 3.1's rope_freqs: per-dimension divisors of the frequency (1 for the fast dims, up to 8).
+    std::vector<float> factors(rot / 2);
+    for (int i = 0; i < rot / 2; ++i) factors[static_cast<size_t>(i)] = 1.0f + 7.0f * static_cast<float>(i) / (rot / 2);
+    for (const float* ff : {static_cast<const float*>(nullptr), static_cast<const float*>(factors.data())})
     for (RopeStyle style : {RopeStyle::Norm, RopeStyle::Neox}) {
         for (int64_t pos : {int64_t{0}, int64_t{1}, int64_t{37}, int64_t{8191}}) {
             auto x = sl::test::random_floats(static_cast<size_t>(heads * hd));
             std::vector<float> ref(x.size());
             for (int h = 0; h < heads; ++h) {
                 for (int i = 0; i < rot / 2; ++i) {
-                    const double th = static_cast<double>(pos) * std::pow(static_cast<double>(base), -2.0 * i / rot);
+                    const double th = static_cast<double>(pos) * std::pow(static_cast<double>(base), -2.0 * i / rot) /
+                                      (ff ? static_cast<double>(ff[i]) : 1.0);
                     const int a = h * hd + (style == RopeStyle::Norm ? 2 * i : i);
                     const int b = h * hd + (style == RopeStyle::Norm ? 2 * i + 1 : i + rot / 2);
                     ref[static_cast<size_t>(a)] = static_cast<float>(x[static_cast<size_t>(a)] * std::cos(th) - x[static_cast<size_t>(b)] * std::sin(th));
                     ref[static_cast<size_t>(b)] = static_cast<float>(x[static_cast<size_t>(a)] * std::sin(th) + x[static_cast<size_t>(b)] * std::cos(th));
                 }
             }
-            rope(x.data(), heads, hd, rot, pos, base, 1.0f, style);
+            rope(x.data(), heads, hd, rot, pos, base, 1.0f, style, ff);
             QVERIFY2(sl::test::normalized_error(x.data(), ref.data(), x.size()) < 1e-5, style == RopeStyle::Norm ? "norm" : "neox");
         }
     }

@@ -119,6 +119,12 @@ void TstLlamaReference::tinyModels_data() {
                              QStringLiteral("--head-dim"), QStringLiteral("64")};
     QTest::newRow("q4_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_k")} + kshape) << 5e-2;
     QTest::newRow("q6_k linear rope") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q6_k"), QStringLiteral("--rope-linear-factor"), QStringLiteral("2")} + kshape) << 5e-2;
+    QTest::newRow("q5_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q5_k")} + kshape) << 5e-2;
+    QTest::newRow("q3_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q3_k")} + kshape) << 5e-2;
+    QTest::newRow("q2_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q2_k")} + kshape) << 5e-2;
+    // Llama 3.1's rope_freqs (per-dimension frequency divisors): float weights, so tight.
+    QTest::newRow("f32 rope_freqs") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f32"), QStringLiteral("--rope-freqs")} << 1e-4;
+    QTest::newRow("f16 rope_freqs partial rope") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f16"), QStringLiteral("--rope-freqs"), QStringLiteral("--rope-dim"), QStringLiteral("8")} << 1e-4;
 }
 
 void TstLlamaReference::tinyModels() {

@@ -90,7 +90,8 @@ import gguf
 from gguf import GGMLQuantizationType as QT
 from gguf.quants import dequantize
 
-SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.Q8_0, QT.Q4_K, QT.Q6_K}
+SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.Q8_0, QT.Q2_K, QT.Q3_K,
+                   QT.Q4_K, QT.Q5_K, QT.Q6_K}
 
 # Architectures whose GGUF q/k use NEOX rotation (pairs (i, i + n_rot/2)), taken from
 # llama.cpp's llama_model_rope_type(). Everything llama-like not listed here that we
@@ -383,7 +384,8 @@ def msa_options_for(model: "GGUFModel", top_k=None, block=None, dense_layers=Non
 # Activation formats llama.cpp pairs with each weight type for its dot products: 8-bit blocks of 32
 # (Q8_0 / Q8_1, the scale stored as f16) or 256 (Q8_K, f32 scale). Float weights keep f32 inputs.
 _ACT_BLOCK = {
-    QT.Q4_0: 32, QT.Q4_1: 32, QT.Q5_0: 32, QT.Q5_1: 32, QT.Q8_0: 32, QT.Q4_K: 256, QT.Q6_K: 256,
+    QT.Q4_0: 32, QT.Q4_1: 32, QT.Q5_0: 32, QT.Q5_1: 32, QT.Q8_0: 32, QT.Q2_K: 256, QT.Q3_K: 256, QT.Q4_K: 256,
+    QT.Q5_K: 256, QT.Q6_K: 256,
 }
 
 

@@ -57,6 +57,7 @@ QK_K = 256
 TYPE_NAMES = {
     "f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0,
     "q4_1": QT.Q4_1, "q5_0": QT.Q5_0, "q5_1": QT.Q5_1, "q4_k": QT.Q4_K, "q6_k": QT.Q6_K,
+    "q2_k": QT.Q2_K, "q3_k": QT.Q3_K, "q5_k": QT.Q5_K,
 }
 
 CHATML_TEMPLATE = (
@@ -180,15 +181,16 @@ def quantize_q6_k(w: np.ndarray) -> np.ndarray:
     return blocks.reshape(w.shape[0], -1)
 
 
-def quantize_q4_k(w: np.ndarray) -> np.ndarray:
+def quantize_q4_k(w: np.ndarray, nmax: int = 15) -> np.ndarray:
     """Simple Q4_K: 8 sub-blocks of 32, y = d*sc*q - dmin*m, 6-bit sc/m, 4-bit q.
-    Layout per 256-block (144 bytes): d f16, dmin f16, scales[12] (packed 6-bit), qs[128]."""
+    Layout per 256-block (144 bytes): d f16, dmin f16, scales[12] (packed 6-bit), qs[128].
+    nmax=31 gives Q5_K's header and 5-bit q, returned as (header, q) for quantize_q5_k."""
     x = w.reshape(-1, QK_K).astype(np.float32)
     nb = x.shape[0]
     sub = x.reshape(nb, 8, 32)
     mn = np.minimum(sub.min(axis=-1), 0.0)
     mx = sub.max(axis=-1)
-    scale = (mx - mn) / 15.0
+    scale = (mx - mn) / float(nmax)
     mins = -mn                                               # >= 0
     d = _f16(scale.max(axis=-1) / 63.0).astype(np.float32)
     dmin = _f16(mins.max(axis=-1) / 63.0).astype(np.float32)
@@ -198,15 +200,86 @@ def quantize_q4_k(w: np.ndarray) -> np.ndarray:
         eff = d[:, None] * sc.astype(np.float32)
         off = dmin[:, None] * m.astype(np.float32)
         q = np.where(eff[..., None] > 0, np.round((sub + off[..., None]) / eff[..., None]), 0)
-    q = q.clip(0, 15).astype(np.uint8).reshape(nb, 4, 2, 32)
-    qs = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(nb, 128)
+    q = q.clip(0, nmax).astype(np.uint8).reshape(nb, 4, 2, 32)
     packed = np.empty((nb, 12), np.uint8)
     packed[:, 0:4] = (sc[:, 0:4] & 0x3F) | ((sc[:, 4:8] >> 4) << 6)
     packed[:, 4:8] = (m[:, 0:4] & 0x3F) | ((m[:, 4:8] >> 4) << 6)
     packed[:, 8:12] = (sc[:, 4:8] & 0x0F) | ((m[:, 4:8] & 0x0F) << 4)
-    blocks = np.concatenate([d.astype(np.float16).reshape(nb, 1).view(np.uint8),
-                             dmin.astype(np.float16).reshape(nb, 1).view(np.uint8),
-                             packed, qs], axis=1)
+    header = np.concatenate([d.astype(np.float16).reshape(nb, 1).view(np.uint8),
+                             dmin.astype(np.float16).reshape(nb, 1).view(np.uint8), packed], axis=1)
+    if nmax != 15:
+        return header, q
+    qs = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(nb, 128)
+    return np.concatenate([header, qs], axis=1).reshape(w.shape[0], -1)
+
+
+def quantize_q5_k(w: np.ndarray) -> np.ndarray:
+    """Q5_K: Q4_K's fit with 5-bit q. Layout (176 bytes): d, dmin, scales[12], qh[32], qs[128];
+    element 64*J + 32*h + l has its low nibble in qs[32*J + l] (h: high nibble) and its fifth bit
+    at bit 2*J + h of qh[l]."""
+    nb = w.size // QK_K
+    header, q = quantize_q4_k(w, nmax=31)                     # q: (nb, J=4, h=2, l=32)
+    qs = ((q[:, :, 0] & 0x0F) | ((q[:, :, 1] & 0x0F) << 4)).reshape(nb, 128)
+    bits = (q >> 4).astype(np.uint8)                          # (nb, 4, 2, 32)
+    shifts = (2 * np.arange(4)[:, None] + np.arange(2)[None, :]).astype(np.uint8)   # (4, 2)
+    qh = np.bitwise_or.reduce(bits << shifts[None, :, :, None], axis=(1, 2)).astype(np.uint8)  # (nb, 32)
+    return np.concatenate([header, qh, qs], axis=1).reshape(w.shape[0], -1)
+
+
+def _pack_2bit(q: np.ndarray) -> np.ndarray:
+    """(nb, 256) values 0..3 -> (nb, 64): element 128*h + 32*s + l in bits 2s of byte 32*h + l."""
+    nb = q.shape[0]
+    q4 = q.reshape(nb, 2, 4, 32).astype(np.uint8)
+    out = q4[:, :, 0] | (q4[:, :, 1] << 2) | (q4[:, :, 2] << 4) | (q4[:, :, 3] << 6)
+    return out.reshape(nb, 64)
+
+
+def quantize_q2_k(w: np.ndarray) -> np.ndarray:
+    """Simple Q2_K: 16 sub-blocks of 16, y = d*sc*q - dmin*m, 4-bit sc/m, 2-bit q.
+    Layout (84 bytes): scales[16] (sc | m << 4), qs[64], d f16, dmin f16."""
+    x = w.reshape(-1, QK_K).astype(np.float32)
+    nb = x.shape[0]
+    sub = x.reshape(nb, 16, 16)
+    mn = np.minimum(sub.min(axis=-1), 0.0)
+    scale = (sub.max(axis=-1) - mn) / 3.0
+    mins = -mn
+    d = _f16(scale.max(axis=-1) / 15.0).astype(np.float32)
+    dmin = _f16(mins.max(axis=-1) / 15.0).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d[:, None] > 0, np.ceil(scale / d[:, None]), 0).clip(0, 15).astype(np.uint8)
+        m = np.where(dmin[:, None] > 0, np.round(mins / dmin[:, None]), 0).clip(0, 15).astype(np.uint8)
+        eff = d[:, None] * sc.astype(np.float32)
+        off = dmin[:, None] * m.astype(np.float32)
+        q = np.where(eff[..., None] > 0, np.round((sub + off[..., None]) / eff[..., None]), 0)
+    q = q.clip(0, 3).astype(np.uint8).reshape(nb, QK_K)
+    blocks = np.concatenate([sc | (m << 4), _pack_2bit(q), d.astype(np.float16).reshape(nb, 1).view(np.uint8),
+                             dmin.astype(np.float16).reshape(nb, 1).view(np.uint8)], axis=1)
+    return blocks.reshape(w.shape[0], -1)
+
+
+def quantize_q3_k(w: np.ndarray) -> np.ndarray:
+    """Simple Q3_K: 16 sub-blocks of 16, y = d*(sc-32)*q, 6-bit sc, q in -4..3 (low 2 bits in qs,
+    bit 2 of q+4 in hmask: bit s of hmask[l] for element 32*s + l).
+    Layout (110 bytes): hmask[32], qs[64], scales[12] (low nibbles in 0..7, high 2 bits in 8..11), d f16."""
+    x = w.reshape(-1, QK_K).astype(np.float32)
+    nb = x.shape[0]
+    sub = x.reshape(nb, 16, 16)
+    s = np.abs(sub).max(axis=-1) / 4.0
+    d = _f16(s.max(axis=-1) / 31.0).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ls = np.where(d[:, None] > 0, np.round(s / d[:, None]), 0).clip(0, 31).astype(np.int32)
+        eff = d[:, None] * ls.astype(np.float32)
+        q = np.where(eff[..., None] > 0, np.round(sub / eff[..., None]), 0)
+    u = (q.clip(-4, 3) + 4).astype(np.uint8).reshape(nb, QK_K)      # 0..7
+    qs = _pack_2bit(u & 3)
+    hbit = (u >> 2).reshape(nb, 8, 32)
+    hmask = np.bitwise_or.reduce(hbit << np.arange(8, dtype=np.uint8)[None, :, None], axis=1).astype(np.uint8)
+    stored = (ls + 32).astype(np.uint8)                               # (nb, 16), 6 bits
+    scales = np.zeros((nb, 12), np.uint8)
+    scales[:, 0:8] = (stored[:, 0:8] & 0x0F) | ((stored[:, 8:16] & 0x0F) << 4)
+    for j in range(16):
+        scales[:, 8 + j % 4] |= ((stored[:, j] >> 4) & 3) << (2 * (j // 4))
+    blocks = np.concatenate([hmask, qs, scales, d.astype(np.float16).reshape(nb, 1).view(np.uint8)], axis=1)
     return blocks.reshape(w.shape[0], -1)
 
 
@@ -214,10 +287,12 @@ def encode_tensor(name: str, w: np.ndarray, qtype: QT) -> np.ndarray:
     """Bytes/array to hand to GGUFWriter.add_tensor(raw_dtype=qtype). Verifies the result
     dequantizes (with gguf's dequantizer) to within the expected error of w."""
     n_in = w.shape[-1]
-    if qtype in (QT.Q4_K, QT.Q6_K):
+    k_packers = {QT.Q2_K: quantize_q2_k, QT.Q3_K: quantize_q3_k, QT.Q4_K: quantize_q4_k,
+                 QT.Q5_K: quantize_q5_k, QT.Q6_K: quantize_q6_k}
+    if qtype in k_packers:
         if n_in % QK_K:
             raise SystemExit(f"{name}: {qtype.name} needs rows (n_in={n_in}) to be a multiple of 256")
-        data = quantize_q4_k(w) if qtype == QT.Q4_K else quantize_q6_k(w)
+        data = k_packers[qtype](w)
     else:
         bs = gguf.GGML_QUANT_SIZES[qtype][0]
         if n_in % bs:
@@ -225,7 +300,8 @@ def encode_tensor(name: str, w: np.ndarray, qtype: QT) -> np.ndarray:
         data = quantize(w.astype(np.float32), qtype)
     back = dequantize(data, qtype).reshape(w.shape)
     tol = {QT.F32: 0, QT.F16: 1e-3, QT.BF16: 1e-2, QT.Q8_0: 1e-2, QT.Q6_K: 4e-2,
-           QT.Q4_0: 0.2, QT.Q4_1: 0.15, QT.Q5_0: 0.1, QT.Q5_1: 0.1, QT.Q4_K: 0.2}[qtype]
+           QT.Q4_0: 0.2, QT.Q4_1: 0.15, QT.Q5_0: 0.1, QT.Q5_1: 0.1, QT.Q4_K: 0.2,
+           QT.Q5_K: 0.1, QT.Q3_K: 0.4, QT.Q2_K: 0.6}[qtype]
     rel = float(np.abs(back - w).max() / (np.abs(w).max() + 1e-30))
     if rel > tol:
         raise RuntimeError(f"{name}: {qtype.name} round trip error {rel:.3g} > {tol}")
@@ -267,7 +343,7 @@ def build(args) -> dict:
     w.add_uint32(a + "vocab_size", V)
     w.add_custom_alignment(gguf.GGUF_DEFAULT_ALIGNMENT)   # general.alignment = 32 (the default)
     w.add_uint32("general.file_type", {QT.F32: 0, QT.F16: 1, QT.Q4_0: 2, QT.Q4_1: 3, QT.Q8_0: 7,
-                                        QT.Q5_0: 8, QT.Q5_1: 9, QT.Q6_K: 18, QT.Q4_K: 15, QT.BF16: 32}[args.wtype_q])
+                                        QT.Q5_0: 8, QT.Q5_1: 9, QT.Q6_K: 18, QT.Q4_K: 15, QT.BF16: 32, QT.Q2_K: 10, QT.Q3_K: 12, QT.Q5_K: 17}[args.wtype_q])
     w.add_uint32("general.quantization_version", gguf.GGML_QUANT_VERSION)
 
     tokens, types, merges = build_vocab(V)
@@ -330,6 +406,9 @@ def build(args) -> dict:
             put(p + "indexer.q_norm.weight", norm(ik))
             put(p + "indexer.k_norm.weight", norm(ik))
     put("output_norm.weight", norm(D))
+    if args.rope_freqs:   # as convert_hf_to_gguf writes for llama 3.1: 1 for fast dims, up to 8 for slow
+        n_rot = args.rope_dim or Dh
+        put("rope_freqs.weight", np.linspace(1.0, 8.0, n_rot // 2).astype(np.float32))
     if not args.tied:
         put("output.weight", mat(V, D), args.out_q)
 
@@ -357,6 +436,8 @@ def parse_args(argv=None):
     ap.add_argument("--rope-dim", type=int, default=0, help="rope.dimension_count (default head_dim)")
     ap.add_argument("--rope-linear-factor", type=float, default=0.0,
                     help="write rope.scaling.type=linear with this factor")
+    ap.add_argument("--rope-freqs", action="store_true",
+                    help="write rope_freqs.weight (Llama 3.1's per-dimension frequency divisors, 1 to 8)")
     ap.add_argument("--eps", type=float, default=1e-5)
     t = ap.add_mutually_exclusive_group()
     t.add_argument("--tied", dest="tied", action="store_true", default=True,
