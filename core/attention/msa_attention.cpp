@@ -220,7 +220,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     if (c.layer < 0) throw Error("MSA: negative layer");
     if (layers_.size() <= static_cast<size_t>(c.layer)) layers_.resize(static_cast<size_t>(c.layer) + 1);
     Layer& L = layers_[static_cast<size_t>(c.layer)];
-    if (c.layer < config_.dense_layers) {
+    if (c.layer < config_.dense_layers || c.window > 0) {  // sliding-window layers: a few blocks, dense
         L.selections.clear();
         dense_.forward(c, kv, pool);
         return;

@@ -64,8 +64,11 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
     for (int i = 0; i < n; ++i) {
         if (embeddings && tokens[i] == kEmbeddingToken)
             std::copy(embeddings + i * d, embeddings + (i + 1) * d, s.x.data() + i * d);
-        else
+        else {
             embed_row(weights_.tok_embd, tokens[i], s.x.data() + i * d);
+            if (c.embed_scale != 1.0f)  // gemma3: tokens only (image embeddings come scaled)
+                for (int64_t j = 0; j < d; ++j) s.x[static_cast<size_t>(i * d + j)] *= c.embed_scale;
+        }
     }
 
     // MSA native index projections: only when the attention uses them and the file has them.
@@ -76,9 +79,13 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         s.ik.resize(nn * static_cast<size_t>(c.indexer.head_dim));
     }
 
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const float scale = c.attn_scale > 0.0f ? c.attn_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const float* ff = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
     for (int l = 0; l < c.n_layer; ++l) {
         const LlamaLayer& L = weights_.layers[static_cast<size_t>(l)];
+        const bool slides = c.layer_slides(l);
+        const float rope_base = slides ? c.rope_base_swa : c.rope_base;
+        const float rope_scale = slides ? c.rope_freq_scale_swa : c.rope_freq_scale;
         for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.attn_norm, d, c.rms_eps);
         linear(L.wq, s.xn.data(), n, s.q.data(), pool, s.quant);
         linear(L.wk, s.xn.data(), n, s.k.data(), pool, s.quant);
@@ -90,10 +97,13 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
             if (L.bq) kernels::add(q, L.bq, dq);
             if (L.bk) kernels::add(k, L.bk, dkv);
             if (L.bv) kernels::add(v, L.bv, dkv);
+            if (L.attn_q_norm)
+                for (int h = 0; h < c.n_head; ++h) kernels::rms_norm(q + h * c.head_dim, q + h * c.head_dim, L.attn_q_norm, c.head_dim, c.rms_eps);
+            if (L.attn_k_norm)
+                for (int h = 0; h < c.n_kv_head; ++h) kernels::rms_norm(k + h * c.head_dim, k + h * c.head_dim, L.attn_k_norm, c.head_dim, c.rms_eps);
             const int64_t pos = pos0 + i;
-            const float* ff = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
-            kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style, ff);
-            kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, c.rope_base, c.rope_freq_scale, c.rope_style, ff);
+            kernels::rope(q, c.n_head, c.head_dim, c.rope_dim, pos, rope_base, rope_scale, c.rope_style, ff);
+            kernels::rope(k, c.n_kv_head, c.head_dim, c.rope_dim, pos, rope_base, rope_scale, c.rope_style, ff);
             kv.write(l, pos, k, v);
         }
         AttentionCall call;
@@ -106,10 +116,11 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         call.scale = scale;
         call.q = s.q.data();
         call.rope_dim = c.rope_dim;
-        call.rope_base = c.rope_base;
-        call.rope_freq_scale = c.rope_freq_scale;
+        call.rope_base = rope_base;
+        call.rope_freq_scale = rope_scale;
+        call.window = slides ? c.swa_window : 0;
         call.rope_neox = c.rope_style == kernels::RopeStyle::Norm ? 0 : 1;
-        call.rope_freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+        call.rope_freq_factors = ff;
         call.out = s.att.data();
         if (want_index && L.has_indexer()) {
             // Index queries (n, idx heads, idx dim) and keys (n, idx dim) from the same normalized
@@ -133,13 +144,20 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         }
         attention.forward(call, kv, pool);
         linear(L.wo, s.att.data(), n, s.o.data(), pool, s.quant);
+        if (L.attn_post_norm)
+            for (int i = 0; i < n; ++i) kernels::rms_norm(s.o.data() + i * d, s.o.data() + i * d, L.attn_post_norm, d, c.rms_eps);
         kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);
 
         for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.ffn_norm, d, c.rms_eps);
         linear(L.gate, s.xn.data(), n, s.g.data(), pool, s.quant);
         linear(L.up, s.xn.data(), n, s.u.data(), pool, s.quant);
-        kernels::silu_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
+        if (c.ffn_gelu)
+            kernels::gelu_tanh_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
+        else
+            kernels::silu_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
         linear(L.down, s.h.data(), n, s.o.data(), pool, s.quant);
+        if (L.ffn_post_norm)
+            for (int i = 0; i < n; ++i) kernels::rms_norm(s.o.data() + i * d, s.o.data() + i * d, L.ffn_post_norm, d, c.rms_eps);
         kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);
     }
     kv.set_n_past(pos0 + n);

@@ -1,5 +1,8 @@
 // Llama-family decoders (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5): pre-norm blocks of RMSNorm,
-// GQA attention with RoPE, and a SwiGLU FFN; tied or separate output head.
+// GQA attention with RoPE, and a SwiGLU FFN; tied or separate output head. Gemma 3 is the same
+// graph with its own pieces switched on (LlamaConfig's gemma fields): embeddings scaled by
+// sqrt(d_model), RMSNorm of each q and k head, norms after the attention and after the FFN, a GELU
+// (tanh) gated FFN, its own query scale, and sliding-window layers with their own RoPE base.
 //
 // The model holds views into the mapped file (it owns nothing big); the forward pass writes into a
 // KvCache and scratch owned by the caller's session. A model is immutable after construction and may
@@ -38,6 +41,15 @@ struct LlamaConfig {
     // Per-dimension frequency divisors (rope_dim / 2) from the `rope_freqs.weight` tensor that
     // Llama 3.1+ files carry for their long-context RoPE scaling; empty when the file has none.
     std::vector<float> rope_freq_factors;
+    // Gemma 3 (llama.cpp's llm_build_gemma3_iswa); the defaults are the llama graph.
+    float embed_scale = 1.0f;     // token embeddings are multiplied by this (gemma3: sqrt(d_model))
+    float attn_scale = 0.0f;      // query scale; 0: 1 / sqrt(head_dim)
+    bool ffn_gelu = false;        // GELU (tanh approximation) gates the FFN instead of SiLU
+    int swa_window = 0;           // sliding layers attend to the latest swa_window positions; 0: none
+    int swa_pattern = 0;          // layer l slides when l % swa_pattern < swa_pattern - 1
+    float rope_base_swa = 10000.0f;      // RoPE of the sliding layers
+    float rope_freq_scale_swa = 1.0f;
+    bool layer_slides(int l) const { return swa_window > 0 && swa_pattern > 0 && l % swa_pattern < swa_pattern - 1; }
     // MSA indexer (MiniMax-M3 style; /work/shared/MSA.md), from "<arch>.attention.indexer.*" and
     // "<arch>.leading_dense_block_count". n_head == 0: the file has none (training-free MSA only).
     struct Indexer {
@@ -59,6 +71,12 @@ struct LlamaLayer {
     const float* bv = nullptr;
     const float* ffn_norm = nullptr;   // (d_model)
     TensorView gate, up, down;         // gate/up: n_ff rows of d_model; down: d_model rows of n_ff
+    // Gemma 3 (null otherwise): per-head RMSNorm weights of q and k (head_dim), and the norms applied
+    // to the attention's and the FFN's outputs before they join the residual (d_model).
+    const float* attn_q_norm = nullptr;
+    const float* attn_k_norm = nullptr;
+    const float* attn_post_norm = nullptr;
+    const float* ffn_post_norm = nullptr;
     // MSA indexer (sparse layers of files that have one; empty/null otherwise), all F32:
     TensorView idx_wq;                 // indexer.q_proj: (indexer.n_head * indexer.head_dim) rows of d_model
     TensorView idx_wk;                 // indexer.k_proj: indexer.head_dim rows of d_model

@@ -20,6 +20,7 @@ constexpr ArchInfo kArchs[] = {
     {"llama", kernels::RopeStyle::Norm},
     {"mistral", kernels::RopeStyle::Norm},
     {"qwen2", kernels::RopeStyle::Neox},
+    {"gemma3", kernels::RopeStyle::Neox},
 };
 
 std::string fname(const GgufFile& f) { return f.name(); }
@@ -38,7 +39,7 @@ TensorView tensor(const GgufFile& f, const std::string& name, int64_t ne0, int64
     const auto info = kernels::tensor_type_info(t->type);
     if (!info.computable)
         throw FormatError(fname(f) + ": tensor '" + name + "' has type " + (info.name ? info.name : "unknown") +
-                          ", which Sightline cannot compute with yet (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q6_k)");
+                          ", which Sightline cannot compute with yet (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k)");
     TensorView v;
     v.type = static_cast<kernels::TensorType>(t->type);
     v.data = t->data;
@@ -56,6 +57,24 @@ const float* vector_f32(const GgufFile& f, const std::string& name, int64_t n, b
     if (t->type != static_cast<uint32_t>(kernels::TensorType::F32) || t->n_elements != static_cast<uint64_t>(n))
         throw FormatError(fname(f) + ": tensor '" + name + "' must be f32 with " + std::to_string(n) + " elements");
     return reinterpret_cast<const float*>(t->data);
+}
+
+// Gemma 3's hyperparameters as llama.cpp reads them (llama-model.cpp, LLM_ARCH_GEMMA3): sliding
+// window from the file, every 6th layer global, the sliding layers' RoPE base 10000 unscaled, the
+// query scale 1/sqrt(head_dim) (27B, 62 layers: 1/sqrt(d_model / n_head)). The file's norm weights
+// already hold Gemma's (1 + w), as its converter writes them.
+void read_gemma3_config(const GgufFile& f, LlamaConfig& c) {
+    c.embed_scale = std::sqrt(static_cast<float>(c.d_model));
+    c.ffn_gelu = true;
+    c.swa_window = static_cast<int>(arch_u32(f, "attention.sliding_window", 0));
+    if (c.swa_window < 0 || c.swa_window > (1 << 24))
+        throw FormatError(fname(f) + ": attention.sliding_window " + std::to_string(c.swa_window) + " is not usable");
+    c.swa_pattern = 6;
+    c.rope_base_swa = 10000.0f;
+    c.rope_freq_scale_swa = 1.0f;
+    const float q_dim = c.n_layer == 62 ? static_cast<float>(c.d_model) / static_cast<float>(c.n_head)
+                                        : static_cast<float>(c.head_dim);
+    c.attn_scale = 1.0f / std::sqrt(q_dim);
 }
 
 // MSA indexer metadata ("<arch>.attention.indexer.*", "<arch>.leading_dense_block_count"); absent
@@ -103,7 +122,7 @@ LlamaConfig read_llama_config(const GgufFile& f) {
     for (const auto& a : kArchs)
         if (c.arch == a.name) arch = &a;
     if (!arch)
-        throw FormatError(fname(f) + ": architecture '" + c.arch + "' is not supported (supported: llama, mistral, qwen2)");
+        throw FormatError(fname(f) + ": architecture '" + c.arch + "' is not supported (supported: llama, mistral, qwen2, gemma3)");
     c.rope_style = arch->rope;
     c.n_layer = static_cast<int>(arch_u32(f, "block_count"));
     c.d_model = static_cast<int>(arch_u32(f, "embedding_length"));
@@ -142,6 +161,7 @@ LlamaConfig read_llama_config(const GgufFile& f) {
                 throw FormatError(fname(f) + ": tensor 'rope_freqs.weight' holds " + std::to_string(x) + ", not a positive factor");
         (void)ff;
     }
+    if (c.arch == "gemma3") read_gemma3_config(f, c);
     read_indexer_config(f, c);
     const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
     if (!emb || emb->dims.size() < 2) throw FormatError(fname(f) + ": tensor 'token_embd.weight' is missing");
@@ -206,6 +226,12 @@ std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
         L.gate = tensor(f, p + "ffn_gate.weight", d, c.n_ff);
         L.up = tensor(f, p + "ffn_up.weight", d, c.n_ff);
         L.down = tensor(f, p + "ffn_down.weight", c.n_ff, d);
+        if (c.arch == "gemma3") {
+            L.attn_q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
+            L.attn_k_norm = vector_f32(f, p + "attn_k_norm.weight", c.head_dim);
+            L.attn_post_norm = vector_f32(f, p + "post_attention_norm.weight", d);
+            L.ffn_post_norm = vector_f32(f, p + "post_ffw_norm.weight", d);
+        }
         if (c.has_indexer() && l >= c.indexer.dense_layers) {  // sparse layer: the indexer is required
             const int64_t ih = static_cast<int64_t>(c.indexer.n_head) * c.indexer.head_dim;
             L.idx_wq = tensor(f, p + "indexer.q_proj.weight", d, ih);

@@ -1,5 +1,8 @@
 #include "core/runtime/cuda_backend_model.h"
 
+#include <string>
+
+#include "core/model/llama_model.h"
 #include "core/util/error.h"
 #include "kernels/cuda/cuda_device.h"
 
@@ -12,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "core/model/llama_model.h"
 #include "core/runtime/linear.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dequantize.h"
@@ -24,6 +26,15 @@
 #endif
 
 namespace sl {
+
+std::string cuda_unsupported(const LlamaConfig& c) {
+    if (c.arch == "gemma3" || c.ffn_gelu || c.swa_window > 0 || c.embed_scale != 1.0f)
+        return "the CUDA kernels do not run " + c.arch + " models yet (its norms, GELU and sliding window)";
+    if ((c.head_dim != 64 && c.head_dim != 128) || c.n_kv_head <= 0 || c.n_head % c.n_kv_head)
+        return "head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
+               std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)";
+    return {};
+}
 
 #if SIGHTLINE_HAVE_CUDA
 
@@ -173,9 +184,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
     const cuda::DeviceStatus st = cuda::probe();
     if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
     const LlamaConfig& c = model.config();
-    if ((c.head_dim != 64 && c.head_dim != 128) || c.n_head % c.n_kv_head)
-        throw Error("CUDA model: head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
-                    std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)");
+    if (const std::string why = cuda_unsupported(c); !why.empty()) throw Error("CUDA model: " + why);
     if (n_ctx <= 0) throw Error("CUDA model: n_ctx must be positive");
     if (msa.enabled && (msa.top_k < 1 || msa.top_k > 64 || msa.shortlist_factor < 1 || msa.shortlist_factor > 64))
         throw Error("CUDA model: MSA top-k must be 1 to 64 and the shortlist factor 1 to 64 (got " +

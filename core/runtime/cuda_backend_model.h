@@ -11,11 +11,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace sl {
 
 class LlamaModel;
+struct LlamaConfig;
+
+// Why the CUDA runner cannot run a model of this configuration ("" when it can): the pieces its
+// kernels do not have yet (Gemma 3's norms, GELU and sliding window; head dims other than 64/128).
+// Sessions use it to stay on the CPU with the reason instead of failing.
+std::string cuda_unsupported(const LlamaConfig& c);
 
 // MSA on the device (kernels/cuda/msa.cuh, msa_hybrid_select): once a call's context has more than
 // top_k blocks of 128 tokens, every (query block, KV group) of every layer attends to the local

@@ -63,6 +63,10 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
                                        backend_.reason + ")"};
         return;
     }
+    if (const std::string why = cuda_unsupported(model.model->config()); !why.empty()) {
+        backend_ = {cpu_backend(), "CPU: " + why};
+        return;
+    }
     gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx);
 }
 

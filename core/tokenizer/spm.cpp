@@ -21,6 +21,20 @@ namespace {
 
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
 
+// The byte of a "<0xAB>" token (exactly two hex digits), or -1. Not sscanf("<0x%02X>"): it takes
+// a sign ("<0x-1>" read as 0xFFFFFFFF indexed byte_token_ out of bounds) and ignores the '>'.
+int byte_token_value(const std::string& t) {
+    const auto hex = [](char c) {
+        return c >= '0' && c <= '9' ? c - '0'
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : -1;
+    };
+    if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+    const int hi = hex(t[3]), lo = hex(t[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
 class SpmTokenizer final : public Tokenizer {
 public:
     explicit SpmTokenizer(TokenizerData data) : Tokenizer(std::move(data)) {
@@ -31,11 +45,9 @@ public:
         for (size_t i = 0; i < n; ++i) {
             const std::string& t = data_.tokens[i];
             const auto type = static_cast<TokenType>(data_.token_types[i]);
-            unsigned byte = 0;
-            if (type == TokenType::Byte && t.size() == 6 &&
-                std::sscanf(t.c_str(), "<0x%02X>", &byte) == 1) {
+            if (const int byte = type == TokenType::Byte ? byte_token_value(t) : -1; byte >= 0) {
                 pieces_[i] = std::string(1, static_cast<char>(byte));
-                byte_token_[byte] = static_cast<int32_t>(i);
+                byte_token_[static_cast<size_t>(byte)] = static_cast<int32_t>(i);
             } else if (type == TokenType::Normal || type == TokenType::Undefined ||
                        type == TokenType::UserDefined) {
                 pieces_[i] = unescape(t);

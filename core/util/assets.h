@@ -23,5 +23,7 @@ std::filesystem::path path_of(const std::string& relative_path);
 
 // The default model's path relative to the cache.
 inline constexpr const char* kDefaultModel = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+// Gemma 3 270M (base, Q4_K_M): the gemma3 architecture's real-weights check.
+inline constexpr const char* kGemma3Model = "models/gemma-3-270m-q4_k_m.gguf";
 
 }  // namespace sl::assets

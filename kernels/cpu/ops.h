@@ -27,6 +27,10 @@ float softmax(float* x, int64_t n);
 // out (n) = silu(gate) * up, silu(g) = g / (1 + e^-g).
 void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 
+// out (n) = gelu(gate) * up with the tanh approximation (Gemma's gelu_pytorch_tanh):
+// gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+void gelu_tanh_mul(float* out, const float* gate, const float* up, int64_t n);
+
 // y (n) += x (n)
 void add(float* y, const float* x, int64_t n);
 

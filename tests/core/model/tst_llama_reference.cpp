@@ -97,8 +97,8 @@ private Q_SLOTS:
     void chunkedPrefillEqualsOnePass();
     void implausibleValuesRefused_data();
     void implausibleValuesRefused();
-    void smollmMatchesReference_data();
-    void smollmMatchesReference();
+    void realModelsMatchReference_data();
+    void realModelsMatchReference();
     void cleanup() { sl::set_exact_activations(false); }
 };
 
@@ -122,6 +122,11 @@ void TstLlamaReference::tinyModels_data() {
     QTest::newRow("q5_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q5_k")} + kshape) << 5e-2;
     QTest::newRow("q3_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q3_k")} + kshape) << 5e-2;
     QTest::newRow("q2_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q2_k")} + kshape) << 5e-2;
+    // Gemma 3: 7 layers (0-4 and 6 slide over 8 positions, 5 is global) on 23 tokens.
+    const QStringList gemma{QStringLiteral("--arch"), QStringLiteral("gemma3"), QStringLiteral("--sliding-window"), QStringLiteral("8"),
+                            QStringLiteral("--n-layers"), QStringLiteral("7")};
+    QTest::newRow("gemma3 f32") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("f32")} + gemma) << 1e-4;
+    QTest::newRow("gemma3 q4_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_k")} + kshape + gemma) << 5e-2;
     // Llama 3.1's rope_freqs (per-dimension frequency divisors): float weights, so tight.
     QTest::newRow("f32 rope_freqs") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f32"), QStringLiteral("--rope-freqs")} << 1e-4;
     QTest::newRow("f16 rope_freqs partial rope") << QStringList{QStringLiteral("--wtype"), QStringLiteral("f16"), QStringLiteral("--rope-freqs"), QStringLiteral("--rope-dim"), QStringLiteral("8")} << 1e-4;
@@ -205,18 +210,25 @@ void TstLlamaReference::chunkedPrefillEqualsOnePass() {
     QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
 }
 
-void TstLlamaReference::smollmMatchesReference_data() {
+void TstLlamaReference::realModelsMatchReference_data() {
+    QTest::addColumn<QString>("asset");
     QTest::addColumn<QString>("text");
     QTest::addColumn<bool>("chat");
-    QTest::newRow("chat: capital of France") << QStringLiteral("What is the capital of France?") << true;
-    QTest::newRow("prose") << QStringLiteral("R is a language and environment for statistical computing and graphics. It is a GNU project which is similar to the S language") << false;
-    QTest::newRow("code") << QStringLiteral("def fibonacci(n):\n    if n < 2:\n        return n\n    return") << false;
+    const QString smol = QString::fromLatin1(sl::assets::kDefaultModel), gemma = QString::fromLatin1(sl::assets::kGemma3Model);
+    QTest::newRow("smollm2 chat: capital of France") << smol << QStringLiteral("What is the capital of France?") << true;
+    QTest::newRow("smollm2 prose") << smol << QStringLiteral("R is a language and environment for statistical computing and graphics. It is a GNU project which is similar to the S language") << false;
+    QTest::newRow("smollm2 code") << smol << QStringLiteral("def fibonacci(n):\n    if n < 2:\n        return n\n    return") << false;
+    // Gemma 3 270M (a base model: no chat): its norms, GELU, embedding scale and 18 layers of
+    // which 3 are global; the sliding window (512) is longer than these prompts.
+    QTest::newRow("gemma3 prose") << gemma << QStringLiteral("R is a language and environment for statistical computing and graphics. It is a GNU project which is similar to the S language") << false;
+    QTest::newRow("gemma3 code") << gemma << QStringLiteral("def fibonacci(n):\n    if n < 2:\n        return n\n    return") << false;
 }
 
-void TstLlamaReference::smollmMatchesReference() {
+void TstLlamaReference::realModelsMatchReference() {
+    QFETCH(QString, asset);
     QFETCH(QString, text);
     QFETCH(bool, chat);
-    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    REQUIRE_ASSET(path, asset.toStdString());
     auto m = sl::load_model(path);
     std::vector<int32_t> ids;
     if (chat) {

@@ -99,7 +99,10 @@ SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, 
 # Only archs whose graph is exactly the one in forward() (plus optional q/k/v biases) are
 # listed; use --rope-mode to force a mode for anything else.
 ROPE_NORM_ARCHS = {"llama"}
-ROPE_NEOX_ARCHS = {"qwen2"}
+ROPE_NEOX_ARCHS = {"qwen2", "gemma3"}
+# Gemma 3's own tensors (llm_build_gemma3_iswa): per-head q/k norms and norms after the attention
+# and the FFN; only that architecture may have them.
+GEMMA3_TENSORS = ("attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm")
 # Tensors that would change the graph (fused qkv, per-head q/k norms, MoE, ...): refuse them.
 # (blk.N.indexer.* MSA tensors are used only with --msa native; dense attention ignores them.)
 UNSUPPORTED_TENSORS = ("attn_qkv", "attn_q_norm", "attn_k_norm", "ffn_gate_inp", "ffn_gate_exps",
@@ -146,6 +149,17 @@ class Hparams:
     idx_top_k: int = 0
     idx_block: int = 0
     idx_dense: int = 0
+    # Gemma 3 (llama.cpp's LLM_ARCH_GEMMA3 hparams): every swa_pattern-th layer is global, the
+    # others attend to the latest swa_window positions with RoPE base 10000 unscaled.
+    embed_scale: float = 1.0
+    attn_scale: float = 0.0        # 0: 1/sqrt(head_dim)
+    gelu: bool = False
+    swa_window: int = 0
+    swa_pattern: int = 0
+    rope_base_swa: float = 10000.0
+
+    def slides(self, il: int) -> bool:
+        return self.swa_window > 0 and self.swa_pattern > 0 and il % self.swa_pattern < self.swa_pattern - 1
 
 
 @dataclass
@@ -219,8 +233,17 @@ class GGUFModel:
         )
         if n_head % n_head_kv:
             raise ValueError("head_count must be a multiple of head_count_kv")
+        if arch == "gemma3":
+            hp = self.hp
+            hp.embed_scale = float(np.sqrt(n_embd))
+            hp.gelu = True
+            hp.swa_window = int(_field(r, a + "attention.sliding_window", 0))
+            hp.swa_pattern = 6
+            hp.attn_scale = 1.0 / float(np.sqrt(n_embd / n_head if hp.n_layer == 62 else head_dim))
+        banned = (tuple(u for u in UNSUPPORTED_TENSORS if u not in GEMMA3_TENSORS) if arch == "gemma3"
+                  else UNSUPPORTED_TENSORS + GEMMA3_TENSORS)
         unsupported = sorted({n.split(".", 2)[-1] for n in self.tensors
-                              if n.startswith("blk.") and any(u in n for u in UNSUPPORTED_TENSORS)})
+                              if n.startswith("blk.") and any(u in n for u in banned)})
         if unsupported:
             raise NotImplementedError(f"tensors this reference does not model: {unsupported}")
         self.tied = "output.weight" not in self.tensors
@@ -259,6 +282,11 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x / (x.dtype.type(1) + np.exp(-x))
 
 
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh approximation (Gemma's gelu_pytorch_tanh; ggml_gelu)."""
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3))).astype(x.dtype)
+
+
 def rope_cos_sin(positions: np.ndarray, n_rot: int, base: float, freq_scale: float,
                  freq_factors: np.ndarray | None, dtype) -> tuple[np.ndarray, np.ndarray]:
     """cos/sin of shape (T, n_rot/2); angle_i = pos*freq_scale*base^(-2i/n_rot)/factor_i."""
@@ -291,16 +319,20 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, n_rot: int, mode
     return out
 
 
-def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """q: (T, H, D), k/v: (T, Hkv, D) -> (T, H*D). Query head h uses KV head h // (H/Hkv)."""
+def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float = 0.0,
+                         window: int = 0) -> np.ndarray:
+    """q: (T, H, D), k/v: (T, Hkv, D) -> (T, H*D). Query head h uses KV head h // (H/Hkv).
+    scale 0: 1/sqrt(D). window > 0: query i sees keys i - window + 1 .. i (sliding window)."""
     T, H, D = q.shape
     Hkv = k.shape[1]
     g = H // Hkv
     kk = np.repeat(k, g, axis=1)          # (T, H, D): head h -> kv head h // g
     vv = np.repeat(v, g, axis=1)
-    scale = q.dtype.type(1.0 / np.sqrt(D))
+    scale = q.dtype.type(scale or 1.0 / np.sqrt(D))
     s = np.einsum("thd,shd->hts", q, kk) * scale            # (H, T, T)
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)        # j > i is the future
+    if window > 0:
+        mask |= np.tril(np.ones((T, T), dtype=bool), k=-window)   # j <= i - window: out of the window
     s = np.where(mask[None], -np.inf, s)
     s = s - s.max(axis=-1, keepdims=True)
     p = np.exp(s)
@@ -422,8 +454,11 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
     dt = model.dtype
 
     x = model.weight("token_embd.weight")[ids].astype(dt)    # (T, n_embd)
+    if hp.embed_scale != 1.0:
+        x = x * dt.type(hp.embed_scale)
     ff = model.weight("rope_freqs.weight") if model.has("rope_freqs.weight") else None
-    cos, sin = rope_cos_sin(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, ff, dt)
+    cos_g, sin_g = rope_cos_sin(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, ff, dt)
+    cos_l, sin_l = rope_cos_sin(pos, hp.n_rot, hp.rope_base_swa, 1.0, ff, dt)
 
     def mm(h: np.ndarray, name: str) -> np.ndarray:
         block = _ACT_BLOCK.get(model.tensors[name].tensor_type) if act_quant else None
@@ -432,6 +467,8 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
     for il in range(hp.n_layer):
         p = f"blk.{il}."
         W = model.weight
+        slides = hp.slides(il)
+        cos, sin = (cos_l, sin_l) if slides else (cos_g, sin_g)
         h = rmsnorm(x, W(p + "attn_norm.weight"), hp.rms_eps)
         q = mm(h, p + "attn_q.weight")
         k = mm(h, p + "attn_k.weight")
@@ -441,6 +478,9 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
         q = q.reshape(T, hp.n_head, hp.head_dim)
         k = k.reshape(T, hp.n_head_kv, hp.head_dim)
         v = v.reshape(T, hp.n_head_kv, hp.head_dim)
+        if model.has(p + "attn_q_norm.weight"):  # gemma3: RMSNorm of each head
+            q = rmsnorm(q, W(p + "attn_q_norm.weight"), hp.rms_eps)
+            k = rmsnorm(k, W(p + "attn_k_norm.weight"), hp.rms_eps)
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_mode)
         k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_mode)
         if msa is not None and il >= msa.dense_layers:
@@ -457,12 +497,18 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
             if rec is not None:
                 msa_record[il] = rec
         else:
-            a = causal_gqa_attention(q, k, v)
-        x = x + mm(a.reshape(T, -1), p + "attn_output.weight")
+            a = causal_gqa_attention(q, k, v, hp.attn_scale, hp.swa_window if slides else 0)
+        o = mm(a.reshape(T, -1), p + "attn_output.weight")
+        if model.has(p + "post_attention_norm.weight"):
+            o = rmsnorm(o, W(p + "post_attention_norm.weight"), hp.rms_eps)
+        x = x + o
         h = rmsnorm(x, W(p + "ffn_norm.weight"), hp.rms_eps)
         gate = mm(h, p + "ffn_gate.weight")
         up = mm(h, p + "ffn_up.weight")
-        x = x + mm(silu(gate) * up, p + "ffn_down.weight")
+        o = mm((gelu_tanh(gate) if hp.gelu else silu(gate)) * up, p + "ffn_down.weight")
+        if model.has(p + "post_ffw_norm.weight"):
+            o = rmsnorm(o, W(p + "post_ffw_norm.weight"), hp.rms_eps)
+        x = x + o
 
     x = rmsnorm(x, model.weight("output_norm.weight"), hp.rms_eps)
     return mm(x, "token_embd.weight" if model.tied else "output.weight")

@@ -319,7 +319,7 @@ def build(args) -> dict:
         raise SystemExit("--n-heads must be a multiple of --n-kv-heads")
     if Dh % 2:
         raise SystemExit("head_dim must be even")
-    arch = "llama"
+    arch = args.arch
     a = arch + "."
 
     w = gguf.GGUFWriter(args.out, arch)      # writes general.architecture
@@ -331,7 +331,7 @@ def build(args) -> dict:
     w.add_uint32(a + "feed_forward_length", F)
     w.add_uint32(a + "attention.head_count", H)
     w.add_uint32(a + "attention.head_count_kv", Hkv)
-    if Dh != D // H:   # llama.cpp writes these when head_dim != n_embd / n_head
+    if Dh != D // H or arch == "gemma3":   # llama.cpp writes these when head_dim != n_embd / n_head
         w.add_uint32(a + "attention.key_length", Dh)
         w.add_uint32(a + "attention.value_length", Dh)
     w.add_float32(a + "attention.layer_norm_rms_epsilon", args.eps)
@@ -340,6 +340,8 @@ def build(args) -> dict:
     if args.rope_linear_factor and args.rope_linear_factor != 1.0:
         w.add_string(a + "rope.scaling.type", "linear")
         w.add_float32(a + "rope.scaling.factor", args.rope_linear_factor)
+    if arch == "gemma3" and args.sliding_window:
+        w.add_uint32(a + "attention.sliding_window", args.sliding_window)
     w.add_uint32(a + "vocab_size", V)
     w.add_custom_alignment(gguf.GGUF_DEFAULT_ALIGNMENT)   # general.alignment = 32 (the default)
     w.add_uint32("general.file_type", {QT.F32: 0, QT.F16: 1, QT.Q4_0: 2, QT.Q4_1: 3, QT.Q8_0: 7,
@@ -400,6 +402,11 @@ def build(args) -> dict:
         put(p + "ffn_gate.weight", mat(F, D), args.ffn_q)
         put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
         put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
+        if arch == "gemma3":   # per-head q/k norms and the norms after attention and FFN
+            put(p + "attn_q_norm.weight", norm(Dh))
+            put(p + "attn_k_norm.weight", norm(Dh))
+            put(p + "post_attention_norm.weight", norm(D))
+            put(p + "post_ffw_norm.weight", norm(D))
         if msa_dense is not None and il >= msa_dense:
             put(p + "indexer.q_proj.weight", mat(args.msa_bad_q_rows or ih * ik, D))
             put(p + "indexer.k_proj.weight", mat(ik, D))
@@ -423,6 +430,9 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="Write a tiny random-weight llama GGUF model.")
     ap.add_argument("out")
     ap.add_argument("--name", default="sightline-tiny-llama")
+    ap.add_argument("--arch", choices=["llama", "gemma3"], default="llama",
+                    help="gemma3: its q/k norms, post norms, GELU, embedding scale and sliding window")
+    ap.add_argument("--sliding-window", type=int, default=0, help="gemma3: attention.sliding_window")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--n-layers", type=int, default=2)
