@@ -74,6 +74,7 @@ private Q_SLOTS:
     void utf8Helpers();
     void factoryErrors();
     void sentencePiece();
+    void byteTokensParsedStrictly();
 };
 
 void TstTokenizer::byteMapping() {
@@ -350,6 +351,29 @@ void TstTokenizer::sentencePiece() {
     for (const std::string text : {"hi hello", "hello  \xC3\xBC\xC3\xA9 ho", "  lead"}) {
         QCOMPARE(tok->decode(tok->encode(text, true)), text);
     }
+}
+
+// Byte-fallback tokens are "<0xAB>" with exactly two hex digits; other Byte-typed texts ("<0x-1>",
+// which sscanf read as 0xFFFFFFFF and indexed out of bounds: fuzz_tokenizer) are kept as text.
+void TstTokenizer::byteTokensParsedStrictly() {
+    TokenizerData d;
+    d.name = "spm-bytes";
+    d.model = "llama";
+    const char* texts[] = {"<unk>", "<0x-1>", "<0x+F>", "<0xG0>", "<0x4142", "<0x41>", "<0x7a>"};
+    for (const char* t : texts) {
+        d.tokens.emplace_back(t);
+        d.token_types.push_back(int32_t(TokenType::Byte));
+    }
+    d.token_types[0] = int32_t(TokenType::Unknown);
+    d.unk_id = 0;
+    const auto tok = Tokenizer::create(d);
+    QCOMPARE(tok->piece(1), std::string_view("<0x-1>"));
+    QCOMPARE(tok->piece(3), std::string_view("<0xG0>"));
+    QCOMPARE(tok->piece(4), std::string_view("<0x4142"));
+    QCOMPARE(tok->piece(5), std::string_view("A"));
+    QCOMPARE(tok->piece(6), std::string_view("z"));
+    QCOMPARE(tok->encode("Az"), (std::vector<int32_t>{5, 6}));
+    QCOMPARE(tok->encode("\xff"), (std::vector<int32_t>{0}));  // no byte token: unk
 }
 
 QTEST_APPLESS_MAIN(TstTokenizer)
