@@ -36,43 +36,57 @@ std::string dimensions(int64_t w, int64_t h) {
     return std::to_string(w) + "x" + std::to_string(h);
 }
 
-// What the bytes say before anything is decoded: the GIF canvas Qt will decode to (QImageReader's
-// size() is the first frame's), and whether the file is complete and large enough for its pixels
-// (Qt's decoders fill a truncated PNG or JPEG, or one whose header lies, with grey).
-struct FileFacts {
-    QSize canvas;        // invalid unless a GIF
-    std::string damage;  // empty when sound
-};
+// What the bytes say before Qt reads them: whether a PNG or JPEG is complete (Qt's decoders fill
+// a truncated file with grey, and libpng allocates what a chunk's length claims even in
+// QImageReader::size(): a 277-byte PNG "with" a 1.6 GB text chunk), the GIF canvas Qt decodes to
+// (QImageReader's size() is the first frame's), and, once the size is known, whether the file is
+// large enough for the pixels its header claims.
+class FileFacts {
+public:
+    explicit FileFacts(QFile& f) : f_(f), bytes_(f.size()) {
+        if (bytes_ >= 8) data_ = f.map(0, bytes_);
+    }
+    ~FileFacts() {
+        if (data_) f_.unmap(data_);
+    }
+    FileFacts(const FileFacts&) = delete;
+    FileFacts& operator=(const FileFacts&) = delete;
 
-FileFacts file_facts(QFile& f, QSize size) {
-    FileFacts facts;
-    const qint64 bytes = f.size();
-    if (bytes < 8) {
-        facts.damage = "the image is truncated (" + std::to_string(bytes) + " bytes)";
-        return facts;
+    // Empty when the structure is sound (or the file cannot be mapped: the decoder judges).
+    std::string truncation() const {
+        if (!data_) return {};  // under 8 bytes, or not mappable: Qt judges
+        const auto n = static_cast<size_t>(bytes_);
+        const bool png = std::memcmp(data_, "\x89PNG\r\n\x1a\n", 8) == 0;
+        const bool jpeg = data_[0] == 0xFF && data_[1] == 0xD8;
+        if ((png && !png_is_complete(data_, n)) || (jpeg && !jpeg_is_complete(data_, n)))
+            return "the image is truncated (it ends before its end-of-image marker, or a part claims more bytes "
+                   "than the file has)";
+        return {};
     }
-    uchar* data = f.map(0, bytes);
-    if (!data) return facts;  // cannot map: let the decoder judge
-    const auto n = static_cast<size_t>(bytes);
-    const ImageSize gif = gif_screen_size(data, n);
-    if (gif.width > 0 || gif.height > 0)
-        facts.canvas = QSize(std::max<int>(size.width(), static_cast<int>(std::min<uint32_t>(gif.width, 65535))),
-                             std::max<int>(size.height(), static_cast<int>(std::min<uint32_t>(gif.height, 65535))));
-    const bool png = std::memcmp(data, "\x89PNG\r\n\x1a\n", 8) == 0;
-    const bool jpeg = data[0] == 0xFF && data[1] == 0xD8;
-    if ((png && !png_is_complete(data, n)) || (jpeg && !jpeg_is_complete(data, n))) {
-        facts.damage = "the image is truncated (it ends before its end-of-image marker)";
-    } else {
-        const uint64_t least = min_plausible_bytes(data, n, static_cast<uint64_t>(size.width()),
+    // The size Qt will decode to: a GIF's logical screen when larger than its first frame.
+    QSize canvas(QSize size) const {
+        if (!data_) return size;
+        const ImageSize gif = gif_screen_size(data_, static_cast<size_t>(bytes_));
+        if (gif.width == 0 && gif.height == 0) return size;
+        return QSize(std::max<int>(size.width(), static_cast<int>(std::min<uint32_t>(gif.width, 65535))),
+                     std::max<int>(size.height(), static_cast<int>(std::min<uint32_t>(gif.height, 65535))));
+    }
+    // Empty when the file can hold w x h pixels.
+    std::string too_small_for(QSize size) const {
+        if (!data_) return {};
+        const auto n = static_cast<size_t>(bytes_);
+        const uint64_t least = min_plausible_bytes(data_, n, static_cast<uint64_t>(size.width()),
                                                    static_cast<uint64_t>(size.height()));
-        if (least > n)
-            facts.damage = "the header claims " + dimensions(size.width(), size.height()) +
-                           " pixels, which cannot fit in " + std::to_string(n) +
-                           " bytes (at least " + std::to_string(least) + " are needed)";
+        if (least <= n) return {};
+        return "the header claims " + dimensions(size.width(), size.height()) + " pixels, which cannot fit in " +
+               std::to_string(n) + " bytes (at least " + std::to_string(least) + " are needed)";
     }
-    f.unmap(data);
-    return facts;
-}
+
+private:
+    QFile& f_;
+    qint64 bytes_ = 0;
+    uchar* data_ = nullptr;
+};
 
 // Bits a pixel of this reader's decoded format takes (32 when Qt cannot say before decoding).
 int bits_per_pixel(const QImageReader& reader) {
@@ -108,6 +122,10 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
         throw IngestError(IngestErrorKind::Io, path,
                           "cannot open: " + file.errorString().toStdString());
 
+    const FileFacts facts(file);
+    if (const std::string damage = facts.truncation(); !damage.empty())
+        throw IngestError(IngestErrorKind::Corrupt, path, damage);
+
     QImageReader reader(qpath);
     reader.setAutoTransform(true);
     const QByteArray format = reader.format();
@@ -121,12 +139,11 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
                                 "qt6-image-formats-plugins)"
                               : "not an image Sightline reads (or a damaged one)");
     }
-    QSize size = reader.size();
-    if (!size.isValid() || size.isEmpty())
+    const QSize frame = reader.size();
+    if (!frame.isValid() || frame.isEmpty())
         throw IngestError(IngestErrorKind::Corrupt, path, "cannot read the image's dimensions");
-    const FileFacts facts = file_facts(file, size);
-    file.close();
-    if (facts.canvas.isValid()) size = facts.canvas;  // a GIF decodes to its logical screen
+    const QSize size = facts.canvas(frame);  // a GIF decodes to its logical screen
+    const bool gif_canvas = size != frame;
     const int64_t pixels = int64_t{size.width()} * size.height();
     if (size.width() > kMaxImageSide || size.height() > kMaxImageSide || pixels > kMaxImagePixels)
         throw IngestError(IngestErrorKind::TooLarge, path,
@@ -136,7 +153,7 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
                               " megapixels");
     double scale = 1.0;
     QSize target = size;
-    if (pixels > kMaxDecodedPixels && !facts.canvas.isValid()) {
+    if (pixels > kMaxDecodedPixels && !gif_canvas) {
         scale = std::sqrt(static_cast<double>(kMaxDecodedPixels) / static_cast<double>(pixels));
         target = QSize(std::max(1, static_cast<int>(size.width() * scale)),
                         std::max(1, static_cast<int>(size.height() * scale)));
@@ -153,7 +170,8 @@ doc::Document ImageReader::read(const std::string& path, IngestContext& ctx) con
                               std::to_string(bits) + " bits per pixel) needs " +
                               std::to_string(need >> 20) + " MiB, over the limit of " +
                               std::to_string(kImageAllocationLimitMb) + " MiB");
-    if (!facts.damage.empty()) throw IngestError(IngestErrorKind::Corrupt, path, facts.damage);
+    if (const std::string damage = facts.too_small_for(frame); !damage.empty())
+        throw IngestError(IngestErrorKind::Corrupt, path, damage);
     ctx.progress(0.0, "decoding");
     QImage img;
     try {

@@ -364,6 +364,14 @@ void TstOcrImage::hostile_data() {
         << "cut.jpg" << jpeg.left(jpeg.size() / 2) << int(IngestErrorKind::Corrupt);
     QTest::newRow("truncated PNG")
         << "cut.png" << png.left(png.size() * 2 / 3) << int(IngestErrorKind::Corrupt);
+    // A small PNG whose text chunk claims 1.6 GB: libpng would allocate it while Qt reads the size.
+    {
+        const QByteArray ihdr = be32(64) + be32(48) + QByteArray("\x08\x02\x00\x00\x00", 5);
+        const QByteArray text = be32(0x65000000u) + QByteArray("tEXtComment") + QByteArray(1, '\0') + "x";
+        QTest::newRow("PNG whose text chunk claims 1.6 GB")
+            << "claims-text.png" << QByteArray("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", ihdr) + text
+            << int(IngestErrorKind::Corrupt);
+    }
     QTest::newRow("JPEG with data after the end")
         << "motion.jpg" << jpeg + QByteArray(5000, 'x') << -1;
     QTest::newRow("random bytes") << "random.png" << QByteArray(4096, '\x5a')
