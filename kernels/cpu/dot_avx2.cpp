@@ -113,47 +113,13 @@ void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * os] = hsum(acc[t]) + summs[t];
 }
 
-template <int NT>
-void dot_q4_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    const auto* x = static_cast<const BlockQ4_K*>(wv);
-    const BlockQ8_K* y[NT];
-    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
-    __m256 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        alignas(16) uint8_t sc[16], mn[16];
-        q4k_unpack_scales(x[i].scales, sc, mn);
-        __m256i sumi[NT];
-        for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
-        for (int k = 0; k < 4; ++k) {
-            const __m256i b = load32(x[i].qs + 32 * k);
-            const __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
-            const __m256i slo = _mm256_set1_epi16(sc[2 * k]), shi = _mm256_set1_epi16(sc[2 * k + 1]);
-            for (int t = 0; t < NT; ++t) {
-                const int8_t* q8 = y[t][i].qs + 64 * k;
-                const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(q8)), slo);
-                const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(q8 + 32)), shi);
-                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(plo, phi));
-            }
-        }
-        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
-        const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-        const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
-        for (int t = 0; t < NT; ++t) {
-            const __m256i msum = _mm256_madd_epi16(load32(y[t][i].bsums), mins16);
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmx * y[t][i].d), acc[t]);
-        }
-    }
-    finish<NT>(acc, out, os);
-}
-
-// Q5_K: Q4_K's nibbles with the fifth bit from qh (bit 2k for the low half of chunk k, 2k + 1 for
-// the high half), shifted down as the chunks go.
-template <int NT>
-void dot_q5_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
-    const auto* x = static_cast<const BlockQ5_K*>(wv);
+// Q4_K, and Q5_K (Q5): the nibbles of chunk k (64 values: 32 low nibbles, then 32 high), Q5_K's
+// fifth bit from qh (bit 2k for the low half, 2k + 1 for the high half, shifted down as the chunks
+// go); one scale per 32 values, the mins through bsums.
+template <int NT, bool Q5>
+void dot_q45_K(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
+    const auto* x = static_cast<const Block*>(wv);
     const BlockQ8_K* y[NT];
     for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
     __m256 acc[NT];
@@ -164,13 +130,16 @@ void dot_q5_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
         q4k_unpack_scales(x[i].scales, sc, mn);
         __m256i sumi[NT];
         for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
-        __m256i hb = load32(x[i].qh);
-        for (int k = 0; k < 4; ++k, hb = _mm256_srli_epi16(hb, 2)) {
+        [[maybe_unused]] __m256i hb = _mm256_setzero_si256();
+        if constexpr (Q5) hb = load32(x[i].qh);
+        for (int k = 0; k < 4; ++k) {
             const __m256i b = load32(x[i].qs + 32 * k);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(b, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+            __m256i lo = _mm256_and_si256(b, m4), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), m4);
+            if constexpr (Q5) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));
+                hb = _mm256_srli_epi16(hb, 2);
+            }
             const __m256i slo = _mm256_set1_epi16(sc[2 * k]), shi = _mm256_set1_epi16(sc[2 * k + 1]);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* q8 = y[t][i].qs + 64 * k;
@@ -360,9 +329,9 @@ template <int NT> struct KQ5_0 { static constexpr auto run = dot_x_q8_0<NT, W0::
 template <int NT> struct KQ8_0 { static constexpr auto run = dot_x_q8_0<NT, W0::Q8_0>; };
 template <int NT> struct KQ4_1 { static constexpr auto run = dot_x_q8_1<NT, false>; };
 template <int NT> struct KQ5_1 { static constexpr auto run = dot_x_q8_1<NT, true>; };
-template <int NT> struct KQ4_K { static constexpr auto run = dot_q4_K<NT>; };
+template <int NT> struct KQ4_K { static constexpr auto run = dot_q45_K<NT, false>; };
 template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
-template <int NT> struct KQ5_K { static constexpr auto run = dot_q5_K<NT>; };
+template <int NT> struct KQ5_K { static constexpr auto run = dot_q45_K<NT, true>; };
 template <int NT> struct KQ2_K { static constexpr auto run = dot_q23_K<NT, false>; };
 template <int NT> struct KQ3_K { static constexpr auto run = dot_q23_K<NT, true>; };
 template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
