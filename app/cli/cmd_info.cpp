@@ -20,6 +20,9 @@
 #include "app/cli/cli_command.h"
 #include "app/common/byte_args.h"
 #include "core/gguf/gguf_reader.h"
+#include "core/model/llama_model.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/cuda_backend_model.h"
 #include "core/util/paths.h"
 #include "core/vision/patch_tokens.h"
 #include "core/vision/vision_model.h"
@@ -56,7 +59,23 @@ struct ModelInfo {
     std::string chat_template;
     uint64_t tensor_count = 0;
     std::vector<std::pair<std::string, int>> tensor_types;  // most frequent first
+    std::string supported;  // "yes", "yes, on the CPU only (...)" or "no: <what the loader refused>"
 };
+
+// Whether Sightline runs the model: the loader's whole check (hyperparameters, every tensor's
+// shape and type, the tokenizer), and where it runs.
+std::string support_line(const fs::path& path) {
+    try {
+        const auto loaded = sl::load_model(path);
+        const std::string cpu_only = sl::cuda_unsupported(loaded->model->config());
+        return cpu_only.empty() ? std::string("yes") : "yes, on the CPU only (" + cpu_only + ")";
+    } catch (const std::exception& e) {
+        std::string why = e.what();
+        const std::string prefix = path.string() + ": ";
+        if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+        return "no: " + why;
+    }
+}
 
 ModelInfo read_info(const fs::path& path) {
     const sl::GgufFile f = sl::GgufFile::open(path);
@@ -104,6 +123,7 @@ ModelInfo read_info(const fs::path& path) {
     m.tensor_types.assign(counts.begin(), counts.end());
     std::stable_sort(m.tensor_types.begin(), m.tensor_types.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
+    m.supported = support_line(path);
     return m;
 }
 
@@ -184,6 +204,7 @@ std::string format_text(const ModelInfo& m, const VisionInfo& v) {
         {"chat template", m.chat_template},
         {"tensors", std::to_string(m.tensor_count) + (types.empty() ? "" : " (" + types + ")")},
         {"visuals", v.mode},
+        {"supported", m.supported},
     };
     std::string out;
     for (const auto& [label, value] : rows) {
@@ -259,6 +280,7 @@ std::string format_json(const ModelInfo& m, const VisionInfo& v) {
     o.insert(QStringLiteral("tensor_count"), static_cast<double>(m.tensor_count));
     o.insert(QStringLiteral("tensor_types"), types);
     o.insert(QStringLiteral("visual_mode"), QString::fromStdString(v.mode));
+    o.insert(QStringLiteral("supported"), QString::fromStdString(m.supported));
     if (v.config) {
         const sl::VisionConfig& c = *v.config;
         QJsonObject vo;

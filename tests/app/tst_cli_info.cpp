@@ -19,6 +19,7 @@ private Q_SLOTS:
     void textReport();
     void jsonReport();
     void badFilesFail();
+    void gemma3RunsOnTheCpu();
 };
 
 namespace {
@@ -61,6 +62,7 @@ void TstCliInfo::textReport_data() {
     row("tensors", "272 (q4_1: 210, f32: 61, q8_0: 1)");
     row("file size", "93.8 MiB (98362432 bytes)");
     row("alignment", "32 (data at byte 1785664)");
+    row("supported", "yes");
 }
 
 void TstCliInfo::textReport() {
@@ -122,6 +124,17 @@ void TstCliInfo::badFilesFail() {
     out = run({QStringLiteral("info"), QStringLiteral("--bogus")}, &status);
     QCOMPARE(status, 2);
     QVERIFY(out.contains("usage: sightline-cli info"));
+}
+
+// Gemma 3 loads, and says where it runs (the CUDA kernels lack its pieces).
+void TstCliInfo::gemma3RunsOnTheCpu() {
+    REQUIRE_ASSET(model, sl::assets::kGemma3Model);
+    int status = -1;
+    const QByteArray out = run({QStringLiteral("info"), model_arg(model)}, &status);
+    QVERIFY2(status == 0, out.constData());
+    QVERIFY2(out.contains("architecture   gemma3"), out.constData());
+    QVERIFY2(out.contains("supported      yes, on the CPU only (the CUDA kernels lack gemma3's norms, GELU and sliding window)"),
+             out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliInfo)
