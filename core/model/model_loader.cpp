@@ -39,7 +39,7 @@ TensorView tensor(const GgufFile& f, const std::string& name, int64_t ne0, int64
     const auto info = kernels::tensor_type_info(t->type);
     if (!info.computable)
         throw FormatError(fname(f) + ": tensor '" + name + "' has type " + (info.name ? info.name : "unknown") +
-                          ", which Sightline cannot compute with yet (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k)");
+                          ", which Sightline cannot compute with yet (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs)");
     TensorView v;
     v.type = static_cast<kernels::TensorType>(t->type);
     v.data = t->data;

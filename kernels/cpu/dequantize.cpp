@@ -130,6 +130,30 @@ void deq_q6_K(const BlockQ6_K* x, float* y, int64_t nb) {
     }
 }
 
+void deq_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i, y += 32) {
+        const float d = fp16(x[i].d);
+        for (int j = 0; j < 16; ++j) {
+            y[j] = d * static_cast<float>(kIq4nlValues[x[i].qs[j] & 0xF]);
+            y[j + 16] = d * static_cast<float>(kIq4nlValues[x[i].qs[j] >> 4]);
+        }
+    }
+}
+
+void deq_iq4_xs(const BlockIQ4_XS* x, float* y, int64_t nb) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16(x[i].d);
+        for (int ib = 0; ib < kQK_K / 32; ++ib, y += 32) {
+            const float dl = d * static_cast<float>(iq4xs_scale(x[i].scales_l, x[i].scales_h, ib));
+            const uint8_t* q = x[i].qs + 16 * ib;
+            for (int j = 0; j < 16; ++j) {
+                y[j] = dl * static_cast<float>(kIq4nlValues[q[j] & 0xF]);
+                y[j + 16] = dl * static_cast<float>(kIq4nlValues[q[j] >> 4]);
+            }
+        }
+    }
+}
+
 void deq_q8_K(const BlockQ8_K* x, float* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, y += kQK_K) {
         for (int j = 0; j < kQK_K; ++j) y[j] = x[i].d * static_cast<float>(x[i].qs[j]);
@@ -155,7 +179,8 @@ bool can_dequantize(TensorType type) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: case TensorType::Q4_0:
         case TensorType::Q4_1: case TensorType::Q5_0: case TensorType::Q5_1: case TensorType::Q8_0:
         case TensorType::Q8_1: case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K:
-        case TensorType::Q5_K: case TensorType::Q6_K: case TensorType::Q8_K: return true;
+        case TensorType::Q5_K: case TensorType::Q6_K: case TensorType::Q8_K: case TensorType::IQ4_NL:
+        case TensorType::IQ4_XS: return true;
         default: return false;
     }
 }
@@ -181,6 +206,8 @@ void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
         case TensorType::Q5_K: return deq_q5_K(static_cast<const BlockQ5_K*>(src), dst, n / kQK_K);
         case TensorType::Q6_K: return deq_q6_K(static_cast<const BlockQ6_K*>(src), dst, n / kQK_K);
         case TensorType::Q8_K: return deq_q8_K(static_cast<const BlockQ8_K*>(src), dst, n / kQK_K);
+        case TensorType::IQ4_NL: return deq_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n / 32);
+        case TensorType::IQ4_XS: return deq_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n / kQK_K);
         default: break;
     }
 }

@@ -12,7 +12,7 @@
 namespace sl::kernels {
 
 // Types with a dequantizer: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-// Q8_K.
+// Q8_K, IQ4_NL, IQ4_XS.
 bool can_dequantize(TensorType type);
 
 namespace ref {

@@ -142,6 +142,35 @@ float dot_q5_K(int64_t n, const BlockQ5_K* x, const BlockQ8_K* y) {
     return sumf;
 }
 
+// ggml's vec_dot_iq4_nl_q8_0: the levels times q8, per block of 32.
+float dot_iq4_nl(int64_t n, const BlockIQ4_NL* x, const BlockQ8_0* y) {
+    float sumf = 0.0f;
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+        int sumi = 0;
+        for (int j = 0; j < 16; ++j)
+            sumi += kIq4nlValues[x[ib].qs[j] & 0xF] * y[ib].qs[j] + kIq4nlValues[x[ib].qs[j] >> 4] * y[ib].qs[j + 16];
+        sumf += fp16(x[ib].d) * fp16(y[ib].d) * static_cast<float>(sumi);
+    }
+    return sumf;
+}
+
+// ggml's vec_dot_iq4_xs_q8_K: per sub-block of 32, (ls - 32) times the levels' sum with q8.
+float dot_iq4_xs(int64_t n, const BlockIQ4_XS* x, const BlockQ8_K* y) {
+    float sumf = 0.0f;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        int sumi = 0;
+        for (int ib = 0; ib < kQK_K / 32; ++ib) {
+            const uint8_t* q = x[i].qs + 16 * ib;
+            const int8_t* q8 = y[i].qs + 32 * ib;
+            int s = 0;
+            for (int j = 0; j < 16; ++j) s += kIq4nlValues[q[j] & 0xF] * q8[j] + kIq4nlValues[q[j] >> 4] * q8[j + 16];
+            sumi += iq4xs_scale(x[i].scales_l, x[i].scales_h, ib) * s;
+        }
+        sumf += fp16(x[i].d) * y[i].d * static_cast<float>(sumi);
+    }
+    return sumf;
+}
+
 float dot_q6_K(int64_t n, const BlockQ6_K* x, const BlockQ8_K* y) {
     float sumf = 0.0f;
     for (int64_t i = 0; i < n / kQK_K; ++i) {
@@ -193,10 +222,10 @@ void multi(int64_t n, const void* w, const void* act, size_t act_stride, int nt,
 TensorType vec_dot_type(TensorType wtype) {
     switch (wtype) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: return TensorType::F32;
-        case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: return TensorType::Q8_0;
+        case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: case TensorType::IQ4_NL: return TensorType::Q8_0;
         case TensorType::Q4_1: case TensorType::Q5_1: return TensorType::Q8_1;
         case TensorType::Q2_K: case TensorType::Q3_K: case TensorType::Q4_K: case TensorType::Q5_K:
-        case TensorType::Q6_K: return TensorType::Q8_K;
+        case TensorType::Q6_K: case TensorType::IQ4_XS: return TensorType::Q8_K;
         default: break;
     }
     const char* name = tensor_type_info(wtype).name;
@@ -221,6 +250,8 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q3_K: return multi<BlockQ3_K, BlockQ8_K, dot_q3_K>;
         case TensorType::Q4_K: return multi<BlockQ4_K, BlockQ8_K, dot_q4_K>;
         case TensorType::Q5_K: return multi<BlockQ5_K, BlockQ8_K, dot_q5_K>;
+        case TensorType::IQ4_NL: return multi<BlockIQ4_NL, BlockQ8_0, dot_iq4_nl>;
+        case TensorType::IQ4_XS: return multi<BlockIQ4_XS, BlockQ8_K, dot_iq4_xs>;
         case TensorType::Q6_K: return multi<BlockQ6_K, BlockQ8_K, dot_q6_K>;
         default: return nullptr;
     }

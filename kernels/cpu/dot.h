@@ -1,7 +1,8 @@
 // Dot products of one weight row with quantized activation rows: where decode spends its time.
 //
 // Each weight type pairs with one activation format (vec_dot_type): Q4_0·Q8_0, Q5_0·Q8_0,
-// Q8_0·Q8_0, Q4_1·Q8_1, Q5_1·Q8_1, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K·Q8_K, and F32/F16/BF16 weights · F32
+// Q8_0·Q8_0, IQ4_NL·Q8_0, Q4_1·Q8_1, Q5_1·Q8_1, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS·Q8_K, and F32/F16/BF16
+// weights · F32
 // activations. The scalar reference (ref::) follows ggml's integer-exact block math; ISA tiers
 // accumulate in a different order, so they agree with it to float rounding, not bitwise.
 //

@@ -57,10 +57,17 @@ inline __m256i bits_to_bytes(const uint8_t* qh) {
 }
 
 // Weight blocks that pair with Q8_0 activations.
-enum class W0 { Q8_0, Q4_0, Q5_0 };
+enum class W0 { Q8_0, Q4_0, Q5_0, IQ4_NL };
 
 template <W0 K>
-using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
+using W0Block = std::conditional_t<
+    K == W0::Q8_0, BlockQ8_0,
+    std::conditional_t<K == W0::Q4_0, BlockQ4_0, std::conditional_t<K == W0::Q5_0, BlockQ5_0, BlockIQ4_NL>>>;
+
+// The IQ4_NL levels in both 128-bit lanes, for vpshufb lookups of nibbles.
+inline __m256i iq4nl_table() {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+}
 
 template <int NT, W0 K>
 void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
@@ -74,6 +81,8 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
         __m256i w;
         if constexpr (K == W0::Q4_0) {
             w = _mm256_sub_epi8(nibbles(x[ib].qs), _mm256_set1_epi8(8));
+        } else if constexpr (K == W0::IQ4_NL) {
+            w = _mm256_shuffle_epi8(iq4nl_table(), nibbles(x[ib].qs));
         } else if constexpr (K == W0::Q5_0) {
             // q - 16 in one step: nibble | 0xF0 where the high bit is clear (as ggml does).
             const __m256i f0 = _mm256_set1_epi8(static_cast<char>(0xF0));
@@ -156,6 +165,35 @@ void dot_q45_K(int64_t n, const void* wv, const void* act, size_t stride, float*
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmx * y[t][i].d), acc[t]);
         }
+    }
+    finish<NT>(acc, out, os);
+}
+
+// IQ4_XS: per sub-block of 32 the levels of its 16 nibble bytes (vpshufb), signed products with q8
+// in int16 pairs, then the sub-block's scale (ls - 32) in vpmaddwd.
+template <int NT>
+void dot_iq4_xs(int64_t n, const void* wv, const void* act, size_t stride, float* out, size_t os) {
+    const auto* x = static_cast<const BlockIQ4_XS*>(wv);
+    const BlockQ8_K* y[NT];
+    for (int t = 0; t < NT; ++t) y[t] = row<BlockQ8_K>(act, stride, t);
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i tbl = iq4nl_table();
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        __m256i sumi[NT];
+        for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+        for (int ib = 0; ib < kQK_K / 32; ++ib) {
+            const __m256i w = _mm256_shuffle_epi8(tbl, nibbles(x[i].qs + 16 * ib));
+            const __m256i aw = _mm256_abs_epi8(w);
+            const __m256i sv = _mm256_set1_epi16(static_cast<int16_t>(iq4xs_scale(x[i].scales_l, x[i].scales_h, ib)));
+            for (int t = 0; t < NT; ++t) {
+                const __m256i p = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(load32(y[t][i].qs + 32 * ib), w));
+                sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, sv));
+            }
+        }
+        const float dx = h2f(x[i].d);
+        for (int t = 0; t < NT; ++t)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[t]), _mm256_set1_ps(dx * y[t][i].d), acc[t]);
     }
     finish<NT>(acc, out, os);
 }
@@ -334,6 +372,8 @@ template <int NT> struct KQ6_K { static constexpr auto run = dot_q6_K<NT>; };
 template <int NT> struct KQ5_K { static constexpr auto run = dot_q45_K<NT, true>; };
 template <int NT> struct KQ2_K { static constexpr auto run = dot_q23_K<NT, false>; };
 template <int NT> struct KQ3_K { static constexpr auto run = dot_q23_K<NT, true>; };
+template <int NT> struct KIQ4_NL { static constexpr auto run = dot_x_q8_0<NT, W0::IQ4_NL>; };
+template <int NT> struct KIQ4_XS { static constexpr auto run = dot_iq4_xs<NT>; };
 template <int NT> struct KF32 { static constexpr auto run = dot_float<NT, FloatKind::F32>; };
 template <int NT> struct KF16 { static constexpr auto run = dot_float<NT, FloatKind::F16>; };
 template <int NT> struct KBF16 { static constexpr auto run = dot_float<NT, FloatKind::BF16>; };
@@ -352,6 +392,8 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q2_K: return by_nt<KQ2_K>;
         case TensorType::Q3_K: return by_nt<KQ3_K>;
         case TensorType::Q5_K: return by_nt<KQ5_K>;
+        case TensorType::IQ4_NL: return by_nt<KIQ4_NL>;
+        case TensorType::IQ4_XS: return by_nt<KIQ4_XS>;
         case TensorType::F32: return by_nt<KF32>;
         case TensorType::F16: return by_nt<KF16>;
         case TensorType::BF16: return by_nt<KBF16>;

@@ -73,6 +73,13 @@ static inline void q5k_values(const uint8_t* qs, const uint8_t* qh, uint8_t* q) 
         }
 }
 
+// The 6-bit scale of sub-block ib (0..7) of an IQ4_XS block, minus 32.
+static inline int iq4xs_scale(const uint8_t* scales_l, uint16_t scales_h, int ib) {
+    const int low = (scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    const int high = (scales_h >> (2 * ib)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
 // ggml's nearest_int: round half to even via the 1.5 * 2^23 trick (valid for |x| < 2^22).
 static inline int nearest_int(float fval) {
     const float val = fval + 12582912.f;

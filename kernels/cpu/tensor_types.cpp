@@ -22,10 +22,10 @@ TensorTypeInfo tensor_type_info(uint32_t type) {
         case TensorType::IQ2_XS: return {"iq2_xs", 256, 74, false};
         case TensorType::IQ3_XXS: return {"iq3_xxs", 256, 98, false};
         case TensorType::IQ1_S: return {"iq1_s", 256, 50, false};
-        case TensorType::IQ4_NL: return {"iq4_nl", 32, 18, false};
+        case TensorType::IQ4_NL: return {"iq4_nl", 32, 18, true};
         case TensorType::IQ3_S: return {"iq3_s", 256, 110, false};
         case TensorType::IQ2_S: return {"iq2_s", 256, 82, false};
-        case TensorType::IQ4_XS: return {"iq4_xs", 256, 136, false};
+        case TensorType::IQ4_XS: return {"iq4_xs", 256, 136, true};
         case TensorType::I8: return {"i8", 1, 1, false};
         case TensorType::I16: return {"i16", 1, 2, false};
         case TensorType::I32: return {"i32", 1, 4, false};

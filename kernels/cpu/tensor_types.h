@@ -111,6 +111,22 @@ struct BlockQ5_K {
     uint8_t qh[kQK_K / 8];
     uint8_t qs[kQK_K / 2];
 };
+// The 16 non-uniform levels of IQ4_NL / IQ4_XS (ggml's kvalues_iq4nl).
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// value = d * kIq4nlValues[nibble]; nibble layout as BlockQ4_0.
+struct BlockIQ4_NL {
+    uint16_t d;  // f16
+    uint8_t qs[16];
+};
+// 8 sub-blocks of 32; value = d * (ls - 32) * kIq4nlValues[nibble], ls 6 bits: low 4 in the nibble
+// ib % 2 of scales_l[ib / 2], high 2 at bits 2 * ib of scales_h. Sub-block ib's nibbles as a
+// BlockQ4_0's in qs[16 * ib .. 16 * ib + 16).
+struct BlockIQ4_XS {
+    uint16_t d;  // f16
+    uint16_t scales_h;
+    uint8_t scales_l[kQK_K / 64];
+    uint8_t qs[kQK_K / 2];
+};
 // Activations for K-quant dots: value = q * d; bsums = sums of groups of 16 q.
 struct BlockQ8_K {
     float d;
@@ -132,5 +148,7 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 }  // namespace sl::kernels

@@ -25,7 +25,7 @@ namespace {
 const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
                                    TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
                                    TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
-                                   TensorType::Q6_K};
+                                   TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 size_t row_bytes(TensorType t, int64_t n) {
     const TensorTypeInfo info = tensor_type_info(t);
@@ -78,7 +78,8 @@ void fill_random(TensorType type, int64_t n, uint8_t* dst) {
                 put16(b, 0, h);
                 break;
             }
-            case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: put16(b, 0, random_half(0.1f)); break;
+            case TensorType::Q4_0: case TensorType::Q5_0: case TensorType::Q8_0: case TensorType::IQ4_NL:
+            case TensorType::IQ4_XS: put16(b, 0, random_half(0.1f)); break;
             case TensorType::Q4_1: case TensorType::Q5_1: case TensorType::Q4_K: case TensorType::Q5_K:
                 put16(b, 0, random_half(0.1f));
                 put16(b, 2, random_half(0.1f));
@@ -427,6 +428,7 @@ void TstQuant::rejectsBadInput() {
     std::vector<float> x(100), y(100);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::Q4_0, x.data(), y.data(), 33));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(TensorType::IQ2_XS, x.data(), y.data(), 256));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize_row(TensorType::IQ4_XS, x.data(), y.data(), 256));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, activation_row_bytes(TensorType::Q4_K, 96));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, vec_dot_type(TensorType::IQ2_XS));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize_row(TensorType::Q4_0, x.data(), y.data(), 31));

@@ -28,7 +28,7 @@ except ImportError:
     sys.exit(77)
 
 TYPES = {"q4_0": Q.Q4_0, "q4_1": Q.Q4_1, "q5_0": Q.Q5_0, "q5_1": Q.Q5_1, "q8_0": Q.Q8_0, "q2_k": Q.Q2_K,
-         "q3_k": Q.Q3_K, "q4_k": Q.Q4_K, "q5_k": Q.Q5_K, "q6_k": Q.Q6_K}
+         "q3_k": Q.Q3_K, "q4_k": Q.Q4_K, "q5_k": Q.Q5_K, "q6_k": Q.Q6_K, "iq4_nl": Q.IQ4_NL, "iq4_xs": Q.IQ4_XS}
 
 
 def q5_values(raw: np.ndarray, qh_off: int) -> np.ndarray:

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
 
     const TensorType types[] = {TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
                                 TensorType::Q8_0, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
-                                TensorType::Q5_K, TensorType::Q6_K};
+                                TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
     for (TensorType t : types) {
         const TensorTypeInfo info = tensor_type_info(t);
         std::vector<uint8_t> raw(static_cast<size_t>(nblocks) * info.type_size);
