@@ -11,7 +11,10 @@ CI checks it without building llama.cpp.
 
     pip install llama-cpp-python numpy            # in any venv; builds llama.cpp (~20 min on 2 cores)
     python3 tests/reference/llama_cpp/greedy_margins.py [--model M.gguf] [--n 32] [--threads 2] \\
-        [--out tests/reference/llama_cpp/smollm2_greedy.json]
+        [--out tests/reference/llama_cpp/smollm2_greedy.json] [--plain-only]
+    # Gemma 3 270M (base model: plain prompts only):
+    python3 tests/reference/llama_cpp/greedy_margins.py --plain-only \\
+        --model ~/.cache/sightline/models/gemma-3-270m-q4_k_m.gguf --out tests/reference/llama_cpp/gemma3_greedy.json
 
 Prompts starting with "chat: " are wrapped as one ChatML user turn (the default model's template,
 no system turn) and tokenized with special tokens parsed. The prompt's token ids are recorded too,
@@ -61,6 +64,8 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "smollm2_greedy.json"))
+    ap.add_argument("--plain-only", action="store_true",
+                    help="skip the chat: prompts (a base model without the ChatML template, e.g. Gemma 3 270M)")
     args = ap.parse_args(argv)
 
     import llama_cpp  # imported here so --help works without it
@@ -69,6 +74,8 @@ def main(argv=None):
                           logits_all=True, verbose=False)
     rows = []
     for text in read_prompts(args.prompts):
+        if args.plain_only and text.startswith("chat: "):
+            continue
         if text.startswith("chat: "):
             wrapped = "<|im_start|>user\n" + text[len("chat: "):] + "<|im_end|>\n<|im_start|>assistant\n"
             ids = llm.tokenize(wrapped.encode("utf-8"), add_bos=True, special=True)
@@ -91,7 +98,7 @@ def main(argv=None):
         print(f"{text[:50]!r:54} -> {rows[-1]['text'][:60]!r}", file=sys.stderr)
 
     out = {
-        "what": "llama.cpp greedy continuations of the default model with top-1 minus top-2 log-probability margins",
+        "what": "llama.cpp greedy continuations with top-1 minus top-2 log-probability margins",
         "generator": "tests/reference/llama_cpp/greedy_margins.py",
         "llama_cpp_python": llama_cpp.__version__,
         "model": os.path.basename(args.model),
