@@ -14,7 +14,8 @@ CI checks it without building llama.cpp.
         [--out tests/reference/llama_cpp/smollm2_greedy.json] [--plain-only]
     # Gemma 3 270M (base model: plain prompts only):
     python3 tests/reference/llama_cpp/greedy_margins.py --plain-only \\
-        --model ~/.cache/sightline/models/gemma-3-270m-q4_k_m.gguf --out tests/reference/llama_cpp/gemma3_greedy.json
+        --model ~/.cache/sightline/models/gemma-3-270m-q4_k_m.gguf --out tests/reference/llama_cpp/gemma3_greedy.json \\
+        --long-prompt tests/reference/llama_cpp/long_prompt.txt
 
 Prompts starting with "chat: " are wrapped as one ChatML user turn (the default model's template,
 no system turn) and tokenized with special tokens parsed. The prompt's token ids are recorded too,
@@ -64,16 +65,22 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "smollm2_greedy.json"))
+    ap.add_argument("--long-prompt", help="a text file used as one more (plain) prompt: Gemma 3's sliding "
+                    "window (512) needs a prompt longer than the window")
     ap.add_argument("--plain-only", action="store_true",
                     help="skip the chat: prompts (a base model without the ChatML template, e.g. Gemma 3 270M)")
     args = ap.parse_args(argv)
 
     import llama_cpp  # imported here so --help works without it
 
-    llm = llama_cpp.Llama(model_path=args.model, n_ctx=512, n_batch=512, n_threads=args.threads,
+    prompts = read_prompts(args.prompts)
+    if args.long_prompt:
+        with open(args.long_prompt, encoding="utf-8") as f:
+            prompts.append(f.read())
+    llm = llama_cpp.Llama(model_path=args.model, n_ctx=2048, n_batch=2048, n_threads=args.threads,
                           logits_all=True, verbose=False)
     rows = []
-    for text in read_prompts(args.prompts):
+    for text in prompts:
         if args.plain_only and text.startswith("chat: "):
             continue
         if text.startswith("chat: "):
