@@ -137,6 +137,13 @@ void MediaInput::open(const std::string& url, const IngestContext& ctx) {
             "not a media file FFmpeg can read: " + cause(err < 0 ? err : AVERROR_INVALIDDATA));
     }
     const std::string what = ifmt->long_name ? ifmt->long_name : ifmt->name;
+    // FFmpeg takes its best guess even when it is weak (random bytes read as LRC lyrics at a
+    // score of 5 of 100). A weak guess stands only when the file's name agrees with it.
+    constexpr int kMinProbeScore = AVPROBE_SCORE_RETRY;
+    if (err < kMinProbeScore && !(ifmt->extensions && av_match_ext(url.c_str(), ifmt->extensions)))
+        throw IngestError(IngestErrorKind::Unsupported, name_,
+                          "not a media file FFmpeg can read (its best guess, " + what +
+                              ", is a weak match of " + std::to_string(err) + " in 100)");
     AVFormatContext* raw = avformat_alloc_context();
     if (!raw) throw std::bad_alloc();
     raw->pb = pb;
