@@ -16,6 +16,8 @@
 #include <chrono>
 
 #include "app/desktop/answer_format.h"
+#include "app/desktop/chip_area.h"
+#include "app/desktop/flow_layout.h"
 #include "app/desktop/library_model.h"
 #include "core/util/error.h"
 
@@ -83,11 +85,9 @@ ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), li
     transcript_->setOpenLinks(false);
     transcript_->setPlaceholderText(tr("Ask a question about the documents in your library. "
                                        "Answers cite the page, slide or second they come from."));
-    chips_ = new QWidget(this);
+    chips_ = new ChipArea(3, this);
     chips_->setAccessibleName(tr("Citations of the latest answer"));
-    chips_layout_ = new QHBoxLayout(chips_);
-    chips_layout_->setContentsMargins(4, 0, 4, 0);
-    chips_layout_->setSpacing(4);
+    chips_->content()->setAccessibleName(chips_->accessibleName());
     question_ = new QLineEdit(this);
     question_->setAccessibleName(tr("Question"));
     question_->setPlaceholderText(tr("Ask about your documents (Ctrl+L)"));
@@ -236,8 +236,10 @@ void ChatPane::changeEvent(QEvent* event) {
     if (event->type() == QEvent::PaletteChange) render();
 }
 
+QWidget* ChatPane::chipBar() const { return chips_->content(); }
+
 void ChatPane::rebuildChips() {
-    while (QLayoutItem* item = chips_layout_->takeAt(0)) {
+    while (QLayoutItem* item = chips_->flow()->takeAt(0)) {
         delete item->widget();
         delete item;
     }
@@ -250,9 +252,12 @@ void ChatPane::rebuildChips() {
         const Citation& c = a.citations[i];
         const bool weak = a.weak(i);
         const QString note = citation_note(a, i);
-        auto* chip = new QToolButton(chips_);
+        auto* chip = new QToolButton(chips_->content());
         chip->setObjectName(QStringLiteral("citationChip%1").arg(c.number));
-        chip->setText(QStringLiteral("[%1] %2").arg(c.number).arg(QString::fromStdString(c.locator)));
+        // A long file name is shortened in the middle (the accessible name and tooltip have it all).
+        const QString place = chip->fontMetrics().elidedText(QString::fromStdString(c.locator), Qt::ElideMiddle,
+                                                              chip->fontMetrics().averageCharWidth() * 28);
+        chip->setText(QStringLiteral("[%1] %2").arg(c.number).arg(place));
         chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
         chip->setAccessibleName(tr("Citation %1: %2%3")
                                     .arg(c.number)
@@ -274,10 +279,10 @@ void ChatPane::rebuildChips() {
         }
         const int number = c.number;
         connect(chip, &QToolButton::clicked, this, [this, index, number] { activateCitation(index, number); });
-        chips_layout_->addWidget(chip);
+        chips_->flow()->addWidget(chip);
     }
-    chips_layout_->addStretch();
     chips_->setVisible(true);
+    chips_->updateHeight();
 }
 
 void ChatPane::copyAnswer(int index) {

@@ -24,10 +24,10 @@ class QLabel;
 class QLineEdit;
 class QTextBrowser;
 class QToolButton;
-class QHBoxLayout;
 
 namespace sl::desktop {
 
+class ChipArea;
 class LibraryModel;
 
 // One step of an answer as the worker reports it: a piece of text, a status line, or the end
@@ -64,7 +64,7 @@ public:
     void activateCitation(int index, int number);
 
     QTextBrowser* transcript() const { return transcript_; }
-    QWidget* chipBar() const { return chips_; }
+    QWidget* chipBar() const;  // the chips of the latest answer (wrapping, scrolling past 3 rows)
     QLineEdit* questionEdit() const { return question_; }
 
 Q_SIGNALS:
@@ -92,8 +92,7 @@ private:
     std::shared_ptr<std::atomic<bool>> cancel_;
 
     QTextBrowser* transcript_;
-    QWidget* chips_;
-    QHBoxLayout* chips_layout_;
+    ChipArea* chips_;
     QLineEdit* question_;
     QToolButton* ask_;
     QToolButton* stop_;

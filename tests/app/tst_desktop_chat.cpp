@@ -1,0 +1,89 @@
+// The chat pane as a user meets it: an answer with many citations keeps the window within the
+// screen (the chips wrap and scroll instead of widening the window).
+#include <QApplication>
+#include <QScreen>
+#include <QTest>
+#include <QTextBrowser>
+#include <QToolButton>
+
+#include "app/desktop/chat_pane.h"
+#include "app/desktop/main_window.h"
+#include "tests/app/tst_desktop_support.h"
+
+using namespace sl::desktop;
+
+namespace {
+
+// An answer of `n` sentences, each backed by its own citation of a page of a long-named PDF.
+ChatAnswer answer_with_citations(int n) {
+    ChatAnswer a;
+    a.answer.question = "What do the documents say?";
+    for (int i = 0; i < n; ++i) {
+        sl::Citation c;
+        c.number = i + 1;
+        c.kind = sl::doc::DocumentKind::Pdf;
+        c.path = "/docs/a-rather-long-report-name-from-the-archive-" + std::to_string(i) + ".pdf";
+        c.locator = "a-rather-long-report-name-from-the-archive-" + std::to_string(i) + ".pdf p. " + std::to_string(100 + i);
+        c.ref.document = "doc" + std::to_string(i);
+        c.ref.unit = 99 + i;
+        c.snippet = "words on the page";
+        a.answer.citations.push_back(c);
+        sl::test::add_sentence(a.answer, "Sentence " + std::to_string(i) + " says something.",
+                               {sl::test::support(i, 0.5)});
+    }
+    a.finished = true;
+    return a;
+}
+
+}  // namespace
+
+class TstDesktopChat : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void manyCitationsStayWithinScreen();
+};
+
+void TstDesktopChat::manyCitationsStayWithinScreen() {
+    QTemporaryDir dir;
+    auto w = sl::test::make_window(dir);
+    w->resize(1280, 800);
+    w->show();
+    QVERIFY(QTest::qWaitForWindowExposed(w.get()));
+    w->chat()->addAnswer(answer_with_citations(20));
+    QApplication::processEvents();
+    const auto chips = w->chat()->chipBar()->findChildren<QToolButton*>();
+    QCOMPARE(chips.size(), qsizetype{20});
+    qInfo("window %dx%d, minimum size hint %dx%d", w->width(), w->height(), w->minimumSizeHint().width(),
+          w->minimumSizeHint().height());
+    QVERIFY2(w->minimumSizeHint().width() <= 1600, "20 citations make the window wider than a 1600 px screen");
+    QVERIFY2(w->minimumSizeHint().height() <= 1000, "20 citations make the window taller than a 1000 px screen");
+    QVERIFY(w->width() <= 1600);
+    QCOMPARE(w->width(), 1280);  // the window keeps the size it had
+    // The chips wrap onto several rows inside the chat pane, and Ask stays on the window.
+    QWidget* chat = w->chat();
+    const QRect pane(chat->mapTo(w.get(), QPoint(0, 0)), chat->size());
+    QVERIFY(w->rect().contains(pane));
+    int rows = 0, last_y = -1;
+    for (QToolButton* c : chips) {
+        const QRect r(c->mapTo(chat, QPoint(0, 0)), c->size());
+        QVERIFY2(r.right() <= chat->width(), qPrintable(c->text() + QStringLiteral(" sticks out of the chat")));
+        if (r.y() != last_y) ++rows, last_y = r.y();
+    }
+    qInfo("20 chips in %d rows; the chips take %d px of the chat's %d", rows, chips.front()->parentWidget()->parentWidget()->height(),
+          chat->height());
+    QVERIFY2(rows > 1, "the chips do not wrap");
+    if (const QString shots = qEnvironmentVariable("SIGHTLINE_SCREENSHOT_DIR"); !shots.isEmpty())
+        w->grab().save(shots + QStringLiteral("/chat-20-citations.png"));
+    QToolButton* ask = nullptr;
+    for (QToolButton* b : chat->findChildren<QToolButton*>())
+        if (b->text() == QStringLiteral("Ask")) ask = b;
+    QVERIFY(ask && ask->isVisible());
+    const QRect ask_rect(ask->mapTo(w.get(), QPoint(0, 0)), ask->size());
+    QVERIFY(w->rect().contains(ask_rect));
+    // The transcript keeps most of the pane: the chips take a few rows and scroll past them.
+    QVERIFY2(w->chat()->transcript()->height() > chat->height() / 3, "the chips crowd out the answers");
+}
+
+QTEST_MAIN(TstDesktopChat)
+#include "tst_desktop_chat.moc"
