@@ -60,13 +60,67 @@ struct ModelInfo {
     uint64_t tensor_count = 0;
     std::vector<std::pair<std::string, int>> tensor_types;  // most frequent first
     std::string supported;  // "yes", "yes, on the CPU only (...)" or "no: <what the loader refused>"
+    // From the loaded model (empty when it did not load): mixture of experts, parameters, the MSA
+    // indexer and the memory a context needs.
+    std::string experts, parameters, indexer, memory;
 };
+
+std::string gib(double bytes) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, bytes >= 1024.0 * 1024 * 1024 ? "%.2f GiB" : "%.1f MiB",
+                  bytes / (bytes >= 1024.0 * 1024 * 1024 ? 1024.0 * 1024 * 1024 : 1024.0 * 1024));
+    return buf;
+}
+
+std::string count_text(double n) {
+    char buf[32];
+    if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+    else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+    else std::snprintf(buf, sizeof buf, "%.0f", n);
+    return buf;
+}
+
+// The rows a loaded model adds: experts and active parameters, the indexer's shape, and memory.
+void describe_loaded(const sl::GgufFile& f, const sl::LlamaConfig& c, ModelInfo& m) {
+    double total = 0;
+    for (const auto& t : f.tensors()) total += static_cast<double>(t.n_elements);
+    double active = total;
+    if (c.has_moe()) {
+        const auto& e = c.moe;
+        const int moe_layers = c.n_layer - e.dense_layers;
+        active -= static_cast<double>(moe_layers) * (e.n_expert - e.n_expert_used) * 3.0 * c.d_model * e.n_ff_exp;
+        m.experts = std::to_string(e.n_expert) + " routed, " + std::to_string(e.n_expert_used) + " per token" +
+                    (e.n_expert_shared > 0 ? ", " + std::to_string(e.n_expert_shared) + " shared" : std::string()) +
+                    "; FFN " + std::to_string(e.n_ff_exp) + " each; " +
+                    (e.gating == sl::LlamaConfig::Moe::Gating::Sigmoid ? "sigmoid" : "softmax") + " router" +
+                    (e.norm_weights ? ", weights renormalised" : "") +
+                    (e.weights_scale != 0.0f && e.weights_scale != 1.0f ? " x" + text(std::optional<float>(e.weights_scale)) : "") +
+                    "; layers " + std::to_string(e.dense_layers) +
+                    "-" + std::to_string(c.n_layer - 1) + " (" + std::to_string(moe_layers) + ")";
+    }
+    m.parameters = count_text(total) + (c.has_moe() ? ", " + count_text(active) + " active per token" : std::string());
+    if (c.has_indexer()) {
+        const auto& x = c.indexer;
+        m.indexer = "native MSA: " + std::to_string(x.n_head) + " index heads x " + std::to_string(x.head_dim) +
+                    ", top " + std::to_string(x.top_k) + " blocks of " + std::to_string(x.block_size) +
+                    " tokens, layers " + std::to_string(x.dense_layers) + "-" + std::to_string(c.n_layer - 1);
+    }
+    // K and V rows (f32 by default; --kv-type f16/q8_0 shrink them) and the index keys.
+    const double kv_token = 2.0 * c.n_layer * c.n_kv_head * c.head_dim * 4.0 +
+                            (c.has_indexer() ? 4.0 * (c.n_layer - c.indexer.dense_layers) * c.indexer.head_dim : 0.0);
+    const double ctx = static_cast<double>(c.n_ctx_train);
+    m.memory = "weights " + gib(static_cast<double>(f.file_size())) + " mapped" +
+               (c.has_moe() ? " (experts read on demand)" : "") + "; context " +
+               std::to_string(static_cast<long long>(kv_token / 1024.0 + 0.5)) + " KiB per token (f32 KV), " +
+               gib(kv_token * ctx) + " at its " + std::to_string(c.n_ctx_train) + " tokens";
+}
 
 // Whether Sightline runs the model: the loader's whole check (hyperparameters, every tensor's
 // shape and type, the tokenizer), and where it runs.
-std::string support_line(const fs::path& path) {
+std::string support_line(const fs::path& path, ModelInfo* m = nullptr) {
     try {
         const auto loaded = sl::load_model(path);
+        if (m) describe_loaded(loaded->file, loaded->model->config(), *m);
         const std::string cpu_only = sl::cuda_unsupported(loaded->model->config());
         return cpu_only.empty() ? std::string("yes") : "yes, on the CPU only (" + cpu_only + ")";
     } catch (const std::exception& e) {
@@ -123,7 +177,7 @@ ModelInfo read_info(const fs::path& path) {
     m.tensor_types.assign(counts.begin(), counts.end());
     std::stable_sort(m.tensor_types.begin(), m.tensor_types.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
-    m.supported = support_line(path);
+    m.supported = support_line(path, &m);
     return m;
 }
 
@@ -206,11 +260,17 @@ std::string format_text(const ModelInfo& m, const VisionInfo& v) {
         {"visuals", v.mode},
         {"supported", m.supported},
     };
+    std::vector<std::pair<const char*, std::string>> more;
+    if (!m.parameters.empty()) more.push_back({"parameters", m.parameters});
+    if (!m.experts.empty()) more.push_back({"experts", m.experts});
+    if (!m.indexer.empty()) more.push_back({"indexer", m.indexer});
+    if (!m.memory.empty()) more.push_back({"memory", m.memory});
     std::string out;
-    for (const auto& [label, value] : rows) {
-        std::string l = label;
-        out += l + std::string(l.size() < 15 ? 15 - l.size() : 1, ' ') + value + "\n";
-    }
+    for (const auto& list : {rows, more})
+        for (const auto& [label, value] : list) {
+            std::string l = label;
+            out += l + std::string(l.size() < 15 ? 15 - l.size() : 1, ' ') + value + "\n";
+        }
     if (!v.config) return out;
     const sl::VisionConfig& c = *v.config;
     const std::string fits = m.embedding && static_cast<int>(*m.embedding) == c.n_embd_out
@@ -281,6 +341,10 @@ std::string format_json(const ModelInfo& m, const VisionInfo& v) {
     o.insert(QStringLiteral("tensor_types"), types);
     o.insert(QStringLiteral("visual_mode"), QString::fromStdString(v.mode));
     o.insert(QStringLiteral("supported"), QString::fromStdString(m.supported));
+    if (!m.parameters.empty()) o.insert(QStringLiteral("parameters"), json(m.parameters));
+    if (!m.experts.empty()) o.insert(QStringLiteral("experts"), json(m.experts));
+    if (!m.indexer.empty()) o.insert(QStringLiteral("indexer"), json(m.indexer));
+    if (!m.memory.empty()) o.insert(QStringLiteral("memory"), json(m.memory));
     if (v.config) {
         const sl::VisionConfig& c = *v.config;
         QJsonObject vo;

@@ -7,6 +7,7 @@
 #include "core/attention/attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "core/model/ffn.h"
 #include "core/runtime/linear.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
@@ -57,9 +58,6 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
     s.v.resize(nn * dkv);
     s.att.resize(nn * dq);
     s.o.resize(nn * d);
-    s.g.resize(nn * c.n_ff);
-    s.u.resize(nn * c.n_ff);
-    s.h.resize(nn * c.n_ff);
 
     for (int i = 0; i < n; ++i) {
         if (embeddings && tokens[i] == kEmbeddingToken)
@@ -149,13 +147,10 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);
 
         for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.ffn_norm, d, c.rms_eps);
-        linear(L.gate, s.xn.data(), n, s.g.data(), pool, s.quant);
-        linear(L.up, s.xn.data(), n, s.u.data(), pool, s.quant);
-        if (c.ffn_gelu)
-            kernels::gelu_tanh_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
+        if (L.is_moe())
+            moe_ffn(c, L, s.xn.data(), n, s.o.data(), pool, s);
         else
-            kernels::silu_mul(s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(nn) * c.n_ff);
-        linear(L.down, s.h.data(), n, s.o.data(), pool, s.quant);
+            dense_ffn(c, L.gate, L.up, L.down, c.n_ff, s.xn.data(), n, s.o.data(), pool, s);
         if (L.ffn_post_norm)
             for (int i = 0; i < n; ++i) kernels::rms_norm(s.o.data() + i * d, s.o.data() + i * d, L.ffn_post_norm, d, c.rms_eps);
         kernels::add(s.x.data(), s.o.data(), static_cast<int64_t>(nn) * d);

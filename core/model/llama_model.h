@@ -1,8 +1,10 @@
-// Llama-family decoders (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5): pre-norm blocks of RMSNorm,
+// Llama-family decoders (Llama 2/3, SmolLM2, Mistral, Qwen2/2.5, Mixtral): pre-norm blocks of RMSNorm,
 // GQA attention with RoPE, and a SwiGLU FFN; tied or separate output head. Gemma 3 is the same
 // graph with its own pieces switched on (LlamaConfig's gemma fields): embeddings scaled by
 // sqrt(d_model), RMSNorm of each q and k head, norms after the attention and after the FFN, a GELU
 // (tanh) gated FFN, its own query scale, and sliding-window layers with their own RoPE base.
+// MiniMax-M3 is the graph with per-head q/k norms, partial NeoX RoPE, swiglu_oai FFNs, mixture-of-
+// experts layers after its leading dense ones, and the MSA indexer in those sparse layers.
 //
 // The model holds views into the mapped file (it owns nothing big); the forward pass writes into a
 // KvCache and scratch owned by the caller's session. A model is immutable after construction and may
@@ -61,6 +63,27 @@ struct LlamaConfig {
         int dense_layers = 0;  // layers [0, dense_layers) are dense and have no indexer tensors
     } indexer;
     bool has_indexer() const { return indexer.n_head > 0; }
+    // MiniMax-M3 (llama.cpp's llm_build_minimax_m3): every FFN's activation is swiglu_oai.
+    bool ffn_swiglu_oai = false;
+    float swiglu_alpha = 1.702f;
+    float swiglu_limit = 7.0f;
+    // Mixture of experts ("<arch>.expert_*"); n_expert == 0: every FFN is dense. Layers
+    // [0, dense_layers) keep a dense FFN (M3's leading_dense_block_count); the others route each
+    // token to n_expert_used of n_expert experts (n_ff_exp wide) and add a shared expert of
+    // n_ff_exp * n_expert_shared when the file has one. See core/model/moe_ffn.h.
+    struct Moe {
+        enum class Gating { Softmax, Sigmoid };
+        int n_expert = 0;
+        int n_expert_used = 0;
+        int n_ff_exp = 0;
+        int n_expert_shared = 0;
+        int dense_layers = 0;
+        Gating gating = Gating::Softmax;  // router probabilities (expert_gating_func 1 / 2)
+        bool norm_weights = false;        // divide the chosen experts' weights by their sum
+        float weights_scale = 1.0f;       // then multiply them by this (expert_weights_scale)
+    } moe;
+    bool has_moe() const { return moe.n_expert > 0; }
+    bool layer_is_moe(int l) const { return has_moe() && l >= moe.dense_layers; }
 };
 
 struct LlamaLayer {
@@ -83,6 +106,12 @@ struct LlamaLayer {
     const float* idx_q_norm = nullptr; // (indexer.head_dim), applied per index head
     const float* idx_k_norm = nullptr; // (indexer.head_dim)
     bool has_indexer() const { return !idx_wq.empty(); }
+    // Mixture-of-experts FFN (layers where LlamaConfig::layer_is_moe; gate/up/down are empty then):
+    TensorView ffn_gate_inp;                // router: n_expert rows of d_model
+    const float* exp_probs_b = nullptr;     // (n_expert) selection bias (M3, DeepSeek V3), or null
+    std::vector<TensorView> gate_exps, up_exps, down_exps;  // per expert: as gate/up/down, n_ff_exp wide
+    TensorView gate_shexp, up_shexp, down_shexp;            // shared expert (empty when none)
+    bool is_moe() const { return !ffn_gate_inp.empty(); }
 };
 
 struct LlamaWeights {
@@ -97,6 +126,10 @@ struct ForwardScratch {
     std::vector<float> x, xn, q, k, v, att, o, g, u, h, logits_in;
     std::vector<float> iq, ik;   // MSA index queries (n, idx heads, idx dim) and keys (n, idx dim)
     std::vector<uint8_t> quant;  // activations quantized for the weight type
+    // Mixture of experts: router scores (n, n_expert), each token's chosen experts and weights
+    // (n, n_expert_used), the rows routed to one expert and their activations.
+    std::vector<float> router, route_w, xe, ge, ue, he, ye;
+    std::vector<int32_t> route_e, rows;
 };
 
 class LlamaModel {

@@ -21,6 +21,7 @@ constexpr ArchInfo kArchs[] = {
     {"mistral", kernels::RopeStyle::Norm},
     {"qwen2", kernels::RopeStyle::Neox},
     {"gemma3", kernels::RopeStyle::Neox},
+    {"minimax-m3", kernels::RopeStyle::Neox},
 };
 
 std::string fname(const GgufFile& f) { return f.name(); }
@@ -57,6 +58,68 @@ const float* vector_f32(const GgufFile& f, const std::string& name, int64_t n, b
     if (t->type != static_cast<uint32_t>(kernels::TensorType::F32) || t->n_elements != static_cast<uint64_t>(n))
         throw FormatError(fname(f) + ": tensor '" + name + "' must be f32 with " + std::to_string(n) + " elements");
     return reinterpret_cast<const float*>(t->data);
+}
+
+// The n_expert matrices of a stacked expert tensor ({ne0, ne1, n_expert} in ggml order), each a
+// view of its own slice of the mapped data.
+std::vector<TensorView> experts(const GgufFile& f, const std::string& name, int64_t ne0, int64_t ne1, int n_expert) {
+    const GgufTensorInfo* t = f.find_tensor(name);
+    if (!t) throw FormatError(fname(f) + ": tensor '" + name + "' is missing");
+    auto dim = [&](size_t i) { return i < t->dims.size() ? static_cast<int64_t>(t->dims[i]) : 1; };
+    if (t->dims.size() != 3 || dim(0) != ne0 || dim(1) != ne1 || dim(2) != n_expert)
+        throw FormatError(fname(f) + ": tensor '" + name + "' has shape {" + std::to_string(dim(0)) + ", " +
+                          std::to_string(dim(1)) + ", " + std::to_string(dim(2)) + "}, expected {" + std::to_string(ne0) +
+                          ", " + std::to_string(ne1) + ", " + std::to_string(n_expert) + "}");
+    const auto info = kernels::tensor_type_info(t->type);
+    if (!info.computable || ne0 % info.block_size != 0)
+        throw FormatError(fname(f) + ": tensor '" + name + "' has type " + (info.name ? info.name : "unknown") +
+                          ", which Sightline cannot compute with for rows of " + std::to_string(ne0));
+    const size_t bytes = static_cast<size_t>(ne0 / info.block_size) * info.type_size * static_cast<size_t>(ne1);
+    std::vector<TensorView> v(static_cast<size_t>(n_expert));
+    for (int e = 0; e < n_expert; ++e) {
+        v[static_cast<size_t>(e)].type = static_cast<kernels::TensorType>(t->type);
+        v[static_cast<size_t>(e)].data = static_cast<const uint8_t*>(t->data) + bytes * static_cast<size_t>(e);
+        v[static_cast<size_t>(e)].ne0 = ne0;
+        v[static_cast<size_t>(e)].ne1 = ne1;
+    }
+    return v;
+}
+
+// Mixture-of-experts hyperparameters ("<arch>.expert_*") as llama.cpp reads them: Mixtral-style
+// llama files route by softmax and renormalise the chosen weights; MiniMax-M3 by sigmoid with a
+// selection bias, its leading dense layers and a shared expert, per the file's keys.
+void read_moe_config(const GgufFile& f, LlamaConfig& c) {
+    const uint32_t n_expert = arch_u32(f, "expert_count", 0);
+    if (n_expert == 0) {
+        if (c.arch == "minimax-m3")
+            throw FormatError(fname(f) + ": " + arch_key(f, "expert_count") + " is missing (MiniMax-M3 is a mixture of experts)");
+        return;
+    }
+    LlamaConfig::Moe& m = c.moe;
+    m.n_expert = static_cast<int>(std::min<uint32_t>(n_expert, 1u << 20));
+    m.n_expert_used = static_cast<int>(std::min<uint32_t>(arch_u32(f, "expert_used_count", 0), 1u << 20));
+    m.n_ff_exp = static_cast<int>(std::min<uint32_t>(arch_u32(f, "expert_feed_forward_length", static_cast<uint32_t>(c.n_ff)), 1u << 24));
+    m.n_expert_shared = static_cast<int>(std::min<uint32_t>(arch_u32(f, "expert_shared_count", 0), 64));
+    m.dense_layers = static_cast<int>(std::min<uint32_t>(arch_u32(f, "leading_dense_block_count", 0), 1u << 20));
+    const bool m3 = c.arch == "minimax-m3";
+    const uint32_t gating = arch_u32(f, "expert_gating_func", m3 ? 2u : 1u);
+    m.norm_weights = m3 ? f.get_bool(arch_key(f, "expert_weights_norm")).value_or(false) : true;
+    m.weights_scale = arch_f32(f, "expert_weights_scale", 0.0f);
+    const std::string at = fname(f) + ": " + arch_key(f, "");
+    if (m.n_expert > 4096 || m.n_expert_used < 1 || m.n_expert_used > m.n_expert)
+        throw FormatError(at + "expert_used_count " + std::to_string(m.n_expert_used) + " of expert_count " +
+                          std::to_string(m.n_expert) + " is not usable (1..expert_count, at most 4096 experts)");
+    if (m.n_ff_exp <= 0 || m.n_ff_exp > (1 << 20))
+        throw FormatError(at + "expert_feed_forward_length " + std::to_string(m.n_ff_exp) + " is not usable");
+    if (m.dense_layers > c.n_layer)
+        throw FormatError(at + "leading_dense_block_count " + std::to_string(m.dense_layers) + " exceeds the " +
+                          std::to_string(c.n_layer) + " layers");
+    if (gating != 1 && gating != 2)
+        throw FormatError(at + "expert_gating_func " + std::to_string(gating) +
+                          " is not supported (1: softmax, 2: sigmoid)");
+    m.gating = gating == 2 ? LlamaConfig::Moe::Gating::Sigmoid : LlamaConfig::Moe::Gating::Softmax;
+    if (!std::isfinite(m.weights_scale) || m.weights_scale < 0.0f || m.weights_scale > 1000.0f)
+        throw FormatError(at + "expert_weights_scale " + std::to_string(m.weights_scale) + " is not usable");
 }
 
 // Gemma 3's hyperparameters as llama.cpp reads them (llama-model.cpp, LLM_ARCH_GEMMA3): sliding
@@ -122,7 +185,7 @@ LlamaConfig read_llama_config(const GgufFile& f) {
     for (const auto& a : kArchs)
         if (c.arch == a.name) arch = &a;
     if (!arch)
-        throw FormatError(fname(f) + ": architecture '" + c.arch + "' is not supported (supported: llama, mistral, qwen2, gemma3)");
+        throw FormatError(fname(f) + ": architecture '" + c.arch + "' is not supported (supported: llama, mistral, qwen2, gemma3, minimax-m3)");
     c.rope_style = arch->rope;
     c.n_layer = static_cast<int>(arch_u32(f, "block_count"));
     c.d_model = static_cast<int>(arch_u32(f, "embedding_length"));
@@ -162,6 +225,8 @@ LlamaConfig read_llama_config(const GgufFile& f) {
         (void)ff;
     }
     if (c.arch == "gemma3") read_gemma3_config(f, c);
+    if (c.arch == "minimax-m3") c.ffn_swiglu_oai = true;
+    read_moe_config(f, c);
     read_indexer_config(f, c);
     const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
     if (!emb || emb->dims.size() < 2) throw FormatError(fname(f) + ": tensor 'token_embd.weight' is missing");
@@ -223,9 +288,34 @@ std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
         L.bk = vector_f32(f, p + "attn_k.bias", dkv, false);
         L.bv = vector_f32(f, p + "attn_v.bias", dkv, false);
         L.ffn_norm = vector_f32(f, p + "ffn_norm.weight", d);
-        L.gate = tensor(f, p + "ffn_gate.weight", d, c.n_ff);
-        L.up = tensor(f, p + "ffn_up.weight", d, c.n_ff);
-        L.down = tensor(f, p + "ffn_down.weight", c.n_ff, d);
+        if (c.layer_is_moe(l)) {
+            const LlamaConfig::Moe& mo = c.moe;
+            L.ffn_gate_inp = tensor(f, p + "ffn_gate_inp.weight", d, mo.n_expert);
+            L.exp_probs_b = vector_f32(f, p + "exp_probs_b.bias", mo.n_expert, false);
+            L.gate_exps = experts(f, p + "ffn_gate_exps.weight", d, mo.n_ff_exp, mo.n_expert);
+            L.up_exps = experts(f, p + "ffn_up_exps.weight", d, mo.n_ff_exp, mo.n_expert);
+            L.down_exps = experts(f, p + "ffn_down_exps.weight", mo.n_ff_exp, d, mo.n_expert);
+            const int64_t fs = static_cast<int64_t>(mo.n_ff_exp) * mo.n_expert_shared;
+            const bool shared = mo.n_expert_shared > 0 || f.find_tensor(p + "ffn_gate_shexp.weight");
+            if (shared) {
+                const GgufTensorInfo* g = f.find_tensor(p + "ffn_gate_shexp.weight");
+                const int64_t sw = mo.n_expert_shared > 0 ? fs : (g && g->dims.size() > 1 ? static_cast<int64_t>(g->dims[1]) : 0);
+                L.gate_shexp = tensor(f, p + "ffn_gate_shexp.weight", d, sw);
+                L.up_shexp = tensor(f, p + "ffn_up_shexp.weight", d, sw);
+                L.down_shexp = tensor(f, p + "ffn_down_shexp.weight", sw, d);
+            }
+            if (f.find_tensor(p + "ffn_gate_inp_shexp.weight"))
+                throw FormatError(fname(f) + ": tensor '" + p + "ffn_gate_inp_shexp.weight' (a gated shared expert, "
+                                  "Qwen2-MoE) is not supported yet");
+        } else {
+            L.gate = tensor(f, p + "ffn_gate.weight", d, c.n_ff);
+            L.up = tensor(f, p + "ffn_up.weight", d, c.n_ff);
+            L.down = tensor(f, p + "ffn_down.weight", c.n_ff, d);
+        }
+        if (c.arch == "minimax-m3") {  // per-head q/k RMSNorm, one head_dim vector for every head
+            L.attn_q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
+            L.attn_k_norm = vector_f32(f, p + "attn_k_norm.weight", c.head_dim);
+        }
         if (c.arch == "gemma3") {
             L.attn_q_norm = vector_f32(f, p + "attn_q_norm.weight", c.head_dim);
             L.attn_k_norm = vector_f32(f, p + "attn_k_norm.weight", c.head_dim);

@@ -30,6 +30,9 @@ namespace sl {
 std::string cuda_unsupported(const LlamaConfig& c) {
     if (c.arch == "gemma3" || c.ffn_gelu || c.swa_window > 0 || c.embed_scale != 1.0f)
         return "the CUDA kernels lack " + c.arch + "'s norms, GELU and sliding window";
+    if (c.has_moe() || c.ffn_swiglu_oai || c.arch == "minimax-m3")
+        return std::string("the CUDA kernels lack ") + (c.has_moe() ? "mixture-of-experts layers" : "") +
+               (c.has_moe() && c.ffn_swiglu_oai ? " and " : "") + (c.ffn_swiglu_oai ? "the swiglu_oai FFN" : "");
     if ((c.head_dim != 64 && c.head_dim != 128) || c.n_kv_head <= 0 || c.n_head % c.n_kv_head)
         return "head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
                std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)";

@@ -62,6 +62,14 @@ void gelu_tanh_mul(float* out, const float* gate, const float* up, int64_t n) {
     }
 }
 
+void swiglu_oai_mul(float* out, const float* gate, const float* up, int64_t n, float alpha, float limit) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = std::min(gate[i], limit);
+        const float u = std::clamp(up[i], -limit, limit);
+        out[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+    }
+}
+
 void add(float* y, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -31,6 +31,10 @@ void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 // gelu(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
 void gelu_tanh_mul(float* out, const float* gate, const float* up, int64_t n);
 
+// out (n) = swiglu_oai(gate, up) as GPT-OSS and MiniMax-M3 use it (ggml_swiglu_oai):
+// g = min(gate, limit), u = clamp(up, -limit, limit), out = g / (1 + e^(-alpha g)) * (u + 1).
+void swiglu_oai_mul(float* out, const float* gate, const float* up, int64_t n, float alpha, float limit);
+
 // y (n) += x (n)
 void add(float* y, const float* x, int64_t n);
 

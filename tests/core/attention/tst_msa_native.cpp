@@ -190,6 +190,8 @@ private Q_SLOTS:
     void nativeWithoutIndexerIsAnError();
     void restoredContextKeepsIndexKeys();
     void restoredContextWithoutKeysFallsBackToTrainingFree();
+    void minimaxM3MatchesReference();
+    void minimaxM3SessionSavesAndRestores();
 
 private:
     QTemporaryDir dir_;
@@ -448,6 +450,94 @@ void TstMsaNative::restoredContextWithoutKeysFallsBackToTrainingFree() {
     sl::Session d(*m_, so, std::make_unique<sl::MsaAttention>(native_));
     d.prefill(ids);
     QVERIFY(std::equal(b.last_logits().begin(), b.last_logits().end(), d.last_logits().begin()));
+}
+
+
+void TstMsaNative::minimaxM3MatchesReference() {
+    // The real M3 layout (arch minimax-m3, llama.cpp's names): NeoX RoPE on half of each head,
+    // per-head q/k norms, swiglu_oai FFNs, and after the dense layer 4 routed experts (2 per token,
+    // sigmoid router with a selection bias) plus a shared expert, in the same layers as the indexer.
+    // Prefill in one call, then calls that cut blocks and decode, both against the reference.
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("tiny_m3.gguf"));
+    QVERIFY(make_model(model, {QStringLiteral("--arch"), QStringLiteral("minimax-m3"), QStringLiteral("--experts"), QStringLiteral("4")},
+                       static_cast<unsigned>(sl::test::rng()() % 100000)));
+    const auto m = sl::load_model(model.toStdString());
+    const auto& c = m->model->config();
+    QVERIFY(c.has_moe() && c.has_indexer() && c.ffn_swiglu_oai);
+    QCOMPARE(c.moe.dense_layers, 1);
+    QVERIFY(!m->model->weights().layers[0].is_moe() && m->model->weights().layers[1].is_moe());
+    const sl::MsaConfig native = sl::native_msa_config(c, {});
+    const int nv = c.n_vocab;
+    const std::vector<int32_t> ids = random_ids(9 * kBlock + 3, nv);
+    std::vector<float> want, dense_want;
+    Selections want_sel;
+    QVERIFY(reference(model, ids, {QStringLiteral("--msa"), QStringLiteral("native")}, &want, &want_sel));
+    QVERIFY(reference(model, ids, {}, &dense_want, nullptr));
+    {
+        sl::MsaAttention att(native);
+        const EngineRun got = run_engine(*m, ids, att);
+        const double err = worst_error(got.logits, want, nv);
+        const double gap = worst_error(dense_want, want, nv);
+        qInfo("M3 prefill: native vs reference %.2e; reference native vs dense %.3f", err, gap);
+        QVERIFY2(gap > 100 * kTol, qPrintable(QStringLiteral("selection does not matter (gap %1)").arg(gap)));
+        QVERIFY2(err < kTol, qPrintable(QStringLiteral("normalized error %1").arg(err)));
+        const QString diff = first_difference(got.sel, want_sel);
+        QVERIFY2(diff.isEmpty(), qPrintable(diff));
+        QCOMPARE(got.stats.native_fallbacks, 0);
+    }
+    std::vector<int> calls{13, 22};
+    while (std::accumulate(calls.begin(), calls.end(), 0) < static_cast<int>(ids.size())) calls.push_back(1);
+    QStringList cs;
+    for (int x : calls) cs << QString::number(x);
+    want_sel.clear();
+    QVERIFY(reference(model, ids, {QStringLiteral("--msa"), QStringLiteral("native"), QStringLiteral("--msa-calls"), cs.join(QLatin1Char(','))},
+                      &want, &want_sel));
+    sl::MsaAttention att(native);
+    const EngineRun got = run_engine(*m, ids, att, calls);
+    const double err = worst_error(got.logits, want, nv);
+    qInfo("M3 chunked + %zu decode calls: normalized error %.2e", calls.size() - 2, err);
+    QVERIFY2(err < kTol, qPrintable(QStringLiteral("normalized error %1").arg(err)));
+    const QString diff = first_difference(got.sel, want_sel);
+    QVERIFY2(diff.isEmpty(), qPrintable(diff));
+}
+
+void TstMsaNative::minimaxM3SessionSavesAndRestores() {
+    // A tiny M3 generates through a Session with native MSA, saves its context (index keys
+    // included), and a restored session continues exactly as one that never stopped.
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("tiny_m3.gguf"));
+    QVERIFY(make_model(model, {QStringLiteral("--arch"), QStringLiteral("minimax-m3"), QStringLiteral("--experts"), QStringLiteral("4")},
+                       static_cast<unsigned>(sl::test::rng()() % 100000)));
+    const auto m = sl::load_model(model.toStdString());
+    const sl::MsaConfig native = sl::native_msa_config(m->model->config(), {});
+    const std::vector<int32_t> ids = random_ids(8 * kBlock + 2, m->model->config().n_vocab);
+    const std::span<const int32_t> all(ids);
+    const size_t cut = 5 * kBlock + 3;
+    const std::string file = dir.filePath(QStringLiteral("m3.slkv")).toStdString();
+    sl::Session ref(*m, small_session(), std::make_unique<sl::MsaAttention>(native));
+    ref.prefill(all.first(cut));
+    ref.prefill(all.subspan(cut));
+    {
+        sl::Session a(*m, small_session(), std::make_unique<sl::MsaAttention>(native));
+        a.prefill(all.first(cut));
+        a.save(file);
+    }
+    sl::Session b(*m, small_session(), std::make_unique<sl::MsaAttention>(native));
+    b.restore(file);
+    b.prefill(all.subspan(cut));
+    auto& bm = dynamic_cast<sl::MsaAttention&>(b.attention());
+    QCOMPARE(bm.stats().native_fallbacks, 0);
+    QVERIFY2(std::equal(b.last_logits().begin(), b.last_logits().end(), ref.last_logits().begin()),
+             "the restored M3 context differs from the uninterrupted one");
+    sl::GenerateOptions go;
+    go.max_tokens = 6;
+    go.sampling.temperature = 0.0f;
+    std::string t1, t2;
+    ref.generate(go, [&](std::string_view t) { t1 += t; return true; });
+    b.generate(go, [&](std::string_view t) { t2 += t; return true; });
+    QCOMPARE(b.stats().generated_tokens, ref.stats().generated_tokens);
+    QCOMPARE(QString::fromStdString(t2), QString::fromStdString(t1));
 }
 
 QTEST_APPLESS_MAIN(TstMsaNative)

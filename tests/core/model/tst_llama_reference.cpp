@@ -14,6 +14,7 @@
 
 #include "core/attention/dense_attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "core/model/ffn.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/linear.h"
 #include "core/runtime/session.h"
@@ -95,6 +96,9 @@ private Q_SLOTS:
     void tinyModels_data();
     void tinyModels();
     void chunkedPrefillEqualsOnePass();
+    void mixtureOfExperts_data();
+    void mixtureOfExperts();
+    void routerChoosesAsLlamaCpp();
     void implausibleValuesRefused_data();
     void implausibleValuesRefused();
     void realModelsMatchReference_data();
@@ -156,6 +160,87 @@ void TstLlamaReference::tinyModels() {
     QVERIFY2(err < tolerance, qPrintable(QStringLiteral("normalized error %1 >= %2").arg(err).arg(tolerance)));
 }
 
+void TstLlamaReference::mixtureOfExperts_data() {
+    QTest::addColumn<QStringList>("gen_args");
+    QTest::addColumn<bool>("exact");  // exact activations: quantized weights, f32 activations
+    const auto L = [](std::initializer_list<const char*> a) {
+        QStringList l;
+        for (const char* x : a) l << QString::fromLatin1(x);
+        return l;
+    };
+    // MiniMax-M3 layout (dense layer 0, MoE + shared expert after it; sigmoid router with bias,
+    // renormalised and scaled weights, swiglu_oai, q/k norms, NeoX RoPE on half of each head).
+    QTest::newRow("minimax-m3 f32") << L({"--arch", "minimax-m3", "--n-layers", "3"}) << false;
+    QTest::newRow("minimax-m3 8 experts top 3 f16") << L({"--arch", "minimax-m3", "--n-layers", "3", "--experts", "8", "--experts-used", "3", "--expert-ffn", "64", "--wtype", "f16"}) << false;
+    QTest::newRow("minimax-m3 softmax, no bias, norm or shared expert") << L({"--arch", "minimax-m3", "--n-layers", "3", "--gating", "softmax", "--no-probs-bias", "--no-expert-weights-norm", "--shared-experts", "0", "--expert-weights-scale", "1"}) << false;
+    QTest::newRow("minimax-m3 q8_0") << L({"--arch", "minimax-m3", "--n-layers", "3", "--wtype", "q8_0"}) << true;
+    QTest::newRow("minimax-m3 q4_k") << L({"--arch", "minimax-m3", "--n-layers", "2", "--wtype", "q4_k", "--d-model", "256", "--ffn", "512", "--head-dim", "64", "--expert-ffn", "256"}) << true;
+    // Mixtral: the llama graph with every FFN routed (softmax over the router, top 2 renormalised).
+    QTest::newRow("mixtral f32") << L({"--experts", "4"}) << false;
+    QTest::newRow("mixtral q4_0 untied") << L({"--experts", "8", "--experts-used", "2", "--wtype", "q4_0", "--untied"}) << true;
+}
+
+void TstLlamaReference::mixtureOfExperts() {
+    // Logits of every position against the reference. Quantized rows run with exact activations:
+    // routing is a discrete choice, and 8-bit activation rounding could flip a near tie between
+    // two experts, which the comparison would read as a wrong model.
+    QFETCH(QStringList, gen_args);
+    QFETCH(bool, exact);
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("moe.gguf"));
+    const auto seed = static_cast<unsigned>(sl::test::rng()() % 100000);
+    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
+                                                  QStringLiteral("--seed"), QString::number(seed)} + gen_args, nullptr));
+    auto m = sl::load_model(model.toStdString());
+    QVERIFY(m->model->config().has_moe());
+    sl::set_exact_activations(exact);
+    std::vector<int32_t> ids;
+    std::uniform_int_distribution<int> tok(0, m->model->config().n_vocab - 1);
+    for (int i = 0; i < 23; ++i) ids.push_back(tok(sl::test::rng()));
+    std::vector<float> want;
+    QVERIFY(reference(model, ids, 0, &want, nullptr));
+    const std::vector<float> got = ours(*m, ids);
+    QCOMPARE(got.size(), want.size());
+    int agree = 0;
+    const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
+    qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
+    QVERIFY2(err < 1e-4, qPrintable(QStringLiteral("normalized error %1").arg(err)));
+}
+
+void TstLlamaReference::routerChoosesAsLlamaCpp() {
+    // Sigmoid router with a selection bias: the bias steers the choice but not the weights; ties
+    // go to the lower expert id; the chosen weights are renormalised, then scaled.
+    sl::LlamaConfig::Moe m;
+    m.n_expert = 4;
+    m.n_expert_used = 2;
+    m.gating = sl::LlamaConfig::Moe::Gating::Sigmoid;
+    m.norm_weights = true;
+    m.weights_scale = 2.0f;
+    float p[4] = {0.0f, 1.0f, 1.0f, -1.0f};
+    const float bias[4] = {1.0f, 0.0f, 0.0f, 0.0f};
+    int32_t e[2];
+    float w[2];
+    sl::route_token(m, p, bias, e, w);
+    QCOMPARE(e[0], 0);
+    QCOMPARE(e[1], 1);
+    const double s0 = 0.5, s1 = 1.0 / (1.0 + std::exp(-1.0));
+    QVERIFY(std::abs(w[0] - 2.0 * s0 / (s0 + s1)) < 1e-6);
+    QVERIFY(std::abs(w[1] - 2.0 * s1 / (s0 + s1)) < 1e-6);
+    // Softmax without renormalisation or scale: the weights are the softmax probabilities.
+    m.gating = sl::LlamaConfig::Moe::Gating::Softmax;
+    m.norm_weights = false;
+    m.weights_scale = 0.0f;
+    float q[4] = {0.0f, 2.0f, 1.0f, 3.0f};
+    sl::route_token(m, q, nullptr, e, w);
+    QCOMPARE(e[0], 3);
+    QCOMPARE(e[1], 1);
+    const double z = 1 + std::exp(2.0) + std::exp(1.0) + std::exp(3.0);
+    QVERIFY(std::abs(w[0] - std::exp(3.0) / z) < 1e-6);
+    QVERIFY(std::abs(w[1] - std::exp(2.0) / z) < 1e-6);
+}
+
 void TstLlamaReference::implausibleValuesRefused_data() {
     QTest::addColumn<QStringList>("gen_args");
     QTest::addColumn<QString>("expected");  // a part of the message
@@ -164,6 +249,11 @@ void TstLlamaReference::implausibleValuesRefused_data() {
     QTest::newRow("rope base NaN") << QStringList{QStringLiteral("--rope-base"), QStringLiteral("nan")} << QStringLiteral("rope.freq_base");
     QTest::newRow("rope base -5") << QStringList{QStringLiteral("--rope-base"), QStringLiteral("-5")} << QStringLiteral("rope.freq_base");
     QTest::newRow("context length 0") << QStringList{QStringLiteral("--ctx"), QStringLiteral("0")} << QStringLiteral("context_length 0");
+    const QStringList m3{QStringLiteral("--arch"), QStringLiteral("minimax-m3")};
+    QTest::newRow("m3: 9 of 4 experts per token") << (m3 + QStringList{QStringLiteral("--bad-expert-used"), QStringLiteral("9")}) << QStringLiteral("expert_used_count 9 of expert_count 4");
+    QTest::newRow("m3: gating function 7") << (m3 + QStringList{QStringLiteral("--gating-func"), QStringLiteral("7")}) << QStringLiteral("expert_gating_func 7");
+    QTest::newRow("m3: expert tensor of 50 rows") << (m3 + QStringList{QStringLiteral("--bad-expert-rows"), QStringLiteral("50")}) << QStringLiteral("ffn_gate_exps.weight' has shape {64, 50, 4}");
+    QTest::newRow("m3: negative weight scale") << (m3 + QStringList{QStringLiteral("--expert-weights-scale"), QStringLiteral("-1")}) << QStringLiteral("expert_weights_scale");
 }
 
 // A file whose structure is sound but whose values cannot be a working model is refused by name,

@@ -21,6 +21,15 @@ Model (per llama.cpp's `llama` graph):
         x  = x + Wdown( silu(Wgate h) * Wup h )
     logits = W_out rmsnorm(x) * output_norm   (W_out = output.weight, or token_embd.weight when tied)
 
+MIXTURE OF EXPERTS (files with <arch>.expert_count; llama.cpp's build_moe_ffn). In layers >=
+leading_dense_block_count the FFN above becomes, per token:
+    p      = softmax(Wr h) (Mixtral, llama arch) | sigmoid(Wr h) (minimax-m3, expert_gating_func 2)
+    chosen = the expert_used_count largest of p + exp_probs_b.bias (bias only steers the choice)
+    w      = p[chosen], renormalised (Mixtral always; M3 if expert_weights_norm), * expert_weights_scale
+    ffn    = sum_j w_j Wdown_j( act(Wgate_j h) * Wup_j h ) + the shared expert's FFN of h (M3)
+MiniMax-M3 also normalizes each q and k head (attn_q_norm/attn_k_norm), rotates the first n_rot
+dims NeoX style, and every FFN's act is swiglu_oai: min(g, 7) sigmoid(1.702 min(g, 7)) (clip(u, +-7) + 1).
+
 MSA NATIVE (--msa native; files with a MiniMax-M3 style indexer, /work/shared/MSA.md). Layers
 >= <arch>.leading_dense_block_count replace the causal attention above by:
     iq = rope(rmsnorm_per_head(Wiq h) * indexer.q_norm)   (T, head_count, key_length)
@@ -99,14 +108,18 @@ SUPPORTED_TYPES = {QT.F32, QT.F16, QT.BF16, QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, 
 # Only archs whose graph is exactly the one in forward() (plus optional q/k/v biases) are
 # listed; use --rope-mode to force a mode for anything else.
 ROPE_NORM_ARCHS = {"llama"}
-ROPE_NEOX_ARCHS = {"qwen2", "gemma3"}
+ROPE_NEOX_ARCHS = {"qwen2", "gemma3", "minimax-m3"}
 # Gemma 3's own tensors (llm_build_gemma3_iswa): per-head q/k norms and norms after the attention
 # and the FFN; only that architecture may have them.
 GEMMA3_TENSORS = ("attn_q_norm", "attn_k_norm", "post_attention_norm", "post_ffw_norm")
 # Tensors that would change the graph (fused qkv, per-head q/k norms, MoE, ...): refuse them.
 # (blk.N.indexer.* MSA tensors are used only with --msa native; dense attention ignores them.)
 UNSUPPORTED_TENSORS = ("attn_qkv", "attn_q_norm", "attn_k_norm", "ffn_gate_inp", "ffn_gate_exps",
-                       "attn_post_norm", "ffn_post_norm", "attn_output.bias")
+                       "attn_post_norm", "ffn_post_norm", "attn_output.bias", "ffn_gate_inp_shexp")
+# Mixture-of-experts tensors (files with <arch>.expert_count: Mixtral-style llama, MiniMax-M3).
+MOE_TENSORS = ("ffn_gate_inp", "ffn_gate_exps")
+# MiniMax-M3 (llama.cpp's LLM_ARCH_MINIMAX_M3): per-head q/k norms, one head_dim vector each.
+M3_TENSORS = ("attn_q_norm", "attn_k_norm")
 
 
 def rope_mode_for_arch(arch: str) -> str:
@@ -157,6 +170,17 @@ class Hparams:
     swa_window: int = 0
     swa_pattern: int = 0
     rope_base_swa: float = 10000.0
+    # Mixture of experts (expert_count 0: none). Layers >= moe_dense route each token to
+    # n_expert_used experts: probabilities softmax or sigmoid of the router, chosen by probability
+    # plus exp_probs_b.bias, weighted by probability (renormalised, scaled); plus a shared expert.
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    moe_dense: int = 0
+    gating: str = "softmax"
+    norm_w: bool = False
+    w_scale: float = 0.0
+    swiglu_oai: bool = False      # MiniMax-M3: every FFN is swiglu_oai (alpha 1.702, limit 7)
 
     def slides(self, il: int) -> bool:
         return self.swa_window > 0 and self.swa_pattern > 0 and il % self.swa_pattern < self.swa_pattern - 1
@@ -240,8 +264,24 @@ class GGUFModel:
             hp.swa_window = int(_field(r, a + "attention.sliding_window", 0))
             hp.swa_pattern = 6
             hp.attn_scale = 1.0 / float(np.sqrt(n_embd / n_head if hp.n_layer == 62 else head_dim))
-        banned = (tuple(u for u in UNSUPPORTED_TENSORS if u not in GEMMA3_TENSORS) if arch == "gemma3"
-                  else UNSUPPORTED_TENSORS + GEMMA3_TENSORS)
+        hp = self.hp
+        hp.n_expert = int(_field(r, a + "expert_count", 0))
+        allowed = set(GEMMA3_TENSORS) if arch == "gemma3" else set()
+        if arch == "minimax-m3":
+            allowed |= set(M3_TENSORS)
+            hp.swiglu_oai = True
+        if hp.n_expert:
+            allowed |= set(MOE_TENSORS)
+            hp.n_expert_used = int(_field(r, a + "expert_used_count"))
+            hp.n_ff_exp = int(_field(r, a + "expert_feed_forward_length", hp.n_ff))
+            hp.moe_dense = int(_field(r, a + "leading_dense_block_count", 0))
+            if arch == "minimax-m3":
+                hp.gating = {1: "softmax", 2: "sigmoid"}[int(_field(r, a + "expert_gating_func", 2))]
+                hp.norm_w = bool(_field(r, a + "expert_weights_norm", False))
+                hp.w_scale = float(_field(r, a + "expert_weights_scale", 0.0))
+            else:   # Mixtral in llama.cpp's llama graph: softmax, chosen weights renormalised
+                hp.gating, hp.norm_w = "softmax", True
+        banned = tuple(u for u in UNSUPPORTED_TENSORS + GEMMA3_TENSORS if u not in allowed)
         unsupported = sorted({n.split(".", 2)[-1] for n in self.tensors
                               if n.startswith("blk.") and any(u in n for u in banned)})
         if unsupported:
@@ -285,6 +325,41 @@ def silu(x: np.ndarray) -> np.ndarray:
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
     """GELU, tanh approximation (Gemma's gelu_pytorch_tanh; ggml_gelu)."""
     return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3))).astype(x.dtype)
+
+
+def swiglu_oai(g: np.ndarray, u: np.ndarray, alpha: float = 1.702, limit: float = 7.0) -> np.ndarray:
+    g = np.minimum(g, limit)
+    u = np.clip(u, -limit, limit)
+    return g / (1.0 + np.exp(-alpha * g)) * (u + 1.0)
+
+
+def moe_ffn(model: "GGUFModel", p: str, h: np.ndarray, act, mm) -> np.ndarray:
+    """The mixture of experts of layer prefix p for rows h (T, n_embd), token by token."""
+    hp = model.hp
+    W = model.weight
+    logits = mm(h, p + "ffn_gate_inp.weight")                        # (T, E)
+    if hp.gating == "softmax":
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs = e / e.sum(axis=1, keepdims=True)
+    else:
+        probs = 1.0 / (1.0 + np.exp(-logits))
+    choice = probs + W(p + "exp_probs_b.bias") if model.has(p + "exp_probs_b.bias") else probs
+    chosen = np.argsort(-choice, axis=1, kind="stable")[:, :hp.n_expert_used]   # ties: lower id
+    weights = np.take_along_axis(probs, chosen, axis=1)
+    if hp.norm_w:
+        weights = weights / np.maximum(weights.sum(axis=1, keepdims=True), 6.103515625e-5)
+    if hp.w_scale not in (0.0, 1.0):
+        weights = weights * hp.w_scale
+    gate, up, down = W(p + "ffn_gate_exps.weight"), W(p + "ffn_up_exps.weight"), W(p + "ffn_down_exps.weight")
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        for j, ex in enumerate(chosen[t]):
+            y = act(gate[ex] @ h[t], up[ex] @ h[t]) @ down[ex].T
+            out[t] += weights[t, j] * y
+    if model.has(p + "ffn_gate_shexp.weight"):
+        out = out + mm(act(mm(h, p + "ffn_gate_shexp.weight"), mm(h, p + "ffn_up_shexp.weight")),
+                       p + "ffn_down_shexp.weight")
+    return out
 
 
 def rope_cos_sin(positions: np.ndarray, n_rot: int, base: float, freq_scale: float,
@@ -478,7 +553,7 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
         q = q.reshape(T, hp.n_head, hp.head_dim)
         k = k.reshape(T, hp.n_head_kv, hp.head_dim)
         v = v.reshape(T, hp.n_head_kv, hp.head_dim)
-        if model.has(p + "attn_q_norm.weight"):  # gemma3: RMSNorm of each head
+        if model.has(p + "attn_q_norm.weight"):  # gemma3, minimax-m3: RMSNorm of each head
             q = rmsnorm(q, W(p + "attn_q_norm.weight"), hp.rms_eps)
             k = rmsnorm(k, W(p + "attn_k_norm.weight"), hp.rms_eps)
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_mode)
@@ -503,9 +578,16 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
             o = rmsnorm(o, W(p + "post_attention_norm.weight"), hp.rms_eps)
         x = x + o
         h = rmsnorm(x, W(p + "ffn_norm.weight"), hp.rms_eps)
-        gate = mm(h, p + "ffn_gate.weight")
-        up = mm(h, p + "ffn_up.weight")
-        o = mm((gelu_tanh(gate) if hp.gelu else silu(gate)) * up, p + "ffn_down.weight")
+        if hp.swiglu_oai:
+            act = swiglu_oai
+        elif hp.gelu:
+            act = lambda g, u: gelu_tanh(g) * u   # noqa: E731
+        else:
+            act = lambda g, u: silu(g) * u        # noqa: E731
+        if hp.n_expert and il >= hp.moe_dense:
+            o = moe_ffn(model, p, h, act, mm)
+        else:
+            o = mm(act(mm(h, p + "ffn_gate.weight"), mm(h, p + "ffn_up.weight")), p + "ffn_down.weight")
         if model.has(p + "post_ffw_norm.weight"):
             o = rmsnorm(o, W(p + "post_ffw_norm.weight"), hp.rms_eps)
         x = x + o

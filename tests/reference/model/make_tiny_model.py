@@ -36,8 +36,15 @@ and every layer N >= leading_dense_block_count gets F32 tensors
   blk.N.indexer.k_proj.weight {n_embd, key_length}
   blk.N.indexer.q_norm.weight {key_length}
   blk.N.indexer.k_norm.weight {key_length}
-Real M3 files use arch "minimax-m3" (NeoX RoPE); this llama-arch variant exists only so the
-engine's native-MSA path can be tested on tiny llama models. gguf_llama_ref.py uses the indexer
+--arch minimax-m3 writes the real M3 layout (llama.cpp's LLM_ARCH_MINIMAX_M3 names and keys, "minimax-m3."
+prefix): NeoX RoPE on the first head_dim/2 dims, per-head attn_q_norm/attn_k_norm, the indexer in
+every layer >= leading_dense_block_count, and in those layers a mixture of experts instead of the
+dense FFN: ffn_gate_inp {n_embd, E} (F32), exp_probs_b.bias {E}, ffn_{gate,up}_exps {n_embd, Fe, E},
+ffn_down_exps {Fe, n_embd, E}, ffn_{gate,up,down}_shexp (Fe * shared); keys expert_count,
+expert_used_count, expert_feed_forward_length, expert_shared_count, expert_gating_func (2: sigmoid),
+expert_weights_norm, expert_weights_scale. --experts N with --arch llama writes a Mixtral-style file
+(every layer routed, softmax, no bias, no shared expert). The llama-arch --msa variant remains so the
+native-MSA path can be tested on plain llama models. gguf_llama_ref.py uses the indexer
 tensors with --msa native (dense attention otherwise). For hostile-file tests,
 --msa-bad-q-rows N writes every indexer.q_proj with N rows instead of head_count*key_length.
 """
@@ -321,6 +328,16 @@ def build(args) -> dict:
         raise SystemExit("head_dim must be even")
     arch = args.arch
     a = arch + "."
+    m3 = arch == "minimax-m3"
+    if m3:
+        args.msa = True               # M3 files carry the indexer in every sparse layer
+    E = args.experts or (4 if m3 else 0)
+    if E and arch == "gemma3":
+        raise SystemExit("--experts: gemma3 has no mixture of experts")
+    K = args.experts_used or min(2, E)
+    Fe = args.expert_ffn or F
+    S = args.shared_experts if args.shared_experts is not None else (1 if m3 else 0)
+    moe_dense = args.msa_dense_layers if m3 else 0   # M3: the leading dense layers are dense in both
 
     w = gguf.GGUFWriter(args.out, arch)      # writes general.architecture
     w.add_name(args.name)
@@ -331,15 +348,24 @@ def build(args) -> dict:
     w.add_uint32(a + "feed_forward_length", F)
     w.add_uint32(a + "attention.head_count", H)
     w.add_uint32(a + "attention.head_count_kv", Hkv)
-    if Dh != D // H or arch == "gemma3":   # llama.cpp writes these when head_dim != n_embd / n_head
+    if Dh != D // H or arch in ("gemma3", "minimax-m3"):   # llama.cpp writes these when head_dim != n_embd / n_head
         w.add_uint32(a + "attention.key_length", Dh)
         w.add_uint32(a + "attention.value_length", Dh)
     w.add_float32(a + "attention.layer_norm_rms_epsilon", args.eps)
     w.add_float32(a + "rope.freq_base", args.rope_base)
-    w.add_uint32(a + "rope.dimension_count", args.rope_dim or Dh)
+    w.add_uint32(a + "rope.dimension_count", args.rope_dim or (Dh // 2 if m3 else Dh))
     if args.rope_linear_factor and args.rope_linear_factor != 1.0:
         w.add_string(a + "rope.scaling.type", "linear")
         w.add_float32(a + "rope.scaling.factor", args.rope_linear_factor)
+    if E:
+        w.add_uint32(a + "expert_count", E)
+        w.add_uint32(a + "expert_used_count", args.bad_expert_used or K)
+        w.add_uint32(a + "expert_feed_forward_length", Fe)
+        if m3:
+            w.add_uint32(a + "expert_shared_count", S)
+            w.add_uint32(a + "expert_gating_func", args.gating_func or (2 if args.gating == "sigmoid" else 1))
+            w.add_bool(a + "expert_weights_norm", args.expert_weights_norm)
+            w.add_float32(a + "expert_weights_scale", args.expert_weights_scale)
     if arch == "gemma3" and args.sliding_window:
         w.add_uint32(a + "attention.sliding_window", args.sliding_window)
     w.add_uint32(a + "vocab_size", V)
@@ -377,13 +403,20 @@ def build(args) -> dict:
         s = scale if scale is not None else 1.0 / np.sqrt(n_in)
         return (rng.standard_normal((n_out, n_in)) * s).astype(np.float32)
 
+    def mats(n_exp, n_out, n_in):
+        return np.stack([mat(n_out, n_in) for _ in range(n_exp)])
+
     def norm(n):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     summary = Counter()
 
     def put(name, arr, qtype=QT.F32):
-        data = encode_tensor(name, arr, qtype)
+        if arr.ndim == 3:   # experts: encode as rows, then restore the expert axis
+            data = encode_tensor(name, arr.reshape(-1, arr.shape[-1]), qtype)
+            data = data.reshape(arr.shape[0], arr.shape[1], -1)
+        else:
+            data = encode_tensor(name, arr, qtype)
         if qtype in (QT.F32, QT.F16):
             w.add_tensor(name, data)
         else:
@@ -399,9 +432,24 @@ def build(args) -> dict:
         put(p + "attn_v.weight", mat(Hkv * Dh, D), args.attn_q)
         put(p + "attn_output.weight", mat(D, H * Dh), args.attn_q)
         put(p + "ffn_norm.weight", norm(D))
-        put(p + "ffn_gate.weight", mat(F, D), args.ffn_q)
-        put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
-        put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
+        if E and il >= moe_dense:   # mixture of experts, stacked as llama.cpp stores them
+            put(p + "ffn_gate_inp.weight", mat(E, D, 1.0))        # F32, as converters keep it
+            if m3 and not args.no_probs_bias:
+                put(p + "exp_probs_b.bias", (0.3 * rng.standard_normal(E)).astype(np.float32))
+            put(p + "ffn_gate_exps.weight", mats(E, args.bad_expert_rows or Fe, D), args.ffn_q)
+            put(p + "ffn_up_exps.weight", mats(E, Fe, D), args.ffn_q)
+            put(p + "ffn_down_exps.weight", mats(E, D, Fe), args.ffn_q)
+            if S:
+                put(p + "ffn_gate_shexp.weight", mat(Fe * S, D), args.ffn_q)
+                put(p + "ffn_up_shexp.weight", mat(Fe * S, D), args.ffn_q)
+                put(p + "ffn_down_shexp.weight", mat(D, Fe * S), args.ffn_q)
+        else:
+            put(p + "ffn_gate.weight", mat(F, D), args.ffn_q)
+            put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
+            put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
+        if m3:   # per-head q/k norms (one head_dim vector for every head)
+            put(p + "attn_q_norm.weight", norm(Dh))
+            put(p + "attn_k_norm.weight", norm(Dh))
         if arch == "gemma3":   # per-head q/k norms and the norms after attention and FFN
             put(p + "attn_q_norm.weight", norm(Dh))
             put(p + "attn_k_norm.weight", norm(Dh))
@@ -430,7 +478,7 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="Write a tiny random-weight llama GGUF model.")
     ap.add_argument("out")
     ap.add_argument("--name", default="sightline-tiny-llama")
-    ap.add_argument("--arch", choices=["llama", "gemma3"], default="llama",
+    ap.add_argument("--arch", choices=["llama", "gemma3", "minimax-m3"], default="llama",
                     help="gemma3: its q/k norms, post norms, GELU, embedding scale and sliding window")
     ap.add_argument("--sliding-window", type=int, default=0, help="gemma3: attention.sliding_window")
     ap.add_argument("--seed", type=int, default=0)
@@ -459,6 +507,18 @@ def parse_args(argv=None):
     ap.add_argument("--out-type", choices=ch, help="output.weight (default --wtype)")
     ap.add_argument("--attn-type", choices=ch, help="attn_q/k/v/output (default --wtype)")
     ap.add_argument("--ffn-type", choices=ch, help="ffn_gate/up/down (default --wtype)")
+    ap.add_argument("--experts", type=int, default=0,
+                    help="routed experts (minimax-m3 default 4; with llama: a Mixtral-style MoE in every layer)")
+    ap.add_argument("--experts-used", type=int, default=0, help="expert_used_count (default min(2, experts))")
+    ap.add_argument("--expert-ffn", type=int, default=0, help="expert_feed_forward_length (default --ffn)")
+    ap.add_argument("--shared-experts", type=int, default=None, help="minimax-m3: expert_shared_count (default 1)")
+    ap.add_argument("--gating", choices=["sigmoid", "softmax"], default="sigmoid", help="minimax-m3 router")
+    ap.add_argument("--gating-func", type=int, default=0, help="hostile files: raw expert_gating_func")
+    ap.add_argument("--expert-weights-norm", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--expert-weights-scale", type=float, default=2.5)
+    ap.add_argument("--no-probs-bias", action="store_true", help="minimax-m3: no exp_probs_b.bias")
+    ap.add_argument("--bad-expert-used", type=int, default=0, help="hostile files: expert_used_count")
+    ap.add_argument("--bad-expert-rows", type=int, default=0, help="hostile files: rows of ffn_gate_exps")
     ap.add_argument("--msa", action="store_true", help="add llama.-prefixed MSA indexer keys/tensors")
     ap.add_argument("--msa-heads", type=int, default=0, help="indexer.head_count (default n_kv_heads)")
     ap.add_argument("--msa-key-length", type=int, default=0, help="indexer.key_length (default head_dim)")
