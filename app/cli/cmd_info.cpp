@@ -88,13 +88,16 @@ void describe_loaded(const sl::GgufFile& f, const sl::LlamaConfig& c, ModelInfo&
     if (c.has_moe()) {
         const auto& e = c.moe;
         const int moe_layers = c.n_layer - e.dense_layers;
+        char sbuf[32];
+        std::snprintf(sbuf, sizeof sbuf, "%g", static_cast<double>(e.weights_scale));
+        const std::string scale = sbuf;
         active -= static_cast<double>(moe_layers) * (e.n_expert - e.n_expert_used) * 3.0 * c.d_model * e.n_ff_exp;
         m.experts = std::to_string(e.n_expert) + " routed, " + std::to_string(e.n_expert_used) + " per token" +
                     (e.n_expert_shared > 0 ? ", " + std::to_string(e.n_expert_shared) + " shared" : std::string()) +
                     "; FFN " + std::to_string(e.n_ff_exp) + " each; " +
                     (e.gating == sl::LlamaConfig::Moe::Gating::Sigmoid ? "sigmoid" : "softmax") + " router" +
                     (e.norm_weights ? ", weights renormalised" : "") +
-                    (e.weights_scale != 0.0f && e.weights_scale != 1.0f ? " x" + text(std::optional<float>(e.weights_scale)) : "") +
+                    (e.weights_scale != 0.0f && e.weights_scale != 1.0f ? " x" + scale : "") +
                     "; layers " + std::to_string(e.dense_layers) +
                     "-" + std::to_string(c.n_layer - 1) + " (" + std::to_string(moe_layers) + ")";
     }

@@ -20,6 +20,7 @@ private Q_SLOTS:
     void jsonReport();
     void badFilesFail();
     void gemma3RunsOnTheCpu();
+    void minimaxM3Described();
 };
 
 namespace {
@@ -135,6 +136,45 @@ void TstCliInfo::gemma3RunsOnTheCpu() {
     QVERIFY2(out.contains("architecture   gemma3"), out.constData());
     QVERIFY2(out.contains("supported      yes, on the CPU only (the CUDA kernels lack gemma3's norms, GELU and sliding window)"),
              out.constData());
+}
+
+// A tiny MiniMax-M3 (written by the reference generator): its experts, active parameters, indexer
+// and memory, as text and JSON.
+void TstCliInfo::minimaxM3Described() {
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("m3.gguf"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
+                                       QStringLiteral("--arch"), QStringLiteral("minimax-m3"), QStringLiteral("--n-layers"),
+                                       QStringLiteral("3"), QStringLiteral("--experts"), QStringLiteral("8"),
+                                       QStringLiteral("--experts-used"), QStringLiteral("2")},
+                                  nullptr));
+    int status = -1;
+    const QByteArray out = run({QStringLiteral("info"), model}, &status);
+    QVERIFY2(status == 0, out.constData());
+    QVERIFY2(out.contains("architecture   minimax-m3"), out.constData());
+    QVERIFY2(out.contains("experts        8 routed, 2 per token, 1 shared; FFN 96 each; sigmoid router, weights renormalised x2.5; layers 1-2 (2)"),
+             out.constData());
+    QVERIFY2(out.contains("indexer        native MSA: 2 index heads x 16, top 4 blocks of 16 tokens, layers 1-2"), out.constData());
+    // 2 MoE layers x 6 unused experts x 3 matrices of 64 x 96 are not active per token.
+    const QList<QByteArray> lines = out.split('\n');
+    QByteArray params;
+    for (const QByteArray& l : lines)
+        if (l.startsWith("parameters")) params = l;
+    QVERIFY2(params.contains(" active per token"), out.constData());
+    const QList<QByteArray> nums = params.mid(15).split(',');
+    const long long total = nums[0].trimmed().toLongLong();
+    const long long active = nums[1].trimmed().split(' ')[0].toLongLong();
+    QCOMPARE(total - active, 2LL * 6 * 3 * 64 * 96);
+    QVERIFY2(out.contains("supported      yes, on the CPU only (the CUDA kernels lack mixture-of-experts layers and the swiglu_oai FFN)"),
+             out.constData());
+    QVERIFY2(out.contains("memory         weights ") && out.contains("(experts read on demand)"), out.constData());
+    const QByteArray json = run({QStringLiteral("info"), QStringLiteral("--json"), model}, &status);
+    QCOMPARE(status, 0);
+    const QJsonObject o = QJsonDocument::fromJson(json).object();
+    QVERIFY2(o.value(QStringLiteral("experts")).toString().startsWith(QStringLiteral("8 routed")), json.constData());
+    QVERIFY(o.value(QStringLiteral("indexer")).toString().contains(QStringLiteral("native MSA")));
 }
 
 QTEST_GUILESS_MAIN(TstCliInfo)
