@@ -100,12 +100,17 @@ ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), li
                    tr("Copy the latest answer with its citations (Ctrl+Shift+C)"));
     copy_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
     copy_->setEnabled(false);
+    clear_ = button(this, QStringLiteral(":/icons/action-remove.svg"), tr("Clear"),
+                    tr("Clear the chat history (kept in the library until cleared)"));
+    clear_->setObjectName(QStringLiteral("clearChat"));
+    clear_->setEnabled(false);
 
     auto* row = new QHBoxLayout;
     row->addWidget(question_, 1);
     row->addWidget(ask_);
     row->addWidget(stop_);
     row->addWidget(copy_);
+    row->addWidget(clear_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* title = new QLabel(tr("<b>Chat</b>"), this);
@@ -120,6 +125,7 @@ ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), li
     connect(ask_, &QToolButton::clicked, this, &ChatPane::send);
     connect(stop_, &QToolButton::clicked, this, &ChatPane::stop);
     connect(copy_, &QToolButton::clicked, this, [this] { copyAnswer(); });
+    connect(clear_, &QToolButton::clicked, this, &ChatPane::clearRequested);
     connect(transcript_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
         int a = 0, n = 0;
         if (parse_citation_link(url.toString(), &a, &n)) activateCitation(a, n);
@@ -220,6 +226,31 @@ void ChatPane::addAnswer(const ChatAnswer& answer) {
     rebuildChips();
 }
 
+void ChatPane::restoreAnswers(std::vector<ChatAnswer> earlier) {
+    if (earlier.empty()) return;
+    for (auto& a : earlier) {
+        a.finished = true;
+        a.status.clear();
+    }
+    answers_.insert(answers_.begin(), std::make_move_iterator(earlier.begin()),
+                    std::make_move_iterator(earlier.end()));
+    render();
+    rebuildChips();
+}
+
+bool ChatPane::clearAnswers() {
+    if (busy()) return false;
+    answers_.clear();
+    render();
+    rebuildChips();
+    return true;
+}
+
+void ChatPane::updateButtons() {
+    copy_->setEnabled(!answers_.empty() && !answers_.back().answer.text.empty());
+    clear_->setEnabled(!answers_.empty() && !busy());
+}
+
 void ChatPane::render() {
     const bool dark = dark_palette(this);
     QString html;
@@ -228,7 +259,7 @@ void ChatPane::render() {
     const bool at_end = bar->value() >= bar->maximum() - 4;
     transcript_->setHtml(html);
     if (at_end) bar->setValue(bar->maximum());
-    copy_->setEnabled(!answers_.empty() && !answers_.back().answer.text.empty());
+    updateButtons();
 }
 
 void ChatPane::changeEvent(QEvent* event) {

@@ -56,8 +56,13 @@ public:
     bool busy() const { return watcher_ != nullptr; }
 
     const std::vector<ChatAnswer>& answers() const { return answers_; }
-    // Adds a finished answer (restored chats, tests) and shows it.
+    // Adds a finished answer (tests) and shows it.
     void addAnswer(const ChatAnswer& answer);
+    // Puts the answers of earlier sessions (the library's chat history, oldest first) before
+    // those of this session and shows them.
+    void restoreAnswers(std::vector<ChatAnswer> earlier);
+    // Forgets every answer; false (and nothing forgotten) while an answer runs.
+    bool clearAnswers();
     // Copies the latest (or `index`th) answer with its citations to the clipboard.
     void copyAnswer(int index = -1);
     // Opens citation `number` of answer `index` (what clicking a link or chip does).
@@ -71,6 +76,7 @@ Q_SIGNALS:
     void citationActivated(const sl::Citation& citation, int answer_index);
     void answerStarted();
     void answerFinished(int index);
+    void clearRequested();  // the Clear button: the window asks, then clears (clearAnswers)
 
 protected:
     void changeEvent(QEvent* event) override;  // re-renders for a new (light/dark) palette
@@ -81,6 +87,7 @@ private:
     void onFinished();
     void render();
     void rebuildChips();
+    void updateButtons();
 
     LibraryModel* library_;
     std::shared_ptr<AskService> service_;
@@ -97,6 +104,7 @@ private:
     QToolButton* ask_;
     QToolButton* stop_;
     QToolButton* copy_;
+    QToolButton* clear_;
 };
 
 }  // namespace sl::desktop

@@ -21,6 +21,7 @@
 
 #include "app/common/version_report.h"
 #include "app/desktop/budget_dialog.h"
+#include "app/desktop/chat_history.h"
 #include "app/desktop/chat_pane.h"
 #include "app/desktop/event_loop_probe.h"
 #include "app/desktop/ingest_queue.h"
@@ -122,8 +123,11 @@ void MainWindow::build() {
     connect(queue_, &IngestQueue::idle, this, [this] { probe_->stop(); });
     if (prefill_) connect(prefill_, &PrefillController::progressChanged, this, &MainWindow::showPrefill);
 
+    connect(chat_, &ChatPane::clearRequested, this, &MainWindow::confirmClearChat);
+
     applyModel();
     queue_->loadStored();
+    restoreChatHistory();
     const QByteArray geometry = settings_->windowGeometry();
     if (geometry.isEmpty() || !restoreGeometry(geometry)) resize(1280, 800);
     restoreState(settings_->windowState());
@@ -142,6 +146,8 @@ void MainWindow::createMenus() {
     QAction* exp = file->addAction(QIcon(QStringLiteral(":/icons/action-export.svg")), tr("&Export Report…"));
     exp->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     connect(exp, &QAction::triggered, this, &MainWindow::exportDialog);
+    QAction* clear = file->addAction(QIcon(QStringLiteral(":/icons/action-remove.svg")), tr("&Clear Chat History…"));
+    connect(clear, &QAction::triggered, this, &MainWindow::confirmClearChat);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));  // QKeySequence::Quit is empty on some platforms
@@ -415,6 +421,69 @@ void MainWindow::exportReport(const QString& path) {
             return QString::fromUtf8(e.what());
         }
     }));
+}
+
+void MainWindow::restoreChatHistory() {
+    if (options_.library_dir.isEmpty()) return;
+    auto* w = new QFutureWatcher<ChatHistory>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w] {
+        w->deleteLater();
+        if (history_ != w) return;  // cleared meanwhile
+        history_ = nullptr;
+        ChatHistory h = w->result();
+        const int n = static_cast<int>(h.answers.size());
+        chat_->restoreAnswers(std::move(h.answers));
+        if (!h.error.isEmpty())
+            statusBar()->showMessage(tr("Cannot read the chat history: %1").arg(h.error), 8000);
+        else if (h.skipped > 0)
+            statusBar()->showMessage(tr("%n earlier answer(s) could not be read and are not shown.", nullptr, h.skipped), 8000);
+        Q_EMIT chatHistoryRestored(n);
+    });
+    history_ = w;
+    // Runs on a worker thread: reads the library's chats table.
+    const std::filesystem::path dir = options_.library_dir.toStdString();
+    w->setFuture(QtConcurrent::run([dir] { return load_chat_history(dir); }));
+}
+
+void MainWindow::confirmClearChat() {
+    if (chat_->answers().empty()) return;
+    if (chat_->busy()) {
+        statusBar()->showMessage(tr("Stop the answer first (Esc), then clear the chat."), 5000);
+        return;
+    }
+    auto* box = new QMessageBox(QMessageBox::Question, tr("Clear Chat History"),
+                                tr("Remove all %n answer(s) from the chat and from the library? Reports already "
+                                   "exported are kept.", nullptr, static_cast<int>(chat_->answers().size())),
+                                QMessageBox::Yes | QMessageBox::Cancel, this);
+    box->setDefaultButton(QMessageBox::Cancel);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [this, box] {
+        if (box->clickedButton() == box->button(QMessageBox::Yes)) clearChatHistory();
+    });
+    box->open();
+}
+
+void MainWindow::clearChatHistory() {
+    if (!chat_->clearAnswers()) {
+        Q_EMIT chatHistoryCleared(tr("an answer is running"));
+        return;
+    }
+    history_ = nullptr;  // a restore still on its way is dropped
+    if (options_.library_dir.isEmpty()) {
+        Q_EMIT chatHistoryCleared({});
+        return;
+    }
+    auto* w = new QFutureWatcher<QString>(this);
+    connect(w, &QFutureWatcherBase::finished, this, [this, w] {
+        w->deleteLater();
+        const QString error = w->result();
+        if (error.isEmpty()) statusBar()->showMessage(tr("Chat history cleared."), 5000);
+        else showError(tr("Clear Chat History"), error);
+        Q_EMIT chatHistoryCleared(error);
+    });
+    // Runs on a worker thread: deletes the library's chats.
+    const std::filesystem::path dir = options_.library_dir.toStdString();
+    w->setFuture(QtConcurrent::run([dir] { return clear_chat_history(dir); }));
 }
 
 void MainWindow::openCitation(const Citation& c) {

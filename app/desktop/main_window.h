@@ -57,6 +57,9 @@ public:
     void exportReport(const QString& path);
     // Opens a citation in the viewer (what clicking it in the chat does).
     void openCitation(const Citation& citation);
+    // Empties the chat and removes its history from the library (File → Clear Chat History asks
+    // first, then calls this); chatHistoryCleared() says how it went.
+    void clearChatHistory();
 
     LibraryModel* library() const { return library_; }
     IngestQueue* ingestQueue() const { return queue_; }
@@ -72,6 +75,9 @@ public:
 
 Q_SIGNALS:
     void reportWritten(const QString& path, const QString& error);  // error empty on success
+    // The library's earlier chats are in the chat (read on a worker at start-up).
+    void chatHistoryRestored(int answers);
+    void chatHistoryCleared(const QString& error);  // error empty on success
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -96,6 +102,8 @@ private:
     void updateStatus();
     void openLibraryItem(quint64 id);
     void showPrefill(const PrefillProgress& progress);
+    void restoreChatHistory();
+    void confirmClearChat();
 
     MainWindowOptions options_;
     std::unique_ptr<AppSettings> settings_;
@@ -113,6 +121,7 @@ private:
     PrefillController* prefill_ = nullptr;
     std::shared_ptr<SharedModel> model_;  // the settings' model, shared by the answer service and the prefill
     QComboBox* effort_ = nullptr;
+    QObject* history_ = nullptr;  // the watcher of the chat history being read, if any
     int model_context_ = 0;  // the model's trained context (tokens), 0 when unknown
 };
 

@@ -271,6 +271,7 @@ public:
     int64_t add_chat(const ChatRecord& c);                     // returns its id
     std::vector<ChatRecord> list_chats() const;                // oldest first
     std::optional<ChatRecord> chat(int64_t id) const;
+    void remove_chats();  // every chat (the app's Clear); reports keep the chat ids they recorded
     int64_t add_report(const ReportRecord& r);                 // returns its id
     std::vector<ReportRecord> list_reports() const;            // oldest first
 

@@ -210,6 +210,12 @@ std::optional<ChatRecord> Library::chat(int64_t id) const {
     return read_chat(s);
 }
 
+void Library::remove_chats() {
+    Transaction tx(db_);
+    Stmt(db_, "DELETE FROM chats").run();
+    tx.commit();
+}
+
 int64_t Library::add_report(const ReportRecord& r) {
     Transaction tx(db_);
     Stmt s(db_, "INSERT INTO reports(path, format, chats, created_ms) VALUES (?1, ?2, ?3, ?4)");

@@ -1,13 +1,19 @@
 // The chat pane as a user meets it: an answer with many citations keeps the window within the
-// screen (the chips wrap and scroll instead of widening the window).
+// screen (the chips wrap and scroll instead of widening the window); the chats the library keeps
+// come back (with their citations) when the window opens again, Export finds them, and Clear
+// removes them for good.
 #include <QApplication>
+#include <QFile>
 #include <QScreen>
+#include <QSignalSpy>
 #include <QTest>
 #include <QTextBrowser>
 #include <QToolButton>
 
 #include "app/desktop/chat_pane.h"
 #include "app/desktop/main_window.h"
+#include "core/answer/answer_json.h"
+#include "core/library/library.h"
 #include "tests/app/tst_desktop_support.h"
 
 using namespace sl::desktop;
@@ -42,6 +48,7 @@ class TstDesktopChat : public QObject {
 
 private Q_SLOTS:
     void manyCitationsStayWithinScreen();
+    void chatSurvivesRestart();
 };
 
 void TstDesktopChat::manyCitationsStayWithinScreen() {
@@ -83,6 +90,72 @@ void TstDesktopChat::manyCitationsStayWithinScreen() {
     QVERIFY(w->rect().contains(ask_rect));
     // The transcript keeps most of the pane: the chips take a few rows and scroll past them.
     QVERIFY2(w->chat()->transcript()->height() > chat->height() / 3, "the chips crowd out the answers");
+}
+
+void TstDesktopChat::chatSurvivesRestart() {
+    QTemporaryDir dir;
+    const std::filesystem::path library = dir.filePath(QStringLiteral("library")).toStdString();
+    ChatAnswer stored = answer_with_citations(3);
+    stored.answer.question = "What changed in 2023?";
+    {  // An answer as sl::ask records it in the library.
+        sl::Library lib = sl::Library::open(library);
+        sl::ChatRecord r;
+        r.question = stored.answer.question;
+        r.answer = stored.answer.with_markers();
+        r.citations = sl::answer_to_json(stored.answer);
+        r.settings = R"({"model":"SmolLM2.gguf","attention":"msa","top_k":16,"effort":"medium",)"
+                     R"("context_tokens":450,"read":"all of 3 documents"})";
+        lib.add_chat(r);
+    }
+    std::unique_ptr<MainWindow> w;
+    for (int run = 0; run < 2; ++run) {  // the first start, then again after closing the window
+        w = sl::test::make_library_window(dir);
+        w->show();
+        QTRY_COMPARE_WITH_TIMEOUT(w->chat()->answers().size(), size_t{1}, 10000);
+        const ChatAnswer& a = w->chat()->answers()[0];
+        QCOMPARE(a.answer.question, stored.answer.question);
+        QCOMPARE(a.answer.text, stored.answer.text);
+        QCOMPARE(a.answer.citations.size(), size_t{3});
+        QCOMPARE(a.answer.citations[1].locator, stored.answer.citations[1].locator);
+        QCOMPARE(a.answer.sentences.size(), size_t{3});
+        QCOMPARE(a.read_summary, std::string("all of 3 documents"));
+        QCOMPARE(a.model, std::string("SmolLM2.gguf"));
+        QVERIFY(a.finished);
+        const QString text = w->chat()->transcript()->toPlainText();
+        QVERIFY2(text.contains(QStringLiteral("What changed in 2023?")), qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("says something [1].")));
+        QCOMPARE(w->chat()->chipBar()->findChildren<QToolButton*>().size(), qsizetype{3});
+        w->close();
+        if (run == 0) w.reset();
+    }
+    // Export finds the restored answers.
+    QSignalSpy written(w.get(), &MainWindow::reportWritten);
+    const QString md = dir.filePath(QStringLiteral("report.md"));
+    w->exportReport(md);
+    QTRY_COMPARE_WITH_TIMEOUT(written.size(), 1, 10000);
+    QCOMPARE(written.at(0).at(1).toString(), QString());
+    QFile f(md);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString report = QString::fromUtf8(f.readAll());
+    QVERIFY(report.contains(QStringLiteral("What changed in 2023?")));
+    QVERIFY(report.contains(QString::fromStdString(stored.answer.citations[2].locator)));
+
+    // Clear empties the chat and the library: the next start shows nothing.
+    auto* clear = w->chat()->findChild<QToolButton*>(QStringLiteral("clearChat"));
+    QVERIFY(clear && clear->isEnabled());
+    QSignalSpy cleared(w.get(), &MainWindow::chatHistoryCleared);
+    w->clearChatHistory();
+    QTRY_COMPARE_WITH_TIMEOUT(cleared.size(), 1, 10000);
+    QCOMPARE(cleared.at(0).at(0).toString(), QString());
+    QVERIFY(w->chat()->answers().empty());
+    QVERIFY(!clear->isEnabled());
+    QVERIFY(sl::Library::open(library).list_chats().empty());
+    w.reset();
+    w = sl::test::make_library_window(dir);
+    QSignalSpy restored(w.get(), &MainWindow::chatHistoryRestored);
+    QTRY_COMPARE_WITH_TIMEOUT(restored.size(), 1, 10000);
+    QCOMPARE(restored.at(0).at(0).toInt(), 0);
+    QVERIFY(w->chat()->answers().empty());
 }
 
 QTEST_MAIN(TstDesktopChat)
