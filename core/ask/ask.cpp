@@ -11,6 +11,7 @@
 #include "core/answer/answer_json.h"
 #include "core/answer/citations.h"
 #include "core/answer/selection_collector.h"
+#include "core/answer/think_filter.h"
 #include "core/answer/verify.h"
 #include "core/ask/answer_guard.h"
 #include "core/ask/attention_choice.h"
@@ -76,6 +77,14 @@ std::unique_ptr<Attention> make_attention(bool use_msa, const MsaConfig& mc, Msa
     auto m = std::make_unique<MsaAttention>(mc);
     msa = m.get();
     return m;
+}
+
+// The effort's settings, with the answer budget doubled for a reasoning model (its template writes
+// <think> blocks): the thinking comes out of the same generation, before the answer.
+EffortSettings answer_effort(const AskOptions& o, const LoadedModel& model) {
+    EffortSettings e = effort_settings(o.effort);
+    if (model.chat->thinks()) e.answer_tokens *= 2;
+    return e;
 }
 
 void check_cancel(const AskOptions& o) {
@@ -201,14 +210,23 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     gen.sampling.greedy = true;
     gen.stop = model.chat->stop_strings();
     AnswerGuard guard;
-    const auto t_decode = Clock::now();
-    const GenerateStats gs = session.generate(gen, [&](std::string_view t) {
+    // A reasoning model's thinking stays out of the answer, the chat and the report; the attention
+    // of its steps counts towards the first answer text's citations.
+    ThinkFilter think(model.chat->opens_thinking());
+    const bool thinks = model.chat->thinks();
+    auto visible = [&](std::string_view t) {
+        if (t.empty()) return true;
         if (r.first_token_seconds == 0) r.first_token_seconds = since(t_start);
         collector.on_text(t);
         const bool go_on = guard.on_text(t);
         if (cb.on_text) cb.on_text(t);
         return go_on;
+    };
+    const auto t_decode = Clock::now();
+    const GenerateStats gs = session.generate(gen, [&](std::string_view t) {
+        return thinks ? visible(think.feed(t)) : visible(t);
     }, o.cancel);
+    if (thinks) visible(think.finish());
     r.decode_seconds = since(t_decode);
     if (msa) SelectionCollector::detach(*msa);
     check_cancel(o);
@@ -322,7 +340,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
         r.kv_note = "the library prefill " + rec->path + " was made for another library context; not used";
         return false;
     }
-    const EffortSettings effort = effort_settings(o.effort);
+    const EffortSettings effort = answer_effort(o, model);
     const int64_t total = static_cast<int64_t>(c.stream.tokens.size());
     const int64_t on_file = static_cast<int64_t>(saved_context_tokens(rec->path).size());
     if (on_file <= 0) {
@@ -456,7 +474,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     };
     const auto t_start = Clock::now();
     AskResult r;
-    const EffortSettings effort = effort_settings(o.effort);
+    const EffortSettings effort = answer_effort(o, model);
 
     std::vector<DocId> ids;
     const std::vector<doc::Document> docs = ready_documents(lib, ids);

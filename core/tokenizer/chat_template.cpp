@@ -68,7 +68,10 @@ ChatTemplate::ChatTemplate(std::string_view t, std::string bos_text, std::string
     } else if (contains(t, "[INST]")) {
         family_ = ChatFamily::Mistral;
         llama2_sys_ = contains(t, "<<SYS>>");
+    } else if (contains(t, "]~b]")) {
+        family_ = ChatFamily::MiniMax;
     }
+    thinks_ = family_ == ChatFamily::MiniMax || contains(t, "<think>");
 }
 
 ChatTemplate ChatTemplate::for_tokenizer(const Tokenizer& tok) {
@@ -85,6 +88,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool gen) const
             return render_llama3(m, gen);
         case ChatFamily::Mistral:
             return render_mistral(m, gen);
+        case ChatFamily::MiniMax:
+            return render_minimax(m, gen);
         case ChatFamily::Plain:
             break;
     }
@@ -99,6 +104,8 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
             return {"<|eot_id|>", "<|eom_id|>"};
         case ChatFamily::Mistral:
             return eos_.empty() ? std::vector<std::string>{"</s>"} : std::vector<std::string>{eos_};
+        case ChatFamily::MiniMax:
+            return {"[e~["};
         case ChatFamily::Plain:
             break;
     }
@@ -179,6 +186,16 @@ std::string ChatTemplate::render_mistral(std::span<const ChatMessage> m, bool /*
         }
     }
     return out;  // the assistant's turn starts right after [/INST]: nothing to add
+}
+
+// MiniMax-M2/M3: "]~!b[" once, then "]~b]" role "\n" content "[e~[\n" per turn, the assistant's role
+// written "ai"; the generation prompt opens the assistant's turn and its thinking block.
+std::string ChatTemplate::render_minimax(std::span<const ChatMessage> m, bool gen) const {
+    std::string out = "]~!b[";
+    for (const ChatMessage& msg : m)
+        out += "]~b]" + (msg.role == "assistant" ? std::string("ai") : msg.role) + "\n" + msg.content + "[e~[\n";
+    if (gen) out += "]~b]ai\n<think>\n";
+    return out;
 }
 
 std::string ChatTemplate::render_plain(std::span<const ChatMessage> m, bool gen) const {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/answer/think_filter.h"
 #include "core/tokenizer/chat_template.h"
 
 using sl::ChatFamily;
@@ -54,6 +55,9 @@ private Q_SLOTS:
     void mistral();
     void llama2();
     void plain();
+    void minimax();
+    void thinkFilterWithholdsThinking_data();
+    void thinkFilterWithholdsThinking();
 };
 
 void TstTokenizerChat::smollm2() {
@@ -131,6 +135,49 @@ void TstTokenizerChat::plain() {
     QCOMPARE(
         t.render(kWithSystem, true),
         std::string("System: Be brief.\nUser:  Hi \nAssistant: Hello.\nUser: Why?\nAssistant:"));
+}
+
+// MiniMax-M2/M3 (its published template's turn markers): the assistant is "ai", and the generation
+// prompt opens a thinking block.
+void TstTokenizerChat::minimax() {
+    const ChatTemplate t("{{- ']~!b[' ~ ']~b]system' ~ '\\n' }}{{ ']~b]ai' ~ '\\n' ~ '<think>' ~ '\\n' }}");
+    QCOMPARE(t.family(), ChatFamily::MiniMax);
+    QVERIFY(t.thinks() && t.opens_thinking());
+    QCOMPARE(t.render(kWithSystem, true),
+             std::string("]~!b[]~b]system\nBe brief.[e~[\n]~b]user\n Hi [e~[\n]~b]ai\nHello.[e~[\n"
+                         "]~b]user\nWhy?[e~[\n]~b]ai\n<think>\n"));
+    QCOMPARE(t.stop_strings(), std::vector<std::string>{"[e~["});
+    QVERIFY(!ChatTemplate(kSmolLM2).thinks());
+    const ChatTemplate qwen3("<|im_start|>assistant\n<think>\n\n</think>");
+    QVERIFY(qwen3.thinks() && !qwen3.opens_thinking());
+}
+
+void TstTokenizerChat::thinkFilterWithholdsThinking_data() {
+    QTest::addColumn<bool>("opened");
+    QTest::addColumn<QString>("generated");
+    QTest::addColumn<QString>("answer");
+    QTest::addColumn<QString>("thoughts");
+    QTest::newRow("opened by the prompt") << true << QStringLiteral("Look at p. 3.\n</think>\n\nOn page 3.") << QStringLiteral("On page 3.") << QStringLiteral("Look at p. 3.\n");
+    QTest::newRow("a block in the answer") << false << QStringLiteral("<think>hmm</think> Yes. <think>again</think>No.") << QStringLiteral("Yes. No.") << QStringLiteral("hmmagain");
+    QTest::newRow("no block") << false << QStringLiteral("a < b and c <th d") << QStringLiteral("a < b and c <th d") << QString();
+    QTest::newRow("never closed") << true << QStringLiteral("thinking on and on </thi") << QString() << QStringLiteral("thinking on and on </thi");
+}
+
+void TstTokenizerChat::thinkFilterWithholdsThinking() {
+    // Every way of cutting the text into pieces (tags split anywhere) gives the same answer.
+    QFETCH(bool, opened);
+    QFETCH(QString, generated);
+    QFETCH(QString, answer);
+    QFETCH(QString, thoughts);
+    const std::string g = generated.toStdString();
+    for (size_t step = 1; step <= g.size(); ++step) {
+        sl::ThinkFilter f(opened);
+        std::string out;
+        for (size_t i = 0; i < g.size(); i += step) out += f.feed(std::string_view(g).substr(i, step));
+        out += f.finish();
+        QCOMPARE(QString::fromStdString(out), answer);
+        QCOMPARE(QString::fromStdString(f.thoughts()), thoughts);
+    }
 }
 
 QTEST_APPLESS_MAIN(TstTokenizerChat)
