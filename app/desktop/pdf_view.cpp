@@ -117,6 +117,7 @@ void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, 
     page_count_->setText(!label.empty() && label != std::to_string(page_ + 1)
                              ? tr("of %1 (p. %2)").arg(n).arg(QString::fromStdString(label))
                              : tr("of %1").arg(n));
+    Q_EMIT pageChanged(page_);
     render();
 }
 

@@ -51,6 +51,7 @@ public Q_SLOTS:
     void previousPage();
 
 Q_SIGNALS:
+    void pageChanged(int page);       // `page` is the current page now (its render may follow)
     void pageShown(int page);         // the render of `page` is on screen
     void renderFailed(const QString& message);
 

@@ -94,6 +94,7 @@ void SlideView::showSlide(std::shared_ptr<const doc::Document> document, int sli
     slide_ = std::clamp(slide, 0, std::max(0, static_cast<int>(document_->units.size()) - 1));
     box_ = box;
     redraw();
+    Q_EMIT slideChanged(slide_);
 }
 
 QString SlideView::notes() const { return notes_->toPlainText(); }

@@ -35,6 +35,9 @@ public Q_SLOTS:
     void nextSlide();
     void previousSlide();
 
+Q_SIGNALS:
+    void slideChanged(int slide);  // `slide` is shown now
+
 protected:
     void resizeEvent(QResizeEvent* event) override;
 

@@ -185,6 +185,7 @@ void VideoView::showAt(std::shared_ptr<const doc::Document> document, double sec
 void VideoView::seekTo(double seconds) {
     pending_seek_ = std::max(0.0, seconds);
     player()->setPosition(static_cast<qint64>(pending_seek_ * 1000));
+    updateTime();
     if (!playing()) {
         // Decoding a frame needs the pipeline running: play until the frame at the target
         // arrives, then pause on it.
@@ -220,9 +221,14 @@ void VideoView::onFrame(const QVideoFrame& frame) {
 }
 
 void VideoView::updateTime() {
-    const double pos = frame_time_ >= 0 && !playing() ? frame_time_ : position();
+    // A seek whose frame is still to come stands at its target, not where the player was.
+    const double pos = pending_seek_ >= 0 ? pending_seek_ : frame_time_ >= 0 && !playing() ? frame_time_ : position();
     time_->setText(QString::fromStdString(doc::format_time(pos)) + QStringLiteral(" / ") +
                    QString::fromStdString(doc::format_time(player_ ? static_cast<double>(player_->duration()) / 1000.0 : 0.0)));
+    if (pos != shown_time_) {
+        shown_time_ = pos;
+        Q_EMIT timeShown(pos);
+    }
 }
 
 }  // namespace sl::desktop

@@ -71,6 +71,8 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void frameShown(double seconds);  // a frame from the media is on screen
+    // The time the view stands at changed (a seek, playback, the frame of a seek arriving).
+    void timeShown(double seconds);
     void mediaError(const QString& message);
 
 private:
@@ -87,6 +89,7 @@ private:
     double pending_seek_ = -1;    // a seek whose frame is still to come (seconds)
     bool pause_after_frame_ = false;
     double frame_time_ = -1;
+    double shown_time_ = -1;      // the time last reported by timeShown
 };
 
 }  // namespace sl::desktop

@@ -38,6 +38,26 @@ ViewerPane::ViewerPane(QWidget* parent) : QWidget(parent) {
     layout->addWidget(caption_);
     layout->addWidget(stack_, 1);
     clear();
+    // The caption follows navigation within the document: pages, slides, seeks and playback.
+    connect(pdf_, &PdfView::pageChanged, this, [this](int page) {
+        if (mode_ == Mode::Pdf) captionUnit(page);
+    });
+    connect(slides_, &SlideView::slideChanged, this, [this](int slide) {
+        if (mode_ == Mode::Slides) captionUnit(slide);
+    });
+    connect(video_, &VideoView::timeShown, this, [this](double seconds) {
+        if (mode_ == Mode::Video && document_)
+            setCaption(QString::fromStdString(doc::file_name(*document_) + " " + doc::format_time(seconds)));
+    });
+}
+
+void ViewerPane::captionUnit(int unit) {
+    if (!document_ || unit < 0 || unit >= static_cast<int>(document_->units.size())) return;
+    setCaption(QString::fromStdString(doc::full_locator(*document_, document_->units[static_cast<size_t>(unit)])));
+}
+
+void ViewerPane::setCaption(const QString& text) {
+    if (caption_->text() != text) caption_->setText(text);
 }
 
 QString ViewerPane::caption() const { return caption_->text(); }
@@ -86,7 +106,7 @@ void ViewerPane::open(std::shared_ptr<const doc::Document> document, const doc::
             image_->showImage(document, ref.bbox);
             break;
     }
-    caption_->setText(where);
+    setCaption(where);
     Q_EMIT opened(where);
 }
 

@@ -47,6 +47,10 @@ Q_SIGNALS:
     void opened(const QString& locator);
 
 private:
+    // The caption for unit `unit` of the open document ("R-intro.pdf p. 12", "deck.pptx slide 4").
+    void captionUnit(int unit);
+    void setCaption(const QString& text);
+
     Mode mode_ = Mode::Empty;
     std::shared_ptr<const doc::Document> document_;
     QLabel* caption_;
