@@ -2,8 +2,10 @@
 
 #include <QLocale>
 #include <QObject>
+#include <QRegularExpression>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/document/locator.h"
 
@@ -57,6 +59,19 @@ QString sentence_text(const Answer& a, const AnswerSentence& s) {
 }
 
 }  // namespace
+
+QString citation_place(const Citation& c) {
+    const QString locator = QString::fromStdString(c.locator);
+    const bool timed = c.kind == doc::DocumentKind::Video || c.kind == doc::DocumentKind::Audio;
+    if (!timed || !c.ref.time) return locator;
+    const QString t = QString::fromStdString(doc::format_time(c.ref.time->t0));
+    // The segment's "HH:MM:SS" at the end of the locator gives way to the phrase's.
+    static const QRegularExpression segment_time(QStringLiteral(" \\d{2,}:\\d{2}:\\d{2}$"));
+    QString place = locator;
+    place.remove(segment_time);
+    if (place.isEmpty()) place = QString::fromStdString(std::filesystem::path(c.path).filename().string());
+    return place.isEmpty() ? t : place + QLatin1Char(' ') + t;
+}
 
 std::vector<MarkedPiece> marked_pieces(const Answer& a) {
     // Mirrors Answer::with_markers(): the markers go before the sentence's closing punctuation
@@ -165,7 +180,7 @@ QString answer_html(const ChatAnswer& chat, int index, bool dark) {
         if (!piece.marks.empty()) body += QLatin1Char(' ');
         for (const auto& s : piece.marks) {
             const Citation& c = a.citations[static_cast<size_t>(s.citation)];
-            const QString tip = QString::fromStdString(c.locator) + QStringLiteral(" \u2014 ") +
+            const QString tip = citation_place(c) + QStringLiteral(" \u2014 ") +
                                 scores(s) + (s.weak ? QObject::tr(" (weak)") : QString());
             body += QStringLiteral(
                         "<a href='cite:%1:%2' title=\"%3\" style='text-decoration:none'>"
@@ -229,7 +244,7 @@ QString answer_html(const ChatAnswer& chat, int index, bool dark) {
                     "<a style='color:%5' href='cite:%1:%2'>%3</a>%4<br/>%6</td></tr>")
                     .arg(index)
                     .arg(c.number)
-                    .arg(QString::fromStdString(c.locator).toHtmlEscaped(), flag, link, detail);
+                    .arg(citation_place(c).toHtmlEscaped(), flag, link, detail);
         }
         html += QStringLiteral("</table>");
     } else if (chat.finished && chat.error.empty() && !a.text.empty() &&
@@ -264,7 +279,7 @@ QString answer_plain_text(const ChatAnswer& chat) {
         s += QStringLiteral("\n\nSources:\n");
         for (size_t i = 0; i < a.citations.size(); ++i) {
             const Citation& c = a.citations[i];
-            const QString locator = QString::fromStdString(c.locator);
+            const QString locator = citation_place(c);
             s += QStringLiteral("[%1] %2").arg(c.number).arg(locator);
             const QString t = time_text(c);
             if (!t.isEmpty() && !locator.contains(t)) s += QStringLiteral(" at ") + t;
@@ -291,7 +306,7 @@ QString answer_markdown(const ChatAnswer& chat) {
         md += QStringLiteral("_Could not answer: %1_\n\n").arg(QString::fromStdString(chat.error));
     for (size_t i = 0; i < a.citations.size(); ++i) {
         const Citation& c = a.citations[i];
-        md += QStringLiteral("%1. **%2**").arg(c.number).arg(QString::fromStdString(c.locator));
+        md += QStringLiteral("%1. **%2**").arg(c.number).arg(citation_place(c));
         if (c.ref.bbox)
             md += QStringLiteral(" (region %1,%2–%3,%4)")
                       .arg(c.ref.bbox->x0, 0, 'f', 2)

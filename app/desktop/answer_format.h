@@ -26,6 +26,11 @@ struct MarkedPiece {
 };
 std::vector<MarkedPiece> marked_pieces(const Answer& a);
 
+// Where a citation points, as the app labels it: the core's locator ("R-intro.pdf p. 66"), except
+// that a video or audio citation names the start of the cited phrase (ref.time.t0), the second
+// the viewer seeks to, rather than the start of its segment ("talk.mp4 00:00:45", not 00:00:30).
+QString citation_place(const Citation& c);
+
 // "[3]" or, for a weak support, "[3?]".
 QString marker_text(const Answer& a, const Support& s);
 

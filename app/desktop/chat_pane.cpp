@@ -286,13 +286,13 @@ void ChatPane::rebuildChips() {
         auto* chip = new QToolButton(chips_->content());
         chip->setObjectName(QStringLiteral("citationChip%1").arg(c.number));
         // A long file name is shortened in the middle (the accessible name and tooltip have it all).
-        const QString place = chip->fontMetrics().elidedText(QString::fromStdString(c.locator), Qt::ElideMiddle,
+        const QString place = chip->fontMetrics().elidedText(citation_place(c), Qt::ElideMiddle,
                                                               chip->fontMetrics().averageCharWidth() * 28);
         chip->setText(QStringLiteral("[%1] %2").arg(c.number).arg(place));
         chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
         chip->setAccessibleName(tr("Citation %1: %2%3")
                                     .arg(c.number)
-                                    .arg(QString::fromStdString(c.locator),
+                                    .arg(citation_place(c),
                                          weak ? tr(" (weak)") : !a.used(i) ? tr(" (not cited by a sentence)") : QString()));
         QStringList tip;
         if (weak) tip << tr("Weak: %1").arg(note);

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "app/common/version_report.h"
+#include "app/desktop/answer_format.h"
 #include "app/desktop/budget_dialog.h"
 #include "app/desktop/chat_history.h"
 #include "app/desktop/chat_pane.h"
@@ -496,7 +497,7 @@ void MainWindow::openCitation(const Citation& c) {
     for (const auto& a : chat_->answers())
         for (const auto& other : a.answer.citations)
             if (other.ref.document == c.ref.document && other.ref.time)
-                markers.push_back({other.ref.time->t0, QStringLiteral("[%1] %2").arg(other.number).arg(QString::fromStdString(other.locator))});
+                markers.push_back({other.ref.time->t0, QStringLiteral("[%1] %2").arg(other.number).arg(citation_place(other))});
     viewer_->open(d, c.ref, std::move(markers));
 }
 

@@ -124,7 +124,7 @@ QString report_html(const ReportInput& in) {
                             .arg(c.number)
                             .arg(data_url(img))
                             .arg(img.width())
-                            .arg(QString::fromStdString(c.locator).toHtmlEscaped());
+                            .arg(citation_place(c).toHtmlEscaped());
             }
         }
         html += QStringLiteral("<hr/>");

@@ -1,11 +1,18 @@
 // The viewer's caption names the place on screen and follows the user's navigation: the next
 // page of a PDF (by its printed label, "p. T-2"), the next slide, a seek on a video's timeline.
+// A video citation's label in the chat names the second the viewer seeks to (the cited phrase's
+// start, not its segment's).
 // Documents are made in memory (the PDF's file is absent: its page does not render, the caption
 // does not depend on it).
 #include <QLabel>
+#include <QRegularExpression>
+#include <QTextBrowser>
+#include <QToolButton>
 #include <QSpinBox>
 #include <QTest>
 
+#include "app/desktop/chat_pane.h"
+#include "app/desktop/main_window.h"
 #include "app/desktop/pdf_view.h"
 #include "app/desktop/slide_view.h"
 #include "app/desktop/video_view.h"
@@ -49,6 +56,7 @@ private Q_SLOTS:
     void captionFollowsPages();
     void captionFollowsSlides();
     void captionFollowsSeeks();
+    void videoCitationLabelMatchesSeek();
 };
 
 void TstDesktopViewer::captionFollowsPages() {
@@ -101,6 +109,42 @@ void TstDesktopViewer::captionFollowsSeeks() {
     // A click on the timeline seeks (MarkerSlider emits sliderMoved with milliseconds).
     Q_EMIT viewer.videoView()->timeline()->sliderMoved(75000);
     QCOMPARE(viewer.caption(), QStringLiteral("clip.mp4 00:01:15"));
+}
+
+void TstDesktopViewer::videoCitationLabelMatchesSeek() {
+    QTemporaryDir dir;
+    auto w = sl::test::make_window(dir);
+    w->resize(1280, 800);
+    w->show();
+    const auto clip = make_doc(sl::doc::DocumentKind::Video, "/nonexistent/clip.mp4", {"a", "b", "c", "d"});
+    // As the core cites a phrase: the locator names the segment (30 s), the region the phrase (45.4 s).
+    sl::Citation c;
+    c.number = 1;
+    c.kind = sl::doc::DocumentKind::Video;
+    c.path = clip->path;
+    c.locator = "clip.mp4 00:00:30";
+    c.ref = sl::doc::SourceRef{clip->id, 1, std::nullopt, sl::doc::TimeRange{45.4, 52.0}};
+    c.snippet = "the phrase";
+    ChatAnswer a;
+    a.answer.question = "When?";
+    sl::test::add_sentence(a.answer, "Then it happens.", {sl::test::support(0, 0.5)});
+    a.answer.citations = {c};
+    a.finished = true;
+    w->chat()->addAnswer(a);
+    auto* chip = w->chat()->chipBar()->findChild<QToolButton*>(QStringLiteral("citationChip1"));
+    QVERIFY(chip);
+    qInfo("chip: %s", qPrintable(chip->text()));
+    const QRegularExpression time(QStringLiteral("\\d\\d:\\d\\d:\\d\\d"));
+    const QString chip_time = time.match(chip->text()).captured();
+    // What clicking it does (MainWindow::openCitation with the library's document).
+    w->viewer()->open(clip, c.ref);
+    qInfo("viewer: %s", qPrintable(w->viewer()->caption()));
+    const QString seek_time = time.match(w->viewer()->caption()).captured();
+    QCOMPARE(seek_time, QStringLiteral("00:00:45"));
+    QCOMPARE(chip_time, seek_time);
+    const QString text = w->chat()->transcript()->toPlainText();
+    QVERIFY2(text.contains(QStringLiteral("clip.mp4 00:00:45")) && !text.contains(QStringLiteral("00:00:30")),
+             qPrintable(text));
 }
 
 QTEST_MAIN(TstDesktopViewer)
