@@ -1,31 +1,35 @@
 // sightline: the desktop app. `sightline [FILE|FOLDER]...` opens the window and adds them;
-// `sightline --help` / `--version` answer on stdout without starting the GUI (no display needed).
+// `sightline --help` / `--version` answer on stdout without starting the GUI (no display needed);
+// an unknown option is refused (exit 2) rather than added as a file (command_line.h). Quitting
+// cancels the background work and waits for it at most a few seconds (exit_watchdog.h).
 #include <QApplication>
+#include <QFile>
 #include <QStringList>
 
 #include <cstdio>
-#include <cstring>
+#include <memory>
 #include <string>
 
 #include "app/common/version_report.h"
+#include "app/desktop/command_line.h"
+#include "app/desktop/exit_watchdog.h"
 #include "app/desktop/main_window.h"
 #include "core/library/library.h"
 #include "sightline/build_config.h"
 
 int main(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--") == 0) break;
-        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            std::fputs("usage: sightline [FILE|FOLDER]...   open the window and add them to the library\n"
-                       "       sightline --version          versions of the app and the libraries it links\n"
-                       "The command line: sightline-cli --help\n", stdout);
+    const sl::desktop::CommandLine cl = sl::desktop::parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+    switch (cl.action) {
+        case sl::desktop::CommandLine::Action::Help:
+            std::fputs(sl::desktop::command_line_usage().c_str(), stdout);
             return 0;
-        }
-        if (std::strcmp(argv[i], "--version") == 0) {
-            const std::string v = sl::app::format_version_report(sl::app::version_report());
-            std::fputs(v.c_str(), stdout);
+        case sl::desktop::CommandLine::Action::Version:
+            std::fputs(sl::app::format_version_report(sl::app::version_report()).c_str(), stdout);
             return 0;
-        }
+        case sl::desktop::CommandLine::Action::Error:
+            std::fprintf(stderr, "%s\n", cl.message.c_str());
+            return 2;
+        case sl::desktop::CommandLine::Action::Run: break;
     }
     // Qt 6.4's GStreamer backend needs plugins Debian leaves optional; the FFmpeg backend reads
     // every format the ingest readers do. An explicit choice in the environment wins.
@@ -42,10 +46,16 @@ int main(int argc, char** argv) {
     } catch (const std::exception&) {
         // No home folder: run without a store (nothing persists between runs).
     }
-    sl::desktop::MainWindow window(options);
-    window.show();
-    QStringList args = QApplication::arguments().mid(1);
-    args.removeOne(QStringLiteral("--"));
-    if (!args.isEmpty()) window.addPaths(args);
-    return QApplication::exec();
+    auto window = std::make_unique<sl::desktop::MainWindow>(options);
+    window->show();
+    QStringList paths;
+    for (const std::string& p : cl.paths) paths << QFile::decodeName(QByteArray::fromStdString(p));
+    if (!paths.isEmpty()) window->addPaths(paths);
+    const int rc = QApplication::exec();
+    // Ctrl+Q or the last window closed: stop the prefill, the answer and the ingest now, and give
+    // them a short while to finish their step before the process goes without them.
+    window->cancelWork();
+    const sl::desktop::ExitWatchdog watchdog(std::chrono::seconds(3), rc);
+    window.reset();
+    return rc;
 }

@@ -424,6 +424,12 @@ void MainWindow::exportReport(const QString& path) {
     }));
 }
 
+void MainWindow::cancelWork() {
+    chat_->stop();
+    if (prefill_) prefill_->pause();  // holds the gate: the running chunk is cancelled
+    queue_->cancelAll();
+}
+
 void MainWindow::restoreChatHistory() {
     if (options_.library_dir.isEmpty()) return;
     auto* w = new QFutureWatcher<ChatHistory>(this);

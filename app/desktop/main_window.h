@@ -60,6 +60,9 @@ public:
     // Empties the chat and removes its history from the library (File → Clear Chat History asks
     // first, then calls this); chatHistoryCleared() says how it went.
     void clearChatHistory();
+    // Quitting: stops the answer, the background prefill and the ingest queue without waiting
+    // for them (the destructor waits).
+    void cancelWork();
 
     LibraryModel* library() const { return library_; }
     IngestQueue* ingestQueue() const { return queue_; }
