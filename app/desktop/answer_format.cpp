@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "app/desktop/markdown_html.h"
 #include "core/document/locator.h"
 
 namespace sl::desktop {
@@ -52,10 +53,17 @@ QString scores(const Support& s) {
     return t;
 }
 
-// The sentence of `a` with the given byte range, on one line.
+// The sentence of `a` with the given byte range, on one line, its Markdown marks (code ticks,
+// bold, a list or heading mark in front) dropped: a quotation of what the chat shows.
 QString sentence_text(const Answer& a, const AnswerSentence& s) {
     if (s.begin >= a.text.size() || s.end <= s.begin) return {};
-    return one_line(a.text.substr(s.begin, std::min(s.end, a.text.size()) - s.begin));
+    QString t = one_line(a.text.substr(s.begin, std::min(s.end, a.text.size()) - s.begin));
+    static const QRegularExpression lead(QStringLiteral("^(#{1,6}\\s+|[-*+]\\s+|\\d+[.)]\\s+|>\\s*)"));
+    t.remove(lead);
+    t.remove(QLatin1Char('`'));
+    t.remove(QStringLiteral("**"));
+    t.remove(QStringLiteral("__"));
+    return t;
 }
 
 }  // namespace
@@ -172,29 +180,41 @@ QString answer_html(const ChatAnswer& chat, int index, bool dark) {
     html += QStringLiteral("<p style='margin-top:12px'><b>Q:</b> %1</p>")
                 .arg(QString::fromStdString(a.question).toHtmlEscaped());
 
-    // The text with its markers as links, as with_markers() writes them (a weak support's "[n?]"
-    // on the warning colour; the tooltip names the place and how well it backs the sentence).
-    QString body;
+    // The text rendered as Markdown, with its markers as links where with_markers() writes them
+    // (a weak support's "[n?]" on the warning colour; the tooltip names the place and how well it
+    // backs the sentence). The markers and the running "…" go in as placeholders.
+    QString md;
+    QStringList inserts;
+    const auto insert = [&inserts](const QString& h) {
+        inserts << h;
+        return markdown_placeholder(static_cast<int>(inserts.size()) - 1);
+    };
     for (const auto& piece : marked_pieces(a)) {
-        body += QString::fromStdString(piece.text).toHtmlEscaped();
-        if (!piece.marks.empty()) body += QLatin1Char(' ');
+        md += QString::fromStdString(piece.text);
+        if (!piece.marks.empty()) md += QLatin1Char(' ');
         for (const auto& s : piece.marks) {
             const Citation& c = a.citations[static_cast<size_t>(s.citation)];
             const QString tip = citation_place(c) + QStringLiteral(" \u2014 ") +
                                 scores(s) + (s.weak ? QObject::tr(" (weak)") : QString());
-            body += QStringLiteral(
+            md += insert(QStringLiteral(
                         "<a href='cite:%1:%2' title=\"%3\" style='text-decoration:none'>"
                         "<span style='background-color:%4;color:%5'>%6</span></a>")
                         .arg(index)
                         .arg(c.number)
                         .arg(tip.toHtmlEscaped(), s.weak ? weak_bg : chip,
-                             s.weak ? weak_fg : chip_fg, marker_text(a, s));
+                             s.weak ? weak_fg : chip_fg, marker_text(a, s)));
         }
     }
-    body.replace(QLatin1Char('\n'), QStringLiteral("<br/>"));
+    while (!md.isEmpty() && md.back().isSpace()) md.chop(1);
     if (!chat.finished && chat.error.empty())
-        body += QStringLiteral(" <span style='color:%1'>\u2026</span>").arg(muted);
-    html += QStringLiteral("<p><b>A:</b> %1</p>").arg(body);
+        md += QLatin1Char(' ') + insert(QStringLiteral("<span style='color:%1'>\u2026</span>").arg(muted));
+    // "A:" leads the first paragraph, or stands above a list, heading, quote, table or code.
+    static const QRegularExpression block_start(QStringLiteral("^\\s*([-*+]\\s|\\d+[.)]\\s|#|>|\\||```|~~~|    )"));
+    const bool block = block_start.match(md).hasMatch();
+    const QString label = insert(QStringLiteral("<b>A:</b> "));
+    if (block) html += QStringLiteral("<p><b>A:</b></p>") + markdown_html(md, inserts);
+    else if (md.isEmpty()) html += QStringLiteral("<p><b>A:</b></p>");
+    else html += markdown_html(label + md, inserts);
     if (!chat.finished && !chat.status.empty())
         html += QStringLiteral("<p style='color:%1'><small>%2</small></p>")
                     .arg(muted, QString::fromStdString(chat.status).toHtmlEscaped());

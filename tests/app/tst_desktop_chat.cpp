@@ -1,11 +1,15 @@
 // The chat pane as a user meets it: an answer with many citations keeps the window within the
 // screen (the chips wrap and scroll instead of widening the window); the chats the library keeps
 // come back (with their citations) when the window opens again, Export finds them, and Clear
-// removes them for good.
+// removes them for good. Answers are rendered as Markdown (code, bold, lists) with their citation
+// markers still links.
 #include <QApplication>
 #include <QFile>
+#include <QFontInfo>
 #include <QScreen>
 #include <QSignalSpy>
+#include <QTextBlock>
+#include <QTextDocument>
 #include <QTest>
 #include <QTextBrowser>
 #include <QToolButton>
@@ -49,6 +53,7 @@ class TstDesktopChat : public QObject {
 private Q_SLOTS:
     void manyCitationsStayWithinScreen();
     void chatSurvivesRestart();
+    void markdownRendered();
 };
 
 void TstDesktopChat::manyCitationsStayWithinScreen() {
@@ -156,6 +161,38 @@ void TstDesktopChat::chatSurvivesRestart() {
     QTRY_COMPARE_WITH_TIMEOUT(restored.size(), 1, 10000);
     QCOMPARE(restored.at(0).at(0).toInt(), 0);
     QVERIFY(w->chat()->answers().empty());
+}
+
+void TstDesktopChat::markdownRendered() {
+    QTemporaryDir dir;
+    auto w = sl::test::make_window(dir);
+    ChatAnswer a = answer_with_citations(1);
+    a.answer.text.clear();
+    a.answer.sentences.clear();
+    sl::test::add_sentence(a.answer, "Fit it with `lm()` and **read** the coefficients.", {sl::test::support(0, 0.6)});
+    a.answer.text += "\n\n- `coef()` gives them\n- `summary()` gives the fit\n";
+    w->chat()->addAnswer(a);
+    QTextDocument* doc = w->chat()->transcript()->document();
+    const QString text = doc->toPlainText();
+    qInfo("%s", qPrintable(text));
+    QVERIFY2(!text.contains(QLatin1Char('`')) && !text.contains(QStringLiteral("**")), "Markdown shown literally");
+    QVERIFY(text.contains(QStringLiteral("A: Fit it with lm() and read the coefficients [1].")));
+    // The list is a list, the code is in a fixed-pitch font, the bold is bold, the marker a link.
+    int items = 0;
+    bool code = false, bold = false, link = false;
+    for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+        if (b.textList()) ++items;
+        for (auto it = b.begin(); !it.atEnd(); ++it) {
+            const QTextFragment f = it.fragment();
+            if (f.text().contains(QStringLiteral("lm()")) && QFontInfo(f.charFormat().font()).fixedPitch()) code = true;
+            if (f.text() == QStringLiteral("read") && f.charFormat().fontWeight() >= QFont::Bold) bold = true;
+            if (f.text() == QStringLiteral("[1]") && f.charFormat().anchorHref() == QStringLiteral("cite:0:1")) link = true;
+        }
+    }
+    QCOMPARE(items, 2);
+    QVERIFY2(code, "inline code is not in a fixed-pitch font");
+    QVERIFY2(bold, "**read** is not bold");
+    QVERIFY2(link, "the marker [1] is not a link to cite:0:1");
 }
 
 QTEST_MAIN(TstDesktopChat)
