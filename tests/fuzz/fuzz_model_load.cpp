@@ -7,7 +7,8 @@
 //
 // The input goes through load_model(path), as a user's file does: it is written to a temporary
 // file (in /dev/shm when there is one) and mapped.
-// Seeds: tests/fuzz/corpus/fuzz_model_load (tiny llama/qwen2 models, also with an MSA indexer,
+// Seeds: tests/fuzz/corpus/fuzz_model_load (tiny llama/qwen2 models, also with an MSA indexer, a
+// tiny MiniMax-M3 (experts, shared expert, indexer) and a Mixtral-style llama,
 // written by tests/fuzz/make_seeds.py through tests/reference/model/make_tiny_model.py).
 #include <unistd.h>
 
@@ -72,6 +73,20 @@ void check_loaded(const sl::LoadedModel& m) {
         in.check(L.bv, dkv);
         in.check(L.idx_q_norm, c.indexer.head_dim);
         in.check(L.idx_k_norm, c.indexer.head_dim);
+        in.check(L.attn_q_norm, c.head_dim);
+        in.check(L.attn_k_norm, c.head_dim);
+        // Mixture of experts: the router, every expert's slice of the stacked tensors, the shared expert.
+        in.check(L.ffn_gate_inp);
+        in.check(L.exp_probs_b, c.moe.n_expert);
+        for (const sl::TensorView* v : {&L.gate_shexp, &L.up_shexp, &L.down_shexp}) in.check(*v);
+        if (L.is_moe()) {
+            const auto E = static_cast<size_t>(c.moe.n_expert);
+            if (L.ffn_gate_inp.ne1 != c.moe.n_expert || L.gate_exps.size() != E || L.up_exps.size() != E ||
+                L.down_exps.size() != E || c.moe.n_expert_used < 1 || c.moe.n_expert_used > c.moe.n_expert)
+                __builtin_trap();
+            for (const auto* list : {&L.gate_exps, &L.up_exps, &L.down_exps})
+                for (const sl::TensorView& v : *list) in.check(v);
+        }
     }
     if (m.tokenizer->vocab_size() > c.n_vocab) __builtin_trap();
     volatile size_t sink = m.chat->stop_strings().size() + m.tokenizer->encode("Hello, world").size();

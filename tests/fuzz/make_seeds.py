@@ -240,6 +240,9 @@ def model_seeds(out: Path) -> None:
         "msa_indexer.gguf": ["--wtype", "q8_0", "--msa", "--n-layers", "2", "--msa-dense-layers",
                              "1"],
         "mixed_q4_1_q5_0.gguf": ["--attn-type", "q4_1", "--ffn-type", "q5_0", "--embd-type", "q5_1"],
+        "minimax_m3_q8_0.gguf": ["--arch", "minimax-m3", "--wtype", "q8_0", "--n-layers", "2",
+                                 "--experts", "4", "--expert-ffn", "32", "--msa-dense-layers", "1"],
+        "mixtral_f16.gguf": ["--experts", "3", "--experts-used", "2", "--wtype", "f16"],
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in variants.items():
