@@ -8,6 +8,7 @@
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSaveFile>
+#include <QAbstractTextDocumentLayout>
 #include <QTextDocument>
 
 #include "app/desktop/answer_format.h"
@@ -33,17 +34,21 @@ const doc::Document* find_doc(const ReportInput& in, const std::string& id) {
     return nullptr;
 }
 
-// A small picture of the cited place: the PDF page (rendered at ~50 dpi), the slide, or the video
-// frame kept by the reader nearest the cited time; the cited region outlined.
-QImage cited_picture(const doc::Document& d, const Citation& c) {
+// A picture of the cited place, at most `width` pixels wide: the PDF page, the slide, or the
+// video frame kept by the reader nearest the cited time; the cited region outlined.
+QImage cited_picture(const doc::Document& d, const Citation& c, int width) {
     QImage img;
     if (c.ref.unit < 0 || c.ref.unit >= static_cast<int>(d.units.size())) return img;
     const doc::Unit& u = d.units[static_cast<size_t>(c.ref.unit)];
     try {
         switch (d.kind) {
-            case doc::DocumentKind::Pdf: img = ingest::render_page(d.path, c.ref.unit, 50); break;
-            case doc::DocumentKind::Slides: img = draw_slide(u, 360, {}); break;
-            case doc::DocumentKind::Image: img = QImage(QString::fromStdString(d.path)).scaledToWidth(360); break;
+            case doc::DocumentKind::Pdf: {
+                const double points = u.width > 0 ? u.width : 612.0;  // the page's width, 1/72 in
+                img = ingest::render_page(d.path, c.ref.unit, std::max(36, static_cast<int>(width * 72.0 / points)));
+                break;
+            }
+            case doc::DocumentKind::Slides: img = draw_slide(u, width, {}); break;
+            case doc::DocumentKind::Image: img = QImage(QString::fromStdString(d.path)).scaledToWidth(width); break;
             case doc::DocumentKind::Video: {
                 const double t = c.ref.time ? c.ref.time->t0 : (u.time ? u.time->t0 : 0.0);
                 const doc::Visual* best = nullptr;
@@ -61,7 +66,7 @@ QImage cited_picture(const doc::Document& d, const Citation& c) {
         return {};  // a picture is a nicety; the report still has the locator
     }
     if (img.isNull()) return img;
-    if (img.width() > 420) img = img.scaledToWidth(420, Qt::SmoothTransformation);
+    if (img.width() > width) img = img.scaledToWidth(width, Qt::SmoothTransformation);
     if (c.ref.bbox) {
         img = img.convertToFormat(QImage::Format_ARGB32_Premultiplied);
         QPainter p(&img);
@@ -100,7 +105,9 @@ QString report_markdown(const ReportInput& in) {
     return md;
 }
 
-QString report_html(const ReportInput& in) {
+QString report_html(const ReportInput& in) { return report_html(in, ReportLayout{}); }
+
+QString report_html(const ReportInput& in, const ReportLayout& layout) {
     QString html = QStringLiteral(
                        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>%1</title>"
                        "<style>body{font-family:sans-serif;max-width:52em;margin:2em auto;line-height:1.4}"
@@ -117,14 +124,19 @@ QString report_html(const ReportInput& in) {
             for (const auto& c : a.answer.citations) {
                 const doc::Document* d = find_doc(in, c.ref.document);
                 if (!d) continue;
-                const QImage img = cited_picture(*d, c);
+                const QImage img = cited_picture(*d, c, layout.print ? layout.picture_pixels : 420);
                 if (img.isNull()) continue;
-                html += QStringLiteral("<figure id='c%1-%2'><img src='%3' width='%4'/><figcaption>[%2] %5</figcaption></figure>")
-                            .arg(i)
+                // QTextDocument (the PDF) knows no <figure>: a centred paragraph, caption below.
+                const QString figure = layout.print
+                    ? QStringLiteral("<p id='c%1-%2' align='center' style='margin-top:12px; margin-bottom:0px'><img src='%3' "
+                                     "width='%4' height='%6'/></p><p align='center' style='margin-top:2px'><small>[%2] %5</small></p>")
+                    : QStringLiteral("<figure id='c%1-%2'><img src='%3' width='%4' height='%6'/><figcaption>[%2] %5</figcaption></figure>");
+                html += figure.arg(i)
                             .arg(c.number)
                             .arg(data_url(img))
-                            .arg(img.width())
-                            .arg(citation_place(c).toHtmlEscaped());
+                            .arg(layout.print ? layout.picture_width : img.width())
+                            .arg(citation_place(c).toHtmlEscaped())
+                            .arg(layout.print ? layout.picture_width * img.height() / std::max(1, img.width()) : img.height());
             }
         }
         html += QStringLiteral("<hr/>");
@@ -139,8 +151,23 @@ void write_report(const QString& path, ReportFormat format, const ReportInput& i
         writer.setResolution(150);
         writer.setTitle(in.title);
         writer.setCreator(QStringLiteral("Sightline"));
+        writer.setPageMargins(QMarginsF(18, 18, 18, 18), QPageLayout::Millimeter);
+        // Laid out for the writer itself (its resolution, its page), so that the text wraps where
+        // it is printed and no page is cut at a screen's idea of its height.
+        const QSizeF page = writer.pageLayout().paintRectPixels(writer.resolution()).size();
         QTextDocument doc;
-        doc.setHtml(report_html(in));
+        doc.documentLayout()->setPaintDevice(&writer);
+        doc.setPageSize(page);
+        doc.setDocumentMargin(0);
+        QFont font = doc.defaultFont();
+        font.setPointSizeF(10.5);
+        doc.setDefaultFont(font);
+        ReportLayout layout;
+        layout.print = true;
+        // QTextDocument scales an <img> width by the device's dpi over 96: 60% of the text's width.
+        layout.picture_pixels = static_cast<int>(page.width() * 0.6);
+        layout.picture_width = static_cast<int>(page.width() * 0.6 * 96.0 / writer.resolution());
+        doc.setHtml(report_html(in, layout));
         doc.print(&writer);
         if (!QFileInfo(path).isFile() || QFileInfo(path).size() == 0)
             throw IoError(path.toStdString() + ": cannot write the PDF report");

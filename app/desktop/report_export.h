@@ -30,7 +30,17 @@ struct ReportInput {
 // Writes the report; throws sl::IoError naming the file when it cannot be written.
 void write_report(const QString& path, ReportFormat format, const ReportInput& input);
 
+// How the HTML is meant to be shown: in a browser (figures, 420 px pictures) or laid out by
+// QTextDocument for the PDF (centred paragraphs with the caption below, pictures `picture_width`
+// document pixels wide, drawn from pictures of `picture_pixels`).
+struct ReportLayout {
+    bool print = false;
+    int picture_width = 420;
+    int picture_pixels = 420;
+};
+
 QString report_markdown(const ReportInput& input);
 QString report_html(const ReportInput& input);
+QString report_html(const ReportInput& input, const ReportLayout& layout);
 
 }  // namespace sl::desktop
