@@ -132,15 +132,12 @@ void select_blocks_native(const float* keys, int block, int dim, const float* ro
         for (int64_t b = first; b < local_end; ++b) out.push_back(static_cast<int32_t>(b));
     } else if (m > 0) {
         s.cand.clear();
-        for (int64_t b = first; b < local_end; ++b) {
-            const float* k = keys + b * block * dim;
-            float best = kernels::max_dot(rows, k, dim, block, dim);
-            for (int r = 1; r < n_rows; ++r) best = std::max(best, kernels::max_dot(rows + r * row_stride, k, dim, block, dim));
-            s.cand.emplace_back(best, static_cast<int32_t>(b));
-        }
-        st.exact_rows += n_cand * n_rows;  // (exact_blocks counts main-cache key blocks: none read here)
-        st.exact_keys += n_cand * n_rows * block;
-        st.brute_rows += n_cand * n_rows;
+        // A query block's rows score each key block in register tiles (exact_max) once there are
+        // enough of them; decode's single row goes row by row.
+        for (int64_t b = first; b < local_end; ++b)
+            s.cand.emplace_back(exact_max(keys + b * block * dim, block, dim, rows, n_rows, row_stride, nullptr, 0.0f, st),
+                                static_cast<int32_t>(b));
+        st.brute_rows += n_cand * n_rows;  // (exact_blocks counts main-cache key blocks: none read here)
         st.summary_bytes += n_cand * block * dim * static_cast<int64_t>(sizeof(float));
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);

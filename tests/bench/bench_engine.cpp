@@ -2,16 +2,22 @@
 // plus model load time and peak RSS. Prints one JSON object per context size, for
 // tests/bench/engine_vs_llamacpp.py, which runs llama.cpp on the same file and threads beside it.
 //
-//   bench_engine [--model M] [--threads N] [--ctx 128,512,4096] [--decode 32]
+//   bench_engine [--model M] [--threads N] [--ctx 128,512,4096] [--decode 32] [--attention dense|native]
+//
+// --attention native runs the file's own MSA indexer (MiniMax-M3 style; tests/bench/m3_stack.sh
+// compares it with dense on a random-weight M3 layer stack at 32K).
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
 #include "core/util/paths.h"
@@ -33,6 +39,7 @@ double peak_rss_mib() {
 int main(int argc, char** argv) {
     std::string model = sl::paths::default_model().string();
     int threads = 0, decode = 32;
+    std::string attention = "dense";
     std::vector<int> ctxs = {128, 512, 4096};
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -40,6 +47,7 @@ int main(int argc, char** argv) {
         if (a == "--model" && v) model = argv[++i];
         else if (a == "--threads" && v) threads = std::atoi(argv[++i]);
         else if (a == "--decode" && v) decode = std::atoi(argv[++i]);
+        else if (a == "--attention" && v) attention = argv[++i];
         else if (a == "--ctx" && v) {
             ctxs.clear();
             for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ",")) ctxs.push_back(std::atoi(s));
@@ -58,7 +66,15 @@ int main(int argc, char** argv) {
             so.n_ctx = ctx + decode + 8;
             so.n_threads = threads;
             so.n_batch = 512;
-            sl::Session s(*m, so);
+            std::unique_ptr<sl::Attention> att;
+            if (attention == "native") {
+                const sl::MsaConfig native = sl::native_msa_config(m->model->config(), {});
+                so.kv_block = native.block_size;
+                att = std::make_unique<sl::MsaAttention>(native);
+            } else if (attention != "dense") {
+                throw std::runtime_error("--attention " + attention + ": dense or native");
+            }
+            sl::Session s(*m, so, std::move(att));
             const double p0 = now_s();
             s.prefill(prompt);
             const double prefill_s = now_s() - p0;
@@ -68,9 +84,9 @@ int main(int argc, char** argv) {
                 s.prefill(one);
             }
             const double decode_s = now_s() - d0;
-            std::printf("{\"engine\": \"sightline\", \"ctx\": %d, \"threads\": %d, \"prefill_tok_s\": %.2f, "
+            std::printf("{\"engine\": \"sightline\", \"attention\": \"%s\", \"ctx\": %d, \"threads\": %d, \"prefill_tok_s\": %.2f, "
                         "\"decode_tok_s\": %.2f, \"load_s\": %.3f, \"peak_rss_mib\": %.1f}\n",
-                        ctx, s.pool().size(), ctx / prefill_s, decode / decode_s, load_s, peak_rss_mib());
+                        attention.c_str(), ctx, s.pool().size(), ctx / prefill_s, decode / decode_s, load_s, peak_rss_mib());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {
