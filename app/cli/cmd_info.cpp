@@ -63,6 +63,7 @@ struct ModelInfo {
     // From the loaded model (empty when it did not load): mixture of experts, parameters, the MSA
     // indexer and the memory a context needs.
     std::string experts, parameters, indexer, memory;
+    bool vision_tensors = false;  // the file holds a vision tower's tensors ("v.*")
 };
 
 std::string gib(double bytes) {
@@ -175,6 +176,8 @@ ModelInfo read_info(const fs::path& path) {
     m.chat_template = chat_template_family(f.get_string("tokenizer.chat_template"));
 
     m.tensor_count = f.tensors().size();
+    for (const auto& t : f.tensors())
+        if (t.name.rfind("v.", 0) == 0) m.vision_tensors = true;
     std::map<std::string, int> counts;
     for (const auto& t : f.tensors()) ++counts[sl::kernels::tensor_type_info(t.type).name];
     m.tensor_types.assign(counts.begin(), counts.end());
@@ -389,7 +392,11 @@ int run(const QStringList& args) {
         }
     }
     const ModelInfo m = read_info(model.value_or(sl::paths::default_model()));
-    const VisionInfo v = read_vision(mmproj);
+    VisionInfo v = read_vision(mmproj);
+    if (m.architecture == "minimax-m3" && !mmproj)  // natively multimodal: say what is missing
+        v.mode = std::string("MiniMax-M3's vision tower ") +
+                 (m.vision_tensors ? "is in this file but not supported yet" : "is not in this file (no v.* tensors)") +
+                 "; " + v.mode;
     sl::cli::out(as_json ? format_json(m, v) : format_text(m, v));
     return 0;
 }

@@ -170,6 +170,7 @@ void TstCliInfo::minimaxM3Described() {
     QVERIFY2(out.contains("supported      yes, on the CPU only (the CUDA kernels lack mixture-of-experts layers and the swiglu_oai FFN)"),
              out.constData());
     QVERIFY2(out.contains("memory         weights ") && out.contains("(experts read on demand)"), out.constData());
+    QVERIFY2(out.contains("visuals        MiniMax-M3's vision tower is not in this file (no v.* tensors); text-only model"), out.constData());
     const QByteArray json = run({QStringLiteral("info"), QStringLiteral("--json"), model}, &status);
     QCOMPARE(status, 0);
     const QJsonObject o = QJsonDocument::fromJson(json).object();
