@@ -9,6 +9,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <vector>
 
@@ -87,6 +88,33 @@ double max_row_error(const std::vector<float>& a, const std::vector<float>& b, i
     return worst;
 }
 
+// A tiny model written by the reference generator with `gen_args` (and a fresh seed), its logits
+// of 23 random tokens against the reference's: the worst per-position normalized error must stay
+// under `tolerance`. `prepare` runs on the loaded model first (checks, settings).
+void check_tiny_model(const QStringList& gen_args, double tolerance,
+                      const std::function<void(const sl::LoadedModel&)>& prepare = {}) {
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString model = dir.filePath(QStringLiteral("tiny.gguf"));
+    const auto seed = static_cast<unsigned>(sl::test::rng()() % 100000);
+    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
+                                                  QStringLiteral("--seed"), QString::number(seed)} + gen_args, nullptr));
+    auto m = sl::load_model(model.toStdString());
+    if (prepare) prepare(*m);
+    std::vector<int32_t> ids;
+    std::uniform_int_distribution<int> tok(0, m->model->config().n_vocab - 1);
+    for (int i = 0; i < 23; ++i) ids.push_back(tok(sl::test::rng()));
+    std::vector<float> want;
+    QVERIFY(reference(model, ids, 0, &want, nullptr));
+    const std::vector<float> got = ours(*m, ids);
+    QCOMPARE(got.size(), want.size());
+    int agree = 0;
+    const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
+    qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
+    QVERIFY2(err < tolerance, qPrintable(QStringLiteral("normalized error %1 >= %2").arg(err).arg(tolerance)));
+}
+
 }  // namespace
 
 class TstLlamaReference : public QObject {
@@ -139,25 +167,7 @@ void TstLlamaReference::tinyModels_data() {
 void TstLlamaReference::tinyModels() {
     QFETCH(QStringList, gen_args);
     QFETCH(double, tolerance);
-    const QString py = sl::test::require_venv_python();
-    if (py.isEmpty()) return;
-    QTemporaryDir dir;
-    const QString model = dir.filePath(QStringLiteral("tiny.gguf"));
-    const auto seed = static_cast<unsigned>(sl::test::rng()() % 100000);
-    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
-                                                  QStringLiteral("--seed"), QString::number(seed)} + gen_args, nullptr));
-    auto m = sl::load_model(model.toStdString());
-    std::vector<int32_t> ids;
-    std::uniform_int_distribution<int> tok(0, m->model->config().n_vocab - 1);
-    for (int i = 0; i < 23; ++i) ids.push_back(tok(sl::test::rng()));
-    std::vector<float> want;
-    QVERIFY(reference(model, ids, 0, &want, nullptr));
-    const std::vector<float> got = ours(*m, ids);
-    QCOMPARE(got.size(), want.size());
-    int agree = 0;
-    const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
-    qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
-    QVERIFY2(err < tolerance, qPrintable(QStringLiteral("normalized error %1 >= %2").arg(err).arg(tolerance)));
+    check_tiny_model(gen_args, tolerance);
 }
 
 void TstLlamaReference::mixtureOfExperts_data() {
@@ -186,27 +196,10 @@ void TstLlamaReference::mixtureOfExperts() {
     // two experts, which the comparison would read as a wrong model.
     QFETCH(QStringList, gen_args);
     QFETCH(bool, exact);
-    const QString py = sl::test::require_venv_python();
-    if (py.isEmpty()) return;
-    QTemporaryDir dir;
-    const QString model = dir.filePath(QStringLiteral("moe.gguf"));
-    const auto seed = static_cast<unsigned>(sl::test::rng()() % 100000);
-    QVERIFY(sl::test::run_process(py, QStringList{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), model,
-                                                  QStringLiteral("--seed"), QString::number(seed)} + gen_args, nullptr));
-    auto m = sl::load_model(model.toStdString());
-    QVERIFY(m->model->config().has_moe());
-    sl::set_exact_activations(exact);
-    std::vector<int32_t> ids;
-    std::uniform_int_distribution<int> tok(0, m->model->config().n_vocab - 1);
-    for (int i = 0; i < 23; ++i) ids.push_back(tok(sl::test::rng()));
-    std::vector<float> want;
-    QVERIFY(reference(model, ids, 0, &want, nullptr));
-    const std::vector<float> got = ours(*m, ids);
-    QCOMPARE(got.size(), want.size());
-    int agree = 0;
-    const double err = max_row_error(got, want, m->model->config().n_vocab, &agree);
-    qInfo("worst per-position normalized error %.2e, argmax agrees at %d of %zu positions", err, agree, ids.size());
-    QVERIFY2(err < 1e-4, qPrintable(QStringLiteral("normalized error %1").arg(err)));
+    check_tiny_model(gen_args, 1e-4, [&](const sl::LoadedModel& m) {
+        QVERIFY(m.model->config().has_moe());
+        sl::set_exact_activations(exact);
+    });
 }
 
 void TstLlamaReference::routerChoosesAsLlamaCpp() {
