@@ -185,11 +185,12 @@ fi
 log "samples: $(( ${#samples[@]} + 1 )) files ok in $SIGHTLINE_CACHE/samples"
 
 # ---------------------------------------------------------------- Python tools for tests
-# The independent references (tests/reference/) use the gguf package and numpy from PyPI.
-if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'import gguf, numpy, tokenizers' 2>/dev/null; then
-  log "python: creating $SIGHTLINE_VENV with gguf and numpy"
+# The independent references (tests/reference/) use the gguf package and numpy from PyPI; the
+# `serve` tests use the openai package as a real client.
+if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'import gguf, numpy, tokenizers, openai' 2>/dev/null; then
+  log "python: creating $SIGHTLINE_VENV with gguf, numpy, tokenizers and openai"
   python3 -m venv "$SIGHTLINE_VENV"
-  "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3" "tokenizers==0.23.3"
+  "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3" "tokenizers==0.23.3" "openai==1.99.9"
 else
   log "python: $SIGHTLINE_VENV ok"
 fi
