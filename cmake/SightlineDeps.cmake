@@ -1,5 +1,5 @@
 # System libraries for ingest and the app. scripts/setup.sh installs all of them on Debian bookworm.
-find_package(Qt6 6.2 REQUIRED COMPONENTS Core Gui Widgets Concurrent Sql Test Multimedia MultimediaWidgets)
+find_package(Qt6 6.2 REQUIRED COMPONENTS Core Gui Widgets Concurrent Sql Test Multimedia MultimediaWidgets Network)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(POPPLER_QT6 REQUIRED IMPORTED_TARGET poppler-qt6)
 pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale libswresample)

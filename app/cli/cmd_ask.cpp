@@ -1,24 +1,32 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
 //  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
-//  [--json]`: asks the library's documents a question in one long context (core/ask/ask.h: every
+//  [--json] [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
 // unit ranked for the question, the best that fit read; or the library's own prefill plus the best
 // units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
 // a terminal; one line per 10% otherwise), streams the answer, then prints it with inline citation
 // markers and the numbered sources (weak ones flagged), and stores the chat. --json prints the
 // answer (core/answer/answer_json.h) as the last line instead of the text summary.
+// --engine URL answers with a remote OpenAI-compatible server (core/ask/remote_ask.h,
+// app/common/openai_engine.h): the context is planned here and sent there, the citations verified
+// here; the API key is read from $SIGHTLINE_API_KEY (or the variable --api-key-env names). Ctrl-C
+// cancels the question (exit 130).
 #include <QStringList>
 
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include "app/cli/cli_command.h"
 #include "app/common/byte_args.h"
+#include "app/common/openai_engine.h"
 #include "core/answer/answer_json.h"
 #include "core/answer/minilm_embedder.h"
 #include "core/ask/ask.h"
+#include "core/ask/remote_ask.h"
 #include "core/context/preselect.h"
 #include "core/embed/sentence_embedder.h"
 #include "core/kvcache/kv_cache.h"
@@ -32,7 +40,8 @@ namespace {
 const char* kUsage =
     "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
     "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-    "[--preselect N] [--kv-cap SIZE] [--json]\n";
+    "[--preselect N] [--kv-cap SIZE] [--json]\n"
+    "       [--engine URL [--engine-model NAME] [--api-key-env VAR]]   (a remote OpenAI-compatible server answers)\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -71,8 +80,13 @@ private:
     int last_decile_ = -1;
 };
 
+std::atomic<bool> g_cancel{false};
+void ask_on_interrupt(int) { g_cancel = true; }
+
 int run(const QStringList& args) {
     sl::AskOptions o;
+    QString engine_url, engine_model;
+    QByteArray key_env = "SIGHTLINE_API_KEY";
     std::filesystem::path dir = sl::Library::default_dir();
     bool semantic = true, json = false;
     for (int i = 0; i < args.size(); ++i) {
@@ -96,6 +110,9 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--no-library-prefill")) o.use_library_prefill = false;
         else if (a == QLatin1String("--preselect")) o.preselect_tokens = value().toLongLong();
         else if (a == QLatin1String("--json")) json = true;
+        else if (a == QLatin1String("--engine")) engine_url = value();
+        else if (a == QLatin1String("--engine-model")) engine_model = value();
+        else if (a == QLatin1String("--api-key-env")) key_env = value().toUtf8();
         else if (a == QLatin1String("--kv-cap")) {
             try {
                 o.kv_cap_bytes = sl::parse_byte_size(value().toStdString());
@@ -107,6 +124,7 @@ int run(const QStringList& args) {
         else return usage();
     }
     if (o.question.empty()) return usage();
+    if (engine_url.isEmpty() && !engine_model.isEmpty()) return usage();
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
@@ -135,9 +153,27 @@ int run(const QStringList& args) {
         }
         sl::cli::out(std::string(t));
     };
-    const sl::AskResult r = sl::ask(lib, *model, o, cb);
+    o.cancel = &g_cancel;
+    std::signal(SIGINT, ask_on_interrupt);
+    sl::AskResult r;
+    try {
+        if (!engine_url.isEmpty()) {
+            sl::app::OpenAiEngineOptions eo;
+            eo.url = engine_url;
+            eo.model = engine_model;
+            eo.api_key = sl::app::OpenAiEngine::api_key_from_env(key_env.constData());
+            sl::app::OpenAiEngine engine(eo);
+            r = sl::ask_remote(lib, *model, engine, o, cb);
+        } else {
+            r = sl::ask(lib, *model, o, cb);
+        }
+    } catch (const sl::Cancelled&) {
+        sl::cli::out("\n");
+        sl::cli::err("sightline-cli ask: cancelled\n");
+        return 130;
+    }
     sl::cli::out("\n\n");
-    if (!r.kv_note.empty()) sl::cli::out("KV cache: " + r.kv_note + "\n");
+    if (!r.kv_note.empty()) sl::cli::out((engine_url.isEmpty() ? "KV cache: " : "Engine: ") + r.kv_note + "\n");
     if (!r.read_summary.empty()) sl::cli::out("Read: " + r.read_summary + "\n");
     if (r.answer.stop_reason == "repetition")
         sl::cli::out("Note: the answer began to repeat itself; it is cut before the repetition.\n");
@@ -152,11 +188,12 @@ int run(const QStringList& args) {
                   "\n(%lld context tokens %s in %.1f s; attention %s; first answer text after %.1f s; %d answer steps "
                   "in %.1f s; sources ranked by %s; chat %lld stored)\n",
                   static_cast<long long>(r.context_tokens),
-                  r.from_library_prefill ? (r.prefilled_tokens ? "restored + ranked units" : "restored")
-                                         : (r.restored ? "restored" : "prefilled"),
+                  !engine_url.isEmpty() ? "sent"
+                  : r.from_library_prefill ? (r.prefilled_tokens ? "restored + ranked units" : "restored")
+                                           : (r.restored ? "restored" : "prefilled"),
                   r.prefill_seconds, r.attention.c_str(), r.first_token_seconds, r.answer.steps, r.decode_seconds,
-                  o.embedder ? (o.msa ? "attention + words + MiniLM" : "words + MiniLM")
-                             : (o.msa ? "attention + words" : "words"),
+                  o.embedder ? (o.msa && engine_url.isEmpty() ? "attention + words + MiniLM" : "words + MiniLM")
+                             : (o.msa && engine_url.isEmpty() ? "attention + words" : "words"),
                   static_cast<long long>(r.chat_id));
     sl::cli::out(stats);
     if (json) sl::cli::out(sl::answer_to_json(r.answer) + "\n");

@@ -14,6 +14,7 @@
 #include "core/answer/think_filter.h"
 #include "core/answer/verify.h"
 #include "core/ask/answer_guard.h"
+#include "core/ask/ask_parts.h"
 #include "core/ask/attention_choice.h"
 #include "core/ask/context_spec.h"
 #include "core/ask/kv_budget.h"
@@ -36,22 +37,7 @@
 
 namespace sl {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string now_iso() {
-    const std::time_t t = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
-}  // namespace
+using Clock = AskClock;
 
 std::vector<doc::Document> ready_documents(Library& lib, std::vector<DocId>& ids) {
     std::vector<doc::Document> docs;
@@ -102,61 +88,6 @@ void prefill_checked(Session& session, std::span<const int32_t> tokens, const As
         if (cb.on_progress)
             cb.on_progress(static_cast<int64_t>(i + n), static_cast<int64_t>(tokens.size()), since(t0));
     }
-}
-
-// Stream unit (source, unit index) -> prepared unit.
-std::map<std::pair<int, int>, size_t> prepared_index(const PreparedContext& p) {
-    std::map<std::pair<int, int>, size_t> m;
-    for (size_t i = 0; i < p.units.size(); ++i) m[{p.units[i].meta.source, p.units[i].meta.unit}] = i;
-    return m;
-}
-
-// What the answer could cite: each unit of `ts` with its text and passage embeddings.
-std::vector<UnitEvidence> evidence_of(const TokenStream& ts, const PreparedContext& p, const UnitRanking& rank) {
-    const auto index = prepared_index(p);
-    std::vector<UnitEvidence> ev(ts.units.size());
-    for (size_t u = 0; u < ts.units.size(); ++u) {
-        const auto it = index.find({ts.units[u].source, ts.units[u].unit});
-        if (it == index.end()) continue;
-        ev[u].text = rank.texts[it->second];
-        ev[u].passage_texts = UnitEmbeddings::passages(ev[u].text, UnitEmbeddings::kPassageChars);
-        ev[u].passages = rank.passages[it->second];
-        ev[u].question = rank.score[it->second];
-    }
-    return ev;
-}
-
-// "12 units ranked best for the question, of 310 (R-intro.pdf p. 30, p. 31, ...)"
-std::string describe_ranked(const TokenStream& ts, size_t of, int64_t from) {
-    std::string list;
-    size_t n = 0;
-    for (const auto& u : ts.units) {
-        if (u.begin < from) continue;
-        if (n < 8) list += (n ? ", " : "") + u.locator;
-        else if (n == 8) list += ", ...";
-        ++n;
-    }
-    return std::to_string(n) + (n == 1 ? " unit" : " units") + " ranked best for the question, of " +
-           std::to_string(of) + (list.empty() ? "" : " (" + list + ")");
-}
-
-struct Prepared {
-    PreparedContext context;
-    UnitRanking ranking;
-};
-
-UnitRanking rank_for(const PreparedContext& p, Library& lib, const LoadedModel& model, const AskOptions& o,
-                     const AskCallbacks& cb) {
-    std::unique_ptr<UnitEmbeddings> cache;
-    if (o.embedder) cache = std::make_unique<UnitEmbeddings>(lib.dir() / "embed", *o.embedder, UnitEmbeddings::kPassageChars);
-    auto last = Clock::now() - std::chrono::seconds(10);
-    return rank_units(p, o.question, *model.tokenizer, cache.get(), [&](size_t done, size_t total) {
-        if (!cb.on_status) return;
-        if (done < total && since(last) < 2.0) return;
-        last = Clock::now();
-        cb.on_status("embedding the library's passages for semantic search (once): " + std::to_string(done) + " of " +
-                     std::to_string(total));
-    });
 }
 
 // After the prefix (ts) is in the session: the positional baseline, the question turn, the
@@ -254,49 +185,12 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     r.answer.cut = cut;
 
     // The chat, stored.
-    JsonWriter w;
-    w.begin_object();
-    w.key("effort"), w.value(to_string(o.effort));
-    w.key("attention"), w.value(o.msa ? "msa" : "dense");
-    if (o.msa) w.key("top_k"), w.value(spec.top_k), w.key("mode"), w.value(spec.scoring);
-    w.key("n_ctx"), w.value(n_ctx);
-    w.key("model"), w.value(std::filesystem::path(model.file.name()).filename().string());
-    w.key("context_tokens"), w.value(ts.prefix_tokens);
-    w.key("restored"), w.value(r.restored);
-    w.key("semantic"), w.value(o.embedder != nullptr);
-    w.key("baseline"), w.value(r.baseline);
-    if (r.from_library_prefill) {
-        w.key("library_prefill"), w.value(true);
-        w.key("library_tokens"), w.value(r.library_tokens);
-        w.key("library_prefilled"), w.value(r.library_saved);
-    }
-    if (!r.read_summary.empty()) w.key("read"), w.value(r.read_summary);
-    w.key("stop"), w.value(stop);
-    // What the context held (for evaluation: was the right place read at all).
-    w.key("context_units");
-    w.begin_array();
-    for (const auto& u : ts.units) {
-        if (u.begin >= ts.prefix_tokens) continue;
-        w.begin_array();
-        w.value(ts.sources[static_cast<size_t>(u.source)].name);
-        w.value(u.unit);
-        if (u.time) w.value(u.time->t0), w.value(u.time->t1);
-        w.end_array();
-    }
-    w.end_array();
-    w.key("documents");
-    w.begin_array();
-    for (DocId id : ids) w.value(id);
-    w.end_array();
-    w.key("when"), w.value(now_iso());
-    w.end_object();
-    r.settings_json = w.str();
-    ChatRecord chat;
-    chat.question = o.question;
-    chat.answer = r.answer.with_markers();
-    chat.citations = answer_to_json(r.answer);
-    chat.settings = r.settings_json;
-    r.chat_id = lib.add_chat(chat);
+    store_chat(lib, o, ts, ids, r, [&](JsonWriter& w) {
+        w.key("attention"), w.value(o.msa ? "msa" : "dense");
+        if (o.msa) w.key("top_k"), w.value(spec.top_k), w.key("mode"), w.value(spec.scoring);
+        w.key("n_ctx"), w.value(n_ctx);
+        w.key("model"), w.value(std::filesystem::path(model.file.name()).filename().string());
+    });
 }
 
 // The library prefill recorded for these documents (any extent), or none.
@@ -370,7 +264,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
                                 std::max(q_tokens + effort.answer_tokens, probe) + 16);
     Session session(model, so, std::move(attention));
 
-    const UnitRanking ranking = rank_for(c.prepared, lib, model, o, cb);
+    const UnitRanking ranking = rank_for(c.prepared, lib, *model.tokenizer, o, cb);
     const auto t_prefill = Clock::now();
     status("restoring the library prefill (" + thousands(on_file) + " of " + thousands(total) + " tokens)");
     try {
@@ -497,7 +391,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     PlanOptions po;
     const BudgetPlan whole = plan_budget(prepared, n_ctx, effort, po);
     const bool question_specific = whole.total_planned < whole.total_full;
-    UnitRanking ranking = rank_for(prepared, lib, model, o, cb);
+    UnitRanking ranking = rank_for(prepared, lib, *model.tokenizer, o, cb);
     if (question_specific) {
         po.unit_priority = ranking.score;
         po.global = true;
