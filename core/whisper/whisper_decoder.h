@@ -1,0 +1,67 @@
+// Whisper's text decoder, one token at a time, and greedy decoding as CTranslate2's
+// Whisper.generate(beam_size=1) does it without timestamps (faster-whisper's
+// without_timestamps=True path at temperature 0).
+//
+// State per audio window (owned by the WhisperDecoder):
+//   cross_kv[L]  (n_audio_ctx, 2d)  K | V of the encoder output, computed once by set_audio()
+//   self_k[L], self_v[L]  (n_text_ctx, d)  the self-attention cache, filled by step()
+// ~2 * n_layers * (n_audio_ctx * 2d + n_text_ctx * d) floats: 10 MB for tiny.
+//
+// Threading: a WhisperDecoder belongs to one caller at a time; its calls run on the calling thread
+// and spread their loops over the caller's pool. The WhisperModel must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/whisper/whisper_model.h"
+
+namespace sl::whisper {
+
+class WhisperDecoder {
+public:
+    explicit WhisperDecoder(const WhisperModel& model);
+
+    // Binds the encoder output (n_audio_ctx, d) of a window: computes every layer's
+    // cross-attention keys and values, and empties the text cache.
+    void set_audio(std::span<const float> encoder_out, ThreadPool& pool);
+    // Empties the text cache (keeps the audio).
+    void reset() { pos_ = 0; }
+    // Tokens fed since the last reset.
+    int position() const { return pos_; }
+    const WhisperModel& model() const { return model_; }
+
+    // Feeds `token` at the next position; logits (n_vocab) get the scores of the token after it.
+    // Throws sl::Error when the token is outside the vocabulary, the cache is full (n_text_ctx
+    // tokens) or set_audio() was not called.
+    void step(int token, std::vector<float>& logits, ThreadPool& pool);
+
+private:
+    const WhisperModel& model_;
+    int pos_ = 0;
+    bool have_audio_ = false;
+    std::vector<std::vector<float>> cross_kv_, self_k_, self_v_;
+    // Scratch for one step.
+    std::vector<float> x_, h_, qkv_, ctx_, tmp_, ffn_, scores_;
+};
+
+struct GreedyOptions {
+    int max_length = 448;         // prompt + generated tokens, as CTranslate2's max_length
+    bool suppress_blank = true;   // suppress_ids_begin at the first generated token
+    bool suppress_tokens = true;  // the model's suppress_ids at every step ([-1])
+};
+
+struct GreedyResult {
+    std::vector<int> tokens;  // generated, without the prompt and without <|endoftext|>
+    double sum_logprob = 0;   // of the generated tokens (end-of-text included when reached)
+    bool reached_eot = false;
+};
+
+// Greedy decoding after `prompt` (e.g. {sot, no_timestamps}); the decoder must hold the window's
+// audio (set_audio). Generates at most min(max_length / 2, max_length - (prompt.size() - 1))
+// tokens, as CTranslate2 does, stopping at <|endoftext|>.
+GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
+                           const GreedyOptions& options, ThreadPool& pool);
+
+}  // namespace sl::whisper
