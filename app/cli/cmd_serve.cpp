@@ -1,5 +1,5 @@
 // `sightline-cli serve [--host ADDR] [--port N] [--library DIR] [--queue N] [--effort low|medium|high]
-//  [--no-semantic] [--token-env VAR]`: Sightline as an OpenAI-compatible server over the library
+//  [--ctx N] [--no-semantic] [--token-env VAR]`: Sightline as an OpenAI-compatible server over the library
 // with the local engine (app/common/api_server.h, serve_backend.h). Prints "listening on
 // http://ADDR:PORT/v1" when ready (--port 0: a free port, named there), one line per request on
 // stderr, and runs until SIGINT / SIGTERM.
@@ -32,7 +32,7 @@ namespace {
 
 const char* kUsage =
     "usage: sightline-cli serve [--host ADDR] [--port N] [--library DIR] [--queue N] [--effort low|medium|high]\n"
-    "       [--no-semantic] [--token-env VAR]\n"
+    "       [--ctx N] [--no-semantic] [--token-env VAR]\n"
     "  OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions (model \"sightline\": answers from the\n"
     "  library with citations; model <file name>: plain chat), POST /tokenize. Default 127.0.0.1:8080;\n"
     "  the bearer token is read from $SIGHTLINE_SERVE_TOKEN (or --token-env VAR) and needed off loopback.\n";
@@ -54,6 +54,7 @@ int run(const QStringList& args) {
     sl::app::ApiServerOptions so;
     sl::Effort effort = sl::Effort::Medium;
     bool semantic = true;
+    int n_ctx = 0;
     QByteArray token_env = "SIGHTLINE_SERVE_TOKEN";
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
@@ -76,6 +77,10 @@ int run(const QStringList& args) {
             if (!ok || so.queue < 0 || so.queue > 1024) return usage();
         } else if (a == QLatin1String("--effort")) effort = sl::parse_effort(value().toStdString());
         else if (a == QLatin1String("--no-semantic")) semantic = false;
+        else if (a == QLatin1String("--ctx")) {
+            n_ctx = value().toInt(&ok);
+            if (!ok || n_ctx < 0) return usage();
+        }
         else if (a == QLatin1String("--token-env")) token_env = value().toUtf8();
         else return usage();
     }
@@ -99,7 +104,7 @@ int run(const QStringList& args) {
             sl::cli::err(std::string("note: semantic ranking and verification off: ") + e.what() + "\n");
         }
     }
-    sl::app::LocalServeBackend backend(lib, *model, embedder.get(), effort);
+    sl::app::LocalServeBackend backend(lib, *model, embedder.get(), effort, n_ctx);
     sl::app::ApiServer server(backend, so);
     server.listen();
     std::signal(SIGINT, serve_on_signal);

@@ -234,7 +234,8 @@ void ApiServer::handle(QTcpSocket* s, Conn& c) {
     {
         std::lock_guard lock(mu_);
         waiting = queue_.size();
-        full = static_cast<int>(waiting) >= o_.queue && running_job_;
+        // One running plus `queue` waiting: the next one finds it full.
+        full = static_cast<int>(waiting) + (running_job_ ? 1 : 0) >= o_.queue + 1;
         if (!full) queue_.push_back(job);
     }
     if (full) {

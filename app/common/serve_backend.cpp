@@ -12,15 +12,15 @@
 
 namespace sl::app {
 
-LocalServeBackend::LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort)
-    : lib_(lib), model_(model), embedder_(embedder), effort_(effort) {
+LocalServeBackend::LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx)
+    : lib_(lib), model_(model), embedder_(embedder), effort_(effort), n_ctx_(n_ctx) {
     raw_id_ = std::filesystem::path(model.file.name()).filename().string();
     if (raw_id_.size() > 5 && raw_id_.ends_with(".gguf")) raw_id_.resize(raw_id_.size() - 5);
 }
 
 std::vector<ModelCard> LocalServeBackend::models() const {
-    const int64_t n_ctx = std::max(2048, model_.model->config().n_ctx_train);
-    return {{kLibraryModel, n_ctx, "sightline"}, {raw_id_, n_ctx, "sightline"}};
+    const int64_t n_train = std::max(2048, model_.model->config().n_ctx_train);
+    return {{kLibraryModel, n_ctx_ > 0 ? n_ctx_ : n_train, "sightline"}, {raw_id_, n_train, "sightline"}};
 }
 
 std::vector<int32_t> LocalServeBackend::tokenize(std::string_view text) const {
@@ -43,6 +43,7 @@ ServeResult LocalServeBackend::ask_library(const ChatCompletionRequest& request,
     if (o.question.empty()) throw FormatError("the request: no user message holds a question");
     o.effort = request.effort ? parse_effort(*request.effort) : effort_;
     o.embedder = embedder_;
+    o.n_ctx = n_ctx_;
     o.cancel = &cancel;
     AskCallbacks cb;
     cb.on_text = on_text;

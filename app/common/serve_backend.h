@@ -29,7 +29,7 @@ class LocalServeBackend final : public ServeBackend {
 public:
     static constexpr const char* kLibraryModel = "sightline";
     // `lib`, `model` and `embedder` (may be null) must outlive the backend.
-    LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort);
+    LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx = 0);
 
     std::vector<ModelCard> models() const override;
     std::vector<int32_t> tokenize(std::string_view text) const override;
@@ -49,6 +49,7 @@ private:
     const LoadedModel& model_;
     Embedder* embedder_;
     Effort effort_;
+    int n_ctx_;  // library answers' context (0: the model's)
     std::string raw_id_;
 };
 

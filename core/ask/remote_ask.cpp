@@ -171,6 +171,8 @@ AskResult ask_remote(Library& lib, const LoadedModel& local, ChatEngine& engine,
     r.kv_note = "the answer came from " + engine.describe() +
                 "; its citations verify each sentence against the units sent (attention-based citations need the "
                 "local engine)";
+    if (reply.attempts > 1)
+        r.kv_note += "; the server was busy or failing: answered after " + std::to_string(reply.attempts) + " attempts";
     double mean_logprob = 0;
     for (double lp : reply.logprobs) mean_logprob += lp;
     if (!reply.logprobs.empty()) mean_logprob /= static_cast<double>(reply.logprobs.size());
