@@ -127,24 +127,95 @@ void WhisperDecoder::step(int token, std::vector<float>& logits, ThreadPool& poo
     ++pos_;
 }
 
+namespace {
+
+// CTranslate2's ApplyTimestampRules for the step after `generated` (the tokens sampled so far):
+// sets disallowed logits to -inf. Runs after the suppression lists.
+void apply_timestamp_rules(std::vector<float>& logits, const std::vector<int>& generated,
+                           const WhisperTokens& t, int max_initial_index) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    const int tb = t.timestamp_begin;
+    const int n = static_cast<int>(logits.size());
+    auto block = [&](int from, int to) {  // [from, to)
+        std::fill(logits.begin() + std::max(from, 0), logits.begin() + std::min(to, n), neg_inf);
+    };
+    block(t.no_timestamps, t.no_timestamps + 1);
+    if (generated.empty()) {
+        block(0, tb);                          // the first token is a timestamp
+        block(tb + max_initial_index + 1, n);  // no later than the initial limit
+        return;
+    }
+    bool check_prob = true;
+    const int last = generated.back();
+    if (last >= tb) {
+        const int penultimate = generated.size() >= 2 ? generated[generated.size() - 2] : last;
+        if (penultimate >= tb) {
+            block(tb, n);  // a pair just closed: text or end next
+            check_prob = false;
+        } else {
+            block(0, t.eot);  // an opening timestamp: another timestamp or the end next
+        }
+    }
+    // Timestamps never decrease.
+    for (auto it = generated.rbegin(); it != generated.rend(); ++it) {
+        if (*it >= tb) {
+            block(tb, *it);
+            break;
+        }
+    }
+    if (!check_prob) return;
+    // If the timestamps together are likelier than any single text token, force a timestamp.
+    const float mx = *std::max_element(logits.begin(), logits.end());
+    if (!std::isfinite(mx)) return;
+    double z = 0, zt = 0;
+    float max_text = neg_inf;
+    for (int i = 0; i < n; ++i) {
+        const double e = std::exp(static_cast<double>(logits[static_cast<size_t>(i)]) - mx);
+        z += e;
+        if (i >= tb)
+            zt += e;
+        else
+            max_text = std::max(max_text, logits[static_cast<size_t>(i)]);
+    }
+    const double log_z = std::log(z) + mx;
+    const double timestamp_logprob = zt > 0 ? std::log(zt) + mx - log_z : -INFINITY;
+    const double max_text_logprob = static_cast<double>(max_text) - log_z;
+    if (timestamp_logprob > max_text_logprob) block(0, tb);
+}
+
+}  // namespace
+
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool) {
     if (prompt.empty()) throw Error("Whisper greedy decoding: empty prompt");
     const WhisperModel& m = decoder.model();
-    const int eot = m.tokens().eot;
+    const WhisperTokens& tk = m.tokens();
+    const int eot = tk.eot;
+    const bool timestamps = prompt.back() != tk.no_timestamps;
     const int start_step = static_cast<int>(prompt.size()) - 1;
     const int max_new = std::min(options.max_length / 2, options.max_length - start_step);
 
     GreedyResult r;
     std::vector<float> logits;
     decoder.reset();
-    for (const int t : prompt) decoder.step(t, logits, pool);
+    for (const int t : prompt) {
+        decoder.step(t, logits, pool);
+        if (t == tk.sot) {  // the no-speech probability, from the raw logits after sot
+            const float mx = *std::max_element(logits.begin(), logits.end());
+            double z = 0;
+            for (const float v : logits) z += std::exp(static_cast<double>(v) - mx);
+            r.no_speech_prob = static_cast<float>(
+                std::exp(static_cast<double>(logits[static_cast<size_t>(tk.no_speech)]) - mx) / z);
+        }
+    }
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < max_new; ++i) {
         if (options.suppress_tokens)
             for (const int id : m.suppress_ids()) logits[static_cast<size_t>(id)] = neg_inf;
         if (options.suppress_blank && i == 0)
             for (const int id : m.suppress_ids_begin()) logits[static_cast<size_t>(id)] = neg_inf;
+        if (timestamps)
+            apply_timestamp_rules(logits, r.tokens, tk, options.max_initial_timestamp_index);
         const auto best = std::max_element(logits.begin(), logits.end());
         const int token = static_cast<int>(best - logits.begin());
         // log softmax of the chosen token over the (suppressed) logits.

@@ -50,17 +50,26 @@ struct GreedyOptions {
     int max_length = 448;         // prompt + generated tokens, as CTranslate2's max_length
     bool suppress_blank = true;   // suppress_ids_begin at the first generated token
     bool suppress_tokens = true;  // the model's suppress_ids at every step ([-1])
+    // Timestamp mode (CTranslate2's ApplyTimestampRules, on when the prompt does not end in
+    // <|notimestamps|>): the first token is a timestamp no later than
+    // max_initial_timestamp_index (50: 1.00 s); timestamps come in pairs (except right before
+    // <|endoftext|>) and never decrease; a timestamp is forced when the timestamps' total
+    // probability beats every text token's; <|notimestamps|> is never generated.
+    int max_initial_timestamp_index = 50;
 };
 
 struct GreedyResult {
     std::vector<int> tokens;  // generated, without the prompt and without <|endoftext|>
     double sum_logprob = 0;   // of the generated tokens (end-of-text included when reached)
     bool reached_eot = false;
+    float no_speech_prob = 0;  // softmax of the raw logits after <|startoftranscript|>, at
+                               // the no-speech token (0 when the prompt has no sot)
 };
 
 // Greedy decoding after `prompt` (e.g. {sot, no_timestamps}); the decoder must hold the window's
 // audio (set_audio). Generates at most min(max_length / 2, max_length - (prompt.size() - 1))
-// tokens, as CTranslate2 does, stopping at <|endoftext|>.
+// tokens, as CTranslate2 does, stopping at <|endoftext|>. Timestamp rules apply when the prompt's
+// last token is not <|notimestamps|>.
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool);
 

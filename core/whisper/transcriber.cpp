@@ -1,0 +1,155 @@
+#include "core/whisper/transcriber.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/whisper/log_mel.h"
+#include "core/whisper/whisper_decoder.h"
+
+namespace sl::whisper {
+
+namespace {
+
+constexpr double kTimePerFrame = 0.01;   // seconds per mel frame (hop 160 at 16 kHz)
+constexpr double kTimePrecision = 0.02;  // seconds per timestamp step
+constexpr int kInputStride = 2;          // mel frames per encoder position
+
+struct Slice {
+    double start, end;
+    std::vector<int> tokens;
+};
+
+// faster-whisper's _split_segments_by_timestamps: the window's tokens cut into timed slices;
+// advances `seek` (in mel frames).
+std::vector<Slice> split_by_timestamps(const std::vector<int>& tokens, int tb, double time_offset,
+                                       int segment_size, double segment_duration, int& seek) {
+    std::vector<Slice> out;
+    const size_t n = tokens.size();
+    const bool single_timestamp_ending = n >= 2 && tokens[n - 2] < tb && tokens[n - 1] >= tb;
+    std::vector<size_t> slices;
+    for (size_t i = 1; i < n; ++i)
+        if (tokens[i] >= tb && tokens[i - 1] >= tb) slices.push_back(i);
+    if (!slices.empty()) {
+        if (single_timestamp_ending) slices.push_back(n);
+        size_t last = 0;
+        for (const size_t cur : slices) {
+            // cur > last: the cut points increase strictly and start above 0.
+            Slice s;
+            s.start = time_offset + (tokens[last] - tb) * kTimePrecision;
+            s.end = time_offset + (tokens[cur - 1] - tb) * kTimePrecision;
+            s.tokens.assign(tokens.begin() + static_cast<ptrdiff_t>(last),
+                            tokens.begin() + static_cast<ptrdiff_t>(cur));
+            out.push_back(std::move(s));
+            last = cur;
+        }
+        if (single_timestamp_ending)
+            seek += segment_size;
+        else
+            seek += (tokens[last - 1] - tb) * kInputStride;
+    } else {
+        double duration = segment_duration;
+        int last_ts = -1;
+        for (const int t : tokens)
+            if (t >= tb) last_ts = t;
+        if (last_ts >= 0 && last_ts != tb) duration = (last_ts - tb) * kTimePrecision;
+        out.push_back(Slice{time_offset, time_offset + duration, tokens});
+        seek += segment_size;
+    }
+    return out;
+}
+
+bool blank(const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    });
+}
+
+}  // namespace
+
+Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
+                      std::span<const float> audio, const TranscribeOptions& options,
+                      ThreadPool& pool) {
+    const WhisperConfig& c = model.config();
+    const WhisperTokens& tk = model.tokens();
+    Transcript out;
+    out.duration = static_cast<double>(audio.size()) / kSampleRate;
+
+    // faster-whisper pads 160 zeros before the features and drops the extra frame.
+    std::vector<float> padded(audio.begin(), audio.end());
+    padded.resize(audio.size() + kHopLength, 0.0f);
+    const LogMel features = log_mel_spectrogram(padded, c.n_mels);
+    padded = {};
+    const int64_t content_frames = std::max<int64_t>(features.n_frames - 1, 0);
+    const int window_frames = 2 * c.n_audio_ctx;
+
+    WhisperDecoder decoder(model);
+    std::vector<int> all_tokens;
+    size_t prompt_reset_since = 0;
+    LogMel window;
+    window.n_mels = c.n_mels;
+    window.n_frames = window_frames;
+    std::vector<float> enc;
+    GreedyOptions gopt;
+    gopt.max_initial_timestamp_index =
+        static_cast<int>(std::lround(options.max_initial_timestamp / kTimePrecision));
+
+    int seek = 0;
+    while (seek < content_frames) {
+        const double time_offset = seek * kTimePerFrame;
+        const int segment_size =
+            static_cast<int>(std::min<int64_t>(window_frames, content_frames - seek));
+        const double segment_duration = segment_size * kTimePerFrame;
+        window.data.assign(static_cast<size_t>(c.n_mels) * static_cast<size_t>(window_frames),
+                           0.0f);
+        for (int m = 0; m < c.n_mels; ++m)
+            std::copy_n(features.data.begin() + m * features.n_frames + seek, segment_size,
+                        window.data.begin() + static_cast<ptrdiff_t>(m) * window_frames);
+        model.encode(window, enc, pool);
+        decoder.set_audio(enc, pool);
+        ++out.windows;
+
+        std::vector<int> prompt;
+        const size_t n_prev = all_tokens.size() - prompt_reset_since;
+        if (n_prev > 0) {
+            prompt.push_back(tk.sot_prev);
+            const size_t keep = std::min<size_t>(n_prev, static_cast<size_t>(c.n_text_ctx / 2 - 1));
+            prompt.insert(prompt.end(), all_tokens.end() - static_cast<ptrdiff_t>(keep),
+                          all_tokens.end());
+        }
+        prompt.push_back(tk.sot);
+        if (c.multilingual()) {
+            prompt.push_back(tk.sot + 1);  // <|en|>
+            prompt.push_back(tk.transcribe);
+        }
+        if (!options.timestamps) prompt.push_back(tk.no_timestamps);
+
+        const GreedyResult r = greedy_decode(decoder, prompt, gopt, pool);
+        const double avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
+        const bool skip = r.no_speech_prob > options.no_speech_threshold &&
+                          !(avg_logprob > options.log_prob_threshold);
+        if (skip) {
+            seek += segment_size;
+        } else {
+            for (Slice& s : split_by_timestamps(r.tokens, tk.timestamp_begin, time_offset,
+                                                segment_size, segment_duration, seek)) {
+                std::string text = tokenizer.decode_text(s.tokens);
+                if (s.start == s.end || blank(text)) continue;
+                all_tokens.insert(all_tokens.end(), s.tokens.begin(), s.tokens.end());
+                out.segments.push_back(TranscriptSegment{s.start, s.end, std::move(text),
+                                                         std::move(s.tokens), avg_logprob,
+                                                         r.no_speech_prob});
+            }
+            if (!options.condition_on_previous_text) prompt_reset_since = all_tokens.size();
+        }
+        if (options.progress &&
+            !options.progress(
+                std::min<double>(seek, static_cast<double>(content_frames)) * kTimePerFrame,
+                out.duration)) {
+            out.canceled = true;
+            break;
+        }
+    }
+    return out;
+}
+
+}  // namespace sl::whisper

@@ -1,0 +1,63 @@
+// Audio -> timed transcript segments with a Whisper model: faster-whisper's sequential long-form
+// algorithm (WhisperModel.generate_segments with temperature 0, beam 1, no VAD, no word
+// timestamps), on core/whisper's encoder and greedy decoder.
+//
+//   features = log-mel of the audio + 160 zeros (faster-whisper's padding); content = n / 160
+//   frames seek = 0; while seek < content:
+//     window = features[seek : seek + 3000], zero-padded to 3000 frames; encode
+//     prompt = [<|startofprev|> + the last 223 tokens of earlier segments] + <|startoftranscript|>
+//              (+ <|notimestamps|> without timestamps)
+//     greedy decode with timestamp rules; skip the window (seek += its size) when the no-speech
+//     probability > no_speech_threshold and the average log-probability < log_prob_threshold
+//     cut the tokens at each pair of consecutive timestamps into segments [t0, t1) (window time +
+//     0.02 s per timestamp step); seek to the last complete pair, or past the window when it ends
+//     on a single timestamp or holds none
+//
+// Memory: the features of the whole audio (320 bytes per 10 ms: 230 MB for two hours) plus the
+// model's per-window scratch. Runs on the calling thread, loops spread over the caller's pool;
+// `progress` is called on that thread after each window.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/whisper/whisper_model.h"
+#include "core/whisper/whisper_tokenizer.h"
+
+namespace sl::whisper {
+
+struct TranscribeOptions {
+    bool timestamps = true;
+    bool condition_on_previous_text = true;
+    float no_speech_threshold = 0.6f;
+    float log_prob_threshold = -1.0f;
+    float max_initial_timestamp = 1.0f;  // seconds
+    // After each window: (seconds of audio done, total seconds). Return false to stop early
+    // (the segments so far are returned, with Transcript::canceled set).
+    std::function<bool(double, double)> progress;
+};
+
+struct TranscriptSegment {
+    double start = 0, end = 0;  // seconds from the start of the audio
+    std::string text;           // as decoded, with its leading space
+    std::vector<int> tokens;    // text and timestamp tokens of the segment
+    double avg_logprob = 0;     // of the window's decoding
+    float no_speech_prob = 0;   // of the window
+};
+
+struct Transcript {
+    std::vector<TranscriptSegment> segments;
+    double duration = 0;  // seconds of audio
+    int windows = 0;      // 30 s windows decoded (skipped ones included)
+    bool canceled = false;
+};
+
+// `audio`: 16 kHz mono samples. English-only models transcribe in English; multilingual ones
+// are given <|en|><|transcribe|> (language detection is not done yet).
+Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
+                      std::span<const float> audio, const TranscribeOptions& options,
+                      ThreadPool& pool);
+
+}  // namespace sl::whisper

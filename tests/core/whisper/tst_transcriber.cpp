@@ -1,0 +1,171 @@
+// Long-form transcription (core/whisper/transcriber.h) with Whisper tiny.en against faster-whisper
+// itself: tests/reference/whisper/fw_transcript.json holds faster-whisper's float32 greedy
+// segments (times, tokens, text) of a ~54 s recording made from the five LibriVox clips of
+// pocketsphinx-testdata (make_fw_transcript.py regenerates it and builds the recording the same
+// way). Checks: the same segments (tokens, times, text) over two 30 s windows with carried
+// context, progress reports, cancellation, and a silent recording transcribed to nothing. Prints
+// the run time beside faster-whisper's. Skips, naming scripts/setup.sh, when the model or the
+// clips are absent.
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "core/runtime/thread_pool.h"
+#include "core/util/paths.h"
+#include "core/whisper/transcriber.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+// A 16 kHz mono PCM16 WAV as floats; empty when it is not one.
+std::vector<float> read_wav(const std::filesystem::path& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::vector<char> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto u32 = [&](size_t at) {
+        uint32_t v = 0;
+        std::memcpy(&v, b.data() + at, 4);
+        return v;
+    };
+    auto u16 = [&](size_t at) {
+        uint16_t v = 0;
+        std::memcpy(&v, b.data() + at, 2);
+        return v;
+    };
+    if (b.size() < 12 || std::memcmp(b.data(), "RIFF", 4) != 0) return {};
+    bool ok = false;
+    for (size_t at = 12; at + 8 <= b.size();) {
+        const uint32_t len = u32(at + 4);
+        if (std::memcmp(b.data() + at, "fmt ", 4) == 0 && at + 24 <= b.size())
+            ok = u16(at + 8) == 1 && u16(at + 10) == 1 && u32(at + 12) == 16000 &&
+                 u16(at + 22) == 16;
+        if (std::memcmp(b.data() + at, "data", 4) == 0 && ok) {
+            const size_t n = std::min<size_t>(len, b.size() - at - 8) / 2;
+            std::vector<float> out(n);
+            for (size_t i = 0; i < n; ++i)
+                out[i] = static_cast<int16_t>(u16(at + 8 + 2 * i)) / 32768.0f;
+            return out;
+        }
+        at += 8 + len + (len & 1);
+    }
+    return {};
+}
+
+}  // namespace
+
+class TstTranscriber : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase();
+    void matchesFasterWhisper();
+    void progressAndCancel();
+    void silenceGivesNothing();
+
+private:
+    std::unique_ptr<sl::whisper::WhisperModel> model_;
+    std::unique_ptr<sl::whisper::WhisperTokenizer> tok_;
+    std::unique_ptr<sl::ThreadPool> pool_;
+    std::vector<float> audio_;
+    QJsonObject ref_;
+};
+
+void TstTranscriber::initTestCase() {
+    const auto dir = sl::whisper::WhisperModel::default_dir();
+    if (!std::filesystem::exists(dir / "model.bin"))
+        QSKIP(qPrintable(QStringLiteral("%1 is missing: run scripts/setup.sh (Whisper tiny.en)")
+                             .arg(QString::fromStdString(dir.string()))));
+    // The recording of make_fw_transcript.py: the five clips in order, twice, each + 0.5 s.
+    for (int rep = 0; rep < 2; ++rep) {
+        for (const char* id : {"0870", "0880", "0890", "0920", "0930"}) {
+            const auto wav = sl::paths::samples_dir() / "audio" / "librivox" /
+                             (std::string("sense_and_sensibility_01_austen_64kb-") + id + ".wav");
+            if (!std::filesystem::exists(wav))
+                QSKIP(qPrintable(QStringLiteral("%1 is missing: run scripts/setup.sh")
+                                     .arg(QString::fromStdString(wav.string()))));
+            const std::vector<float> clip = read_wav(wav);
+            QVERIFY(!clip.empty());
+            audio_.insert(audio_.end(), clip.begin(), clip.end());
+            audio_.insert(audio_.end(), 8000, 0.0f);
+        }
+    }
+    pool_ = std::make_unique<sl::ThreadPool>(2);
+    model_ = std::make_unique<sl::whisper::WhisperModel>(sl::whisper::WhisperModel::open(dir));
+    const auto& c = model_->config();
+    tok_ = std::make_unique<sl::whisper::WhisperTokenizer>(
+        sl::whisper::WhisperTokenizer::open(dir, c.n_vocab, model_->tokens().eot));
+    QFile f(sl::test::reference_script(QStringLiteral("whisper/fw_transcript.json")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    ref_ = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(static_cast<qint64>(audio_.size()), ref_.value(QStringLiteral("samples")).toInteger());
+}
+
+void TstTranscriber::matchesFasterWhisper() {
+    QElapsedTimer timer;
+    timer.start();
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, audio_, {}, *pool_);
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    for (const auto& s : t.segments) qInfo("[%6.2f %6.2f]%s", s.start, s.end, s.text.c_str());
+    qInfo(
+        "%.1f s of audio in %.2f s (%d windows): %.1f s per audio minute; faster-whisper "
+        "float32 greedy %.2f s, int8 greedy %.2f s, int8 beam 5 %.2f s (as recorded by "
+        "make_fw_transcript.py)",
+        t.duration, seconds, t.windows, seconds / t.duration * 60,
+        ref_.value(QStringLiteral("float32_greedy_seconds")).toDouble(),
+        ref_.value(QStringLiteral("int8_greedy_seconds")).toDouble(),
+        ref_.value(QStringLiteral("int8_default_seconds")).toDouble());
+    QVERIFY(!t.canceled);
+    const QJsonArray want = ref_.value(QStringLiteral("segments")).toArray();
+    QCOMPARE(t.segments.size(), static_cast<size_t>(want.size()));
+    for (qsizetype i = 0; i < want.size(); ++i) {
+        const QJsonObject w = want[i].toObject();
+        const auto& s = t.segments[static_cast<size_t>(i)];
+        std::vector<int> tokens;
+        for (const auto& v : w.value(QStringLiteral("tokens")).toArray())
+            tokens.push_back(v.toInt());
+        QCOMPARE(QString::fromStdString(s.text), w.value(QStringLiteral("text")).toString());
+        QVERIFY2(s.tokens == tokens, qPrintable(QStringLiteral("segment %1").arg(i)));
+        QVERIFY(std::abs(s.start - w.value(QStringLiteral("start")).toDouble()) < 1e-6);
+        QVERIFY(std::abs(s.end - w.value(QStringLiteral("end")).toDouble()) < 1e-6);
+        QVERIFY(std::abs(s.avg_logprob - w.value(QStringLiteral("avg_logprob")).toDouble()) < 2e-3);
+        QVERIFY(std::abs(s.no_speech_prob - w.value(QStringLiteral("no_speech_prob")).toDouble()) <
+                1e-3);
+    }
+}
+
+void TstTranscriber::progressAndCancel() {
+    std::vector<std::pair<double, double>> calls;
+    sl::whisper::TranscribeOptions o;
+    o.progress = [&](double done, double total) {
+        calls.emplace_back(done, total);
+        return false;  // stop after the first window
+    };
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, audio_, o, *pool_);
+    QVERIFY(t.canceled);
+    QCOMPARE(calls.size(), size_t{1});
+    QCOMPARE(t.windows, 1);
+    QVERIFY(calls[0].first > 20.0 && calls[0].first <= 30.0);
+    QCOMPARE(calls[0].second, t.duration);
+    QVERIFY(!t.segments.empty());
+    QVERIFY(t.segments.back().end <= calls[0].first + 1e-9);
+}
+
+void TstTranscriber::silenceGivesNothing() {
+    const std::vector<float> silence(16000 * 5, 0.0f);
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, silence, {}, *pool_);
+    QCOMPARE(t.windows, 1);
+    for (const auto& s : t.segments)
+        qInfo("silence heard: [%.2f %.2f]%s", s.start, s.end, s.text.c_str());
+    QVERIFY(t.segments.empty());
+}
+
+QTEST_APPLESS_MAIN(TstTranscriber)
+#include "tst_transcriber.moc"
