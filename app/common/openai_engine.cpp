@@ -177,18 +177,25 @@ void OpenAiEngine::fetch_models() {
 
 std::optional<int64_t> OpenAiEngine::count_tokens(const std::string& text) {
     if (tokenize_ == 0) return std::nullopt;
-    QJsonObject req;
-    req.insert(QStringLiteral("model"), QString::fromStdString(model_));
-    req.insert(QStringLiteral("content"), QString::fromStdString(text));  // llama.cpp
-    req.insert(QStringLiteral("prompt"), QString::fromStdString(text));   // vLLM
-    const Exchange x = send("POST", root_ + QStringLiteral("/tokenize"), QJsonDocument(req).toJson(QJsonDocument::Compact), {},
-                            nullptr);
-    if (x.status == 200) {
+    const QString content = QString::fromStdString(text);
+    const QString model = QString::fromStdString(model_);
+    // llama.cpp's server and vLLM: POST /tokenize {"content" | "prompt"}; llama-cpp-python's
+    // server: POST /extras/tokenize/count {"input"}.
+    const std::pair<const char*, QJsonObject> endpoints[] = {
+        {"/tokenize", QJsonObject{{QStringLiteral("model"), model}, {QStringLiteral("content"), content},
+                                  {QStringLiteral("prompt"), content}}},
+        {"/extras/tokenize/count", QJsonObject{{QStringLiteral("model"), model}, {QStringLiteral("input"), content}}},
+    };
+    for (int i = 0; i < 2; ++i) {
+        if (tokenize_ >= 10 && tokenize_ - 10 != i) continue;  // the endpoint that worked before
+        const Exchange x = send("POST", root_ + QLatin1String(endpoints[i].first),
+                                QJsonDocument(endpoints[i].second).toJson(QJsonDocument::Compact), {}, nullptr);
+        if (x.status != 200) continue;
         const QJsonObject o = QJsonDocument::fromJson(x.body).object();
         int64_t n = o.value(QLatin1String("count")).toInteger(-1);
         if (n < 0 && o.value(QLatin1String("tokens")).isArray()) n = o.value(QLatin1String("tokens")).toArray().size();
         if (n >= 0) {
-            tokenize_ = 1;
+            tokenize_ = 10 + i;
             return n;
         }
     }

@@ -5,8 +5,8 @@
 //   GET  {base}/models              the model (the first listed unless one is named) and its
 //                                   context length (context_length, vLLM's max_model_len or
 //                                   llama.cpp's meta.n_ctx_train)
-//   POST {root}/tokenize            the server's token count (llama.cpp, vLLM, Sightline); a 404
-//                                   or other failure means "no endpoint" (asked once)
+//   POST {root}/tokenize            the server's token count (llama.cpp, vLLM, Sightline), else
+//   POST {root}/extras/tokenize/count  (llama-cpp-python); when both fail: no endpoint (asked once)
 //   POST {base}/chat/completions    stream: true; server-sent events (core/remote/sse.h)
 //
 // base is the URL as given with "/v1" appended when it has no path; root is base without "/v1".
@@ -67,7 +67,7 @@ private:
     QString base_, root_;
     std::string model_;
     int64_t context_length_ = 0;
-    int tokenize_ = -1;  // -1 not tried, 0 no endpoint, 1 works
+    int tokenize_ = -1;  // -1 not tried, 0 no endpoint, 10 + i: endpoint i works
     std::unique_ptr<QNetworkAccessManager> net_;
 };
 

@@ -22,7 +22,7 @@ namespace {
 
 constexpr double kTokenMargin = 1.05;     // over the server's measured ratio
 constexpr double kUnknownRatio = 1.25;    // no tokenize endpoint: the local count x this
-constexpr int64_t kDefaultRemoteCtx = 8192;
+constexpr int64_t kDefaultRemoteCtx = 4096;  // when the server does not say (llama-cpp-python, Ollama)
 constexpr int64_t kTemplateTokens = 256;  // the server's chat template around the messages
 
 // Remote tokens per local token, from the server's count of a sample of the library's text.
@@ -97,7 +97,11 @@ AskResult ask_remote(Library& lib, const LoadedModel& local, ChatEngine& engine,
     const double ratio = token_ratio(engine, *local.tokenizer, ranking.texts, ratio_note);
     const int64_t remote_ctx = o.n_ctx > 0 ? o.n_ctx : engine.context_length() > 0 ? engine.context_length() : kDefaultRemoteCtx;
     const int64_t n_ctx = static_cast<int64_t>(std::floor(static_cast<double>(remote_ctx - kTemplateTokens) / ratio));
-    status("remote engine " + engine.describe() + ": " + thousands(remote_ctx) + " tokens of context; " + ratio_note);
+    status("remote engine " + engine.describe() + ": " + thousands(remote_ctx) + " tokens of context" +
+           (o.n_ctx > 0                    ? " (--ctx)"
+            : engine.context_length() > 0 ? ""
+                                           : " (the server does not say: 4,096 assumed; --ctx N sets it)") +
+           "; " + ratio_note);
 
     PlanOptions po;
     const BudgetPlan whole = plan_budget(prepared, n_ctx, effort, po);
@@ -166,7 +170,11 @@ AskResult ask_remote(Library& lib, const LoadedModel& local, ChatEngine& engine,
     r.answer.question = o.question;
     r.answer.stop_reason = stop;
     r.answer.cut = cut;
-    r.answer.steps = reply.completion_tokens > 0 ? static_cast<int>(reply.completion_tokens) : r.answer.steps;
+    // The server's count of answer tokens, or the local tokenizer's count of the text (servers that
+    // send no usage in streams).
+    r.answer.steps = reply.completion_tokens > 0
+                         ? static_cast<int>(reply.completion_tokens)
+                         : static_cast<int>(local.tokenizer->encode(r.answer.text, false, false).size());
     r.attention = "remote (" + engine.describe() + ")";
     r.kv_note = "the answer came from " + engine.describe() +
                 "; its citations verify each sentence against the units sent (attention-based citations need the "
