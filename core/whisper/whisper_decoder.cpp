@@ -14,22 +14,15 @@ namespace sl::whisper {
 
 namespace {
 
-// One query against n keys per head: ctx (d) = softmax(q k_j / sqrt(hd)) v_j, with q's head slice
-// at q + h * hd, key j's at k + j * stride + h * hd and value j's at v + j * stride + h * hd.
-// `scores` holds n_heads * n floats of scratch. Heads spread over the pool.
-void attend(const float* q, const float* k, const float* v, int64_t stride, int64_t n, int64_t d,
-            int n_heads, float* ctx, float* scores, ThreadPool& pool) {
-    const int64_t hd = d / n_heads;
+// One query against n keys for one head: out (hd) = softmax(q k_j / sqrt(hd)) v_j, key j at
+// k + j * stride, value j at v + j * stride; `scores` holds n floats of scratch.
+void attend_head(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                 int64_t hd, float* out, float* scores) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    pool.parallel_for(n_heads, [&](int64_t h0, int64_t h1, int) {
-        for (int64_t h = h0; h < h1; ++h) {
-            float* s = scores + h * n;
-            kernels::dot_rows_f32(s, q + h * hd, k + h * hd, stride, n, hd, scale);
-            kernels::softmax(s, n);
-            std::fill_n(ctx + h * hd, hd, 0.0f);
-            kernels::accumulate_rows_f32(ctx + h * hd, s, v + h * hd, stride, n, hd);
-        }
-    });
+    kernels::dot_rows_f32(scores, q, k, stride, n, hd, scale);
+    kernels::softmax(scores, n);
+    std::fill_n(out, hd, 0.0f);
+    kernels::accumulate_rows_f32(out, scores, v, stride, n, hd);
 }
 
 }  // namespace
@@ -41,14 +34,6 @@ WhisperDecoder::WhisperDecoder(const WhisperModel& model) : model_(model) {
     cross_kv_.assign(layers, std::vector<float>(static_cast<size_t>(c.n_audio_ctx) * 2 * d));
     self_k_.assign(layers, std::vector<float>(static_cast<size_t>(c.n_text_ctx) * d));
     self_v_.assign(layers, std::vector<float>(static_cast<size_t>(c.n_text_ctx) * d));
-    x_.resize(d);
-    h_.resize(d);
-    qkv_.resize(3 * d);
-    ctx_.resize(d);
-    tmp_.resize(d);
-    ffn_.resize(static_cast<size_t>(c.n_ffn));
-    scores_.resize(static_cast<size_t>(std::max(c.n_audio_ctx, c.n_text_ctx)) *
-                   static_cast<size_t>(std::max(c.n_text_heads, 1)));
 }
 
 void WhisperDecoder::set_audio(std::span<const float> encoder_out, ThreadPool& pool) {
@@ -67,64 +52,114 @@ void WhisperDecoder::set_audio(std::span<const float> encoder_out, ThreadPool& p
 }
 
 void WhisperDecoder::step(int token, std::vector<float>& logits, ThreadPool& pool) {
+    const int row = 0;
+    feed(std::span<const int>(&token, 1), std::span<const int>(&row, 1), logits, pool);
+}
+
+void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logit_rows,
+                          std::vector<float>& logits, ThreadPool& pool) {
     const WhisperConfig& c = model_.config();
     if (!have_audio_) throw Error("Whisper decoder: step() before set_audio()");
-    if (token < 0 || token >= c.n_vocab)
-        throw Error("Whisper decoder: token " + std::to_string(token) +
-                    " is outside the vocabulary");
-    if (pos_ >= c.n_text_ctx)
+    const auto T = static_cast<int64_t>(tokens.size());
+    for (const int t : tokens)
+        if (t < 0 || t >= c.n_vocab)
+            throw Error("Whisper decoder: token " + std::to_string(t) +
+                        " is outside the vocabulary");
+    for (const int r : logit_rows)
+        if (r < 0 || r >= T)
+            throw Error("Whisper decoder: logit row " + std::to_string(r) + " out of range");
+    if (pos_ + T > c.n_text_ctx)
         throw Error("Whisper decoder: the text context of " + std::to_string(c.n_text_ctx) +
                     " tokens is full");
+    if (T == 0) {
+        logits.clear();
+        return;
+    }
     const int64_t d = c.d_model;
+    const int H = c.n_text_heads;
+    const int64_t hd = d / H;
+    const auto td = static_cast<size_t>(T * d);
+    x_.resize(td);
+    h_.resize(td);
+    qkv_.resize(3 * td);
+    ctx_.resize(td);
+    tmp_.resize(td);
+    ffn_.resize(static_cast<size_t>(T) * static_cast<size_t>(c.n_ffn));
     const float* emb = model_.token_embedding().data();
     const float* pos = model_.text_positions().data();
     float* x = x_.data();
-    for (int64_t i = 0; i < d; ++i) x[i] = emb[token * d + i] + pos[pos_ * d + i];
+    for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < d; ++j)
+            x[i * d + j] = emb[tokens[static_cast<size_t>(i)] * d + j] + pos[(pos_ + i) * d + j];
 
     const auto& layers = model_.decoder_layers();
-    const int64_t n_self = pos_ + 1;
+    const int64_t p0 = pos_;
     for (size_t L = 0; L < layers.size(); ++L) {
         const DecoderLayer& l = layers[L];
-        // Causal self-attention over the cache, this token's K and V appended first.
-        std::copy_n(x, d, h_.data());
-        WhisperModel::layer_norm(h_.data(), 1, d, l.ln_self, pool);
-        WhisperModel::apply(l.self_qkv, h_.data(), 1, qkv_.data(), pool);
-        std::copy_n(qkv_.data() + d, d, self_k_[L].data() + pos_ * d);
-        std::copy_n(qkv_.data() + 2 * d, d, self_v_[L].data() + pos_ * d);
-        attend(qkv_.data(), self_k_[L].data(), self_v_[L].data(), d, n_self, d, c.n_text_heads,
-               ctx_.data(), scores_.data(), pool);
-        WhisperModel::apply(l.self_out, ctx_.data(), 1, tmp_.data(), pool);
-        kernels::add(x, tmp_.data(), d);
+        float* K = self_k_[L].data();
+        float* V = self_v_[L].data();
+        // Causal self-attention: the batch's K and V go into the cache first; token i sees
+        // positions 0..p0 + i.
+        std::copy_n(x, td, h_.data());
+        WhisperModel::layer_norm(h_.data(), T, d, l.ln_self, pool);
+        WhisperModel::apply(l.self_qkv, h_.data(), T, qkv_.data(), pool);
+        for (int64_t i = 0; i < T; ++i) {
+            std::copy_n(qkv_.data() + i * 3 * d + d, d, K + (p0 + i) * d);
+            std::copy_n(qkv_.data() + i * 3 * d + 2 * d, d, V + (p0 + i) * d);
+        }
+        pool.parallel_for(T * H, [&](int64_t w0, int64_t w1, int) {
+            std::vector<float> scores(static_cast<size_t>(p0 + T));
+            for (int64_t w = w0; w < w1; ++w) {
+                const int64_t i = w / H, h = w % H;
+                attend_head(qkv_.data() + i * 3 * d + h * hd, K + h * hd, V + h * hd, d, p0 + i + 1,
+                            hd, ctx_.data() + i * d + h * hd, scores.data());
+            }
+        });
+        WhisperModel::apply(l.self_out, ctx_.data(), T, tmp_.data(), pool);
+        kernels::add(x, tmp_.data(), T * d);
 
         // Cross-attention over the encoder output.
-        std::copy_n(x, d, h_.data());
-        WhisperModel::layer_norm(h_.data(), 1, d, l.ln_cross, pool);
-        WhisperModel::apply(l.cross_q, h_.data(), 1, qkv_.data(), pool);
+        std::copy_n(x, td, h_.data());
+        WhisperModel::layer_norm(h_.data(), T, d, l.ln_cross, pool);
+        WhisperModel::apply(l.cross_q, h_.data(), T, qkv_.data(), pool);  // (T, d)
         const float* kv = cross_kv_[L].data();
-        attend(qkv_.data(), kv, kv + d, 2 * d, c.n_audio_ctx, d, c.n_text_heads, ctx_.data(),
-               scores_.data(), pool);
-        WhisperModel::apply(l.cross_out, ctx_.data(), 1, tmp_.data(), pool);
-        kernels::add(x, tmp_.data(), d);
+        pool.parallel_for(T * H, [&](int64_t w0, int64_t w1, int) {
+            std::vector<float> scores(static_cast<size_t>(c.n_audio_ctx));
+            for (int64_t w = w0; w < w1; ++w) {
+                const int64_t i = w / H, h = w % H;
+                attend_head(qkv_.data() + i * d + h * hd, kv + h * hd, kv + d + h * hd, 2 * d,
+                            c.n_audio_ctx, hd, ctx_.data() + i * d + h * hd, scores.data());
+            }
+        });
+        WhisperModel::apply(l.cross_out, ctx_.data(), T, tmp_.data(), pool);
+        kernels::add(x, tmp_.data(), T * d);
 
         // Feed-forward.
-        std::copy_n(x, d, h_.data());
-        WhisperModel::layer_norm(h_.data(), 1, d, l.ln_ffn, pool);
-        WhisperModel::apply(l.up, h_.data(), 1, ffn_.data(), pool);
-        kernels::gelu_erf(ffn_.data(), c.n_ffn);
-        WhisperModel::apply(l.down, ffn_.data(), 1, tmp_.data(), pool);
-        kernels::add(x, tmp_.data(), d);
+        std::copy_n(x, td, h_.data());
+        WhisperModel::layer_norm(h_.data(), T, d, l.ln_ffn, pool);
+        WhisperModel::apply(l.up, h_.data(), T, ffn_.data(), pool);
+        kernels::gelu_erf(ffn_.data(), T * c.n_ffn);
+        WhisperModel::apply(l.down, ffn_.data(), T, tmp_.data(), pool);
+        kernels::add(x, tmp_.data(), T * d);
     }
-    std::copy_n(x, d, h_.data());
-    WhisperModel::layer_norm(h_.data(), 1, d, model_.decoder_norm(), pool);
-    // Tied output projection: logits[j] = emb[j] . h, rows spread over the pool.
-    logits.resize(static_cast<size_t>(c.n_vocab));
-    pool.parallel_for(
-        c.n_vocab,
-        [&](int64_t r0, int64_t r1, int) {
-            kernels::dot_rows_f32(logits.data() + r0, h_.data(), emb + r0 * d, d, r1 - r0, d, 1.0f);
-        },
-        64);
-    ++pos_;
+    pos_ += static_cast<int>(T);
+
+    // Tied output projection for the requested rows: logits[j] = emb[j] . LN(x), rows of the
+    // vocabulary spread over the pool.
+    const auto V = static_cast<size_t>(c.n_vocab);
+    logits.resize(logit_rows.size() * V);
+    for (size_t r = 0; r < logit_rows.size(); ++r) {
+        float* hrow = h_.data();
+        std::copy_n(x + logit_rows[r] * d, d, hrow);
+        WhisperModel::layer_norm(hrow, 1, d, model_.decoder_norm(), pool);
+        float* out = logits.data() + r * V;
+        pool.parallel_for(
+            c.n_vocab,
+            [&](int64_t r0, int64_t r1, int) {
+                kernels::dot_rows_f32(out + r0, hrow, emb + r0 * d, d, r1 - r0, d, 1.0f);
+            },
+            64);
+    }
 }
 
 namespace {
@@ -198,16 +233,24 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
     GreedyResult r;
     std::vector<float> logits;
     decoder.reset();
-    for (const int t : prompt) {
-        decoder.step(t, logits, pool);
-        if (t == tk.sot) {  // the no-speech probability, from the raw logits after sot
-            const float mx = *std::max_element(logits.begin(), logits.end());
-            double z = 0;
-            for (const float v : logits) z += std::exp(static_cast<double>(v) - mx);
-            r.no_speech_prob = static_cast<float>(
-                std::exp(static_cast<double>(logits[static_cast<size_t>(tk.no_speech)]) - mx) / z);
-        }
+    // The prompt in one batch; logits after its last token, and after <|startoftranscript|> for
+    // the no-speech probability (from the raw logits, as CTranslate2 computes it).
+    const auto sot_it = std::find(prompt.begin(), prompt.end(), tk.sot);
+    const int last_row = static_cast<int>(prompt.size()) - 1;
+    std::vector<int> rows{last_row};
+    if (sot_it != prompt.end() && sot_it - prompt.begin() != last_row)
+        rows.push_back(static_cast<int>(sot_it - prompt.begin()));
+    decoder.feed(prompt, rows, logits, pool);
+    const auto n_vocab = static_cast<size_t>(m.config().n_vocab);
+    if (sot_it != prompt.end()) {
+        const float* sl = logits.data() + (rows.size() == 2 ? n_vocab : 0);
+        const float mx = *std::max_element(sl, sl + n_vocab);
+        double z = 0;
+        for (size_t j = 0; j < n_vocab; ++j) z += std::exp(static_cast<double>(sl[j]) - mx);
+        r.no_speech_prob = static_cast<float>(
+            std::exp(static_cast<double>(sl[static_cast<size_t>(tk.no_speech)]) - mx) / z);
     }
+    logits.resize(n_vocab);  // the last token's row
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < max_new; ++i) {
         if (options.suppress_tokens)

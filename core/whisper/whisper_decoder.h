@@ -4,7 +4,7 @@
 //
 // State per audio window (owned by the WhisperDecoder):
 //   cross_kv[L]  (n_audio_ctx, 2d)  K | V of the encoder output, computed once by set_audio()
-//   self_k[L], self_v[L]  (n_text_ctx, d)  the self-attention cache, filled by step()
+//   self_k[L], self_v[L]  (n_text_ctx, d)  the self-attention cache, filled by feed() / step()
 // ~2 * n_layers * (n_audio_ctx * 2d + n_text_ctx * d) floats: 10 MB for tiny.
 //
 // Threading: a WhisperDecoder belongs to one caller at a time; its calls run on the calling thread
@@ -36,14 +36,19 @@ public:
     // Throws sl::Error when the token is outside the vocabulary, the cache is full (n_text_ctx
     // tokens) or set_audio() was not called.
     void step(int token, std::vector<float>& logits, ThreadPool& pool);
+    // Feeds several tokens at once (a prompt): the same results as step() on each in turn, with
+    // the linear layers run as one GEMM over all of them. logits gets (logit_rows.size(),
+    // n_vocab): the scores after tokens[logit_rows[i]] (indices into `tokens`, each < size).
+    void feed(std::span<const int> tokens, std::span<const int> logit_rows,
+              std::vector<float>& logits, ThreadPool& pool);
 
 private:
     const WhisperModel& model_;
     int pos_ = 0;
     bool have_audio_ = false;
     std::vector<std::vector<float>> cross_kv_, self_k_, self_v_;
-    // Scratch for one step.
-    std::vector<float> x_, h_, qkv_, ctx_, tmp_, ffn_, scores_;
+    // Scratch of feed(), grown to the largest batch seen.
+    std::vector<float> x_, h_, qkv_, ctx_, tmp_, ffn_;
 };
 
 struct GreedyOptions {
