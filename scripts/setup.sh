@@ -6,7 +6,18 @@
 #   scripts/setup.sh            everything
 #   SIGHTLINE_CACHE=DIR ...     cache somewhere else (default: ~/.cache/sightline)
 #   SIGHTLINE_SKIP_APT=1 ...    do not touch system packages (you installed them yourself)
+#   scripts/setup.sh --with-peers   also llama-cpp-python's OpenAI-compatible server (builds llama.cpp
+#                               from source: minutes) in <cache>/peers-venv, for the remote-engine
+#                               tests against a real peer server (they skip without it)
 set -euo pipefail
+
+with_peers=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-peers) with_peers=1 ;;
+    *) printf '[setup] error: unknown option %s (scripts/setup.sh [--with-peers])\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=scripts/env.sh
@@ -215,6 +226,21 @@ if [ ! -x "$SIGHTLINE_VENV/bin/python" ] || ! "$SIGHTLINE_VENV/bin/python" -c 'i
   "$SIGHTLINE_VENV/bin/python" -m pip install -q --disable-pip-version-check "gguf==0.17.1" "numpy<2.3" "tokenizers==0.23.3" "openai==1.99.9"
 else
   log "python: $SIGHTLINE_VENV ok"
+fi
+
+# ---------------------------------------------------------------- peers (--with-peers)
+# llama-cpp-python's server (llama_cpp.server), a real OpenAI-compatible peer for `ask --engine`.
+# Built for AVX2 rather than -march=native (a native build died with an illegal instruction on a VM).
+if [ "$with_peers" = 1 ]; then
+  peers="$SIGHTLINE_CACHE/peers-venv"
+  if [ -x "$peers/bin/python" ] && "$peers/bin/python" -c 'import llama_cpp.server.app' 2>/dev/null; then
+    log "peers: $peers ok"
+  else
+    log "peers: building llama-cpp-python 0.3.36 with its server into $peers (minutes)"
+    python3 -m venv "$peers"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAMA_CURL=OFF" \
+      "$peers/bin/python" -m pip install -q --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
+  fi
 fi
 
 log "done (cache: $SIGHTLINE_CACHE)"

@@ -3,7 +3,8 @@
 // R-intro.pdf a 2,048-token context reads), spoken to by raw sockets, by the `openai` package as a
 // real client (tests/app/serve_client.py), and by `ask --engine` as a remote engine: streaming,
 // citations, the queue's 429 and the client's retry after it, Ctrl-C, a server killed mid-answer,
-// the bearer token, and requests that are not HTTP.
+// the bearer token, and requests that are not HTTP. With llama-cpp-python's server installed
+// (scripts/setup.sh --with-peers, or $SIGHTLINE_PEERS_PYTHON), ask --engine against it too.
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
@@ -14,7 +15,10 @@
 #include <csignal>
 #include <memory>
 
+#include <QTcpServer>
+
 #include "core/util/assets.h"
+#include "core/util/paths.h"
 #include "tests/common/test_support.h"
 
 namespace {
@@ -298,6 +302,67 @@ private Q_SLOTS:
                              {}, none);
         QCOMPARE(open.exit_code, 2);
         QVERIFY2(open.out.contains("needs a bearer token"), open.out.constData());
+    }
+
+    // A real peer: llama-cpp-python's OpenAI-compatible server with the default model. Streaming
+    // and citations, Ctrl-C, and the peer killed mid-answer.
+    void llamaCppPeer() {
+        QString py = qEnvironmentVariable("SIGHTLINE_PEERS_PYTHON");
+        if (py.isEmpty()) py = QString::fromStdString((sl::paths::cache_dir() / "peers-venv" / "bin" / "python").string());
+        if (!QFile::exists(py) || QProcess::execute(py, {QStringLiteral("-c"), QStringLiteral("import llama_cpp.server.app")}) != 0)
+            QSKIP("llama-cpp-python's server is not installed (scripts/setup.sh --with-peers); Sightline's own serve stood in");
+        REQUIRE_ASSET(model, sl::assets::kDefaultModel);
+        auto start = [&](QProcess& p) -> quint16 {
+            QTcpServer probe;  // a free port
+            if (!probe.listen(QHostAddress::LocalHost, 0)) return 0;
+            const quint16 port = probe.serverPort();
+            probe.close();
+            p.setProcessChannelMode(QProcess::MergedChannels);
+            p.start(py, {QStringLiteral("-m"), QStringLiteral("llama_cpp.server"), QStringLiteral("--model"),
+                         QString::fromStdString(model.string()), QStringLiteral("--host"), QStringLiteral("127.0.0.1"),
+                         QStringLiteral("--port"), QString::number(port), QStringLiteral("--n_ctx"), QStringLiteral("4096"),
+                         QStringLiteral("--n_threads"), QStringLiteral("2")});
+            QElapsedTimer t;
+            t.start();
+            while (t.elapsed() < 120000 && p.state() != QProcess::NotRunning) {
+                if (http(port, get("/v1/models"), 5000).status == 200) return port;
+                QTest::qWait(500);
+            }
+            return 0;
+        };
+        QProcess peer;
+        const quint16 port = start(peer);
+        QVERIFY2(port != 0, peer.readAll().constData());
+        auto args = [&](const QString& q, const QString& effort) {
+            return QStringList{QStringLiteral("ask"), QStringLiteral("--library"), lib_, QStringLiteral("--engine"),
+                               QStringLiteral("http://127.0.0.1:%1").arg(port), QStringLiteral("--ctx"), QStringLiteral("2048"),
+                               QStringLiteral("--effort"), effort, q};
+        };
+        const Run r = cli(args(QStringLiteral("How do I quit R?"), QStringLiteral("low")) << QStringLiteral("--json"));
+        QVERIFY2(r.exit_code == 0 && r.out.contains("Answer (streaming): ") && r.out.contains("\"citations\":["), r.out.constData());
+        QVERIFY2(r.out.contains("of its tokens per local token"), r.out.constData());  // /extras/tokenize/count
+
+        bool sent = false;
+        const Run c = cli(args(QStringLiteral("Explain in detail how R handles data frames, with examples."), QStringLiteral("high")),
+                          [&](QProcess& p, const QByteArray& out) {
+                              if (!sent && out.contains("Answer (streaming): ")) {
+                                  ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+                                  sent = true;
+                              }
+                          });
+        QVERIFY2(sent && c.exit_code == 130, c.out.constData());
+
+        bool killed = false;
+        const Run k = cli(args(QStringLiteral("Explain in detail how R handles data frames, with examples."), QStringLiteral("high")),
+                          [&](QProcess&, const QByteArray& out) {
+                              if (!killed && out.contains("Answer (streaming): ")) {
+                                  peer.kill();
+                                  killed = true;
+                              }
+                          });
+        QVERIFY2(killed && k.exit_code == 1, k.out.constData());
+        QVERIFY2(k.out.contains(QStringLiteral("http://127.0.0.1:%1/v1").arg(port).toUtf8()), k.out.constData());
+        peer.waitForFinished(10000);
     }
 
     // No server there: a clear error naming the address, after the retries.
