@@ -8,6 +8,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 
 namespace sl::whisper {
@@ -153,6 +154,20 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
         std::copy_n(x + logit_rows[r] * d, d, hrow);
         WhisperModel::layer_norm(hrow, 1, d, model_.decoder_norm(), pool);
         float* out = logits.data() + r * V;
+        if (!model_.token_embedding_q8().empty()) {
+            const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, d);
+            std::vector<uint8_t> hq(row_bytes);
+            kernels::quantize_activations(kernels::TensorType::Q8_0, hrow, 1, d, hq.data());
+            const uint8_t* wq = model_.token_embedding_q8().data();
+            pool.parallel_for(
+                c.n_vocab,
+                [&](int64_t r0, int64_t r1, int) {
+                    kernels::matmul_rows(kernels::TensorType::Q8_0, wq, d, hq.data(), 1, out,
+                                         c.n_vocab, r0, r1);
+                },
+                64);
+            continue;
+        }
         pool.parallel_for(
             c.n_vocab,
             [&](int64_t r0, int64_t r1, int) {

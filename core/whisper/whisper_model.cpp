@@ -11,7 +11,9 @@
 #include "core/whisper/ct2_model.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
 
 namespace sl::whisper {
 
@@ -44,6 +46,28 @@ Linear linear(const Ct2Model& f, const std::string& prefix, int64_t out, int64_t
         l.b = vec(f, prefix + "/bias", out);
     else
         l.b.assign(static_cast<size_t>(out), 0.0f);
+    return l;
+}
+
+// W (rows, n) f32 -> Q8_0 rows; n a multiple of 32.
+std::vector<uint8_t> to_q8(const float* w, int64_t rows, int64_t n) {
+    const size_t row_bytes = static_cast<size_t>(n / kernels::kQK8_0) * sizeof(kernels::BlockQ8_0);
+    std::vector<uint8_t> q(static_cast<size_t>(rows) * row_bytes);
+    for (int64_t r = 0; r < rows; ++r)
+        kernels::quantize_row_q8_0(
+            w + r * n, reinterpret_cast<kernels::BlockQ8_0*>(q.data() + r * row_bytes), n);
+    return q;
+}
+
+// A decoder linear as Q8_0 (the packed f32 copy dropped).
+Linear quantized(Linear l, const Ct2Model& f, const std::string& prefix) {
+    if (l.in % kernels::kQK8_0 != 0) {
+        throw FormatError(f.name() + ": '" + prefix + "/weight' rows of " + std::to_string(l.in) +
+                          " values cannot be Q8_0 blocks of 32");
+    }
+    const std::vector<float> w = f.to_f32(prefix + "/weight");
+    l.q8 = to_q8(w.data(), l.out, l.in);
+    l.wp = {};
     return l;
 }
 
@@ -150,18 +174,21 @@ std::filesystem::path WhisperModel::default_dir() {
     return paths::cache_dir() / "models" / "whisper-tiny.en";
 }
 
-WhisperModel WhisperModel::open(const std::filesystem::path& dir) {
+WhisperModel WhisperModel::open(const std::filesystem::path& dir,
+                                const WhisperLoadOptions& options) {
     const Ct2Model file = Ct2Model::open(dir / "model.bin");
     const std::filesystem::path cfg = dir / "config.json";
-    return from_ct2(file, std::filesystem::exists(cfg) ? cfg : std::filesystem::path());
+    return from_ct2(file, std::filesystem::exists(cfg) ? cfg : std::filesystem::path(), options);
 }
 
-WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::path& config_json) {
+WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::path& config_json,
+                                    const WhisperLoadOptions& options) {
     if (f.spec_name() != "WhisperSpec") {
         throw FormatError(f.name() + ": spec '" + std::string(f.spec_name()) +
                           "' is not a Whisper model (expected 'WhisperSpec')");
     }
     WhisperModel m;
+    m.opt_ = options;
     WhisperConfig& c = m.cfg_;
     const Ct2Variable& conv1 = f.get("encoder/conv1/weight");
     if (conv1.shape.size() != 3 || conv1.shape[2] != 3)
@@ -221,6 +248,12 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
 
     f.get("decoder/embeddings/weight", Shape{u(c.n_vocab), u(d)});
     m.tok_emb_ = f.to_f32("decoder/embeddings/weight");
+    if (options.q8_decoder) {
+        if (d % kernels::kQK8_0 != 0)
+            throw FormatError(f.name() + ": d_model " + std::to_string(d) +
+                              " is not a multiple of 32 (Q8_0)");
+        m.tok_emb_q8_ = to_q8(m.tok_emb_.data(), c.n_vocab, d);
+    }
     if (const Ct2Variable* proj = f.find("decoder/projection/weight"); proj && proj != &emb) {
         throw FormatError(f.name() +
                           ": 'decoder/projection/weight' is not tied to the embeddings "
@@ -231,16 +264,22 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
     for (int L = 0; L < c.n_text_layers; ++L) {
         const std::string p = "decoder/layer_" + std::to_string(L);
         DecoderLayer l;
+        // Per-token linears (Q8_0 when asked); cross_kv runs once per window over 1500 rows and
+        // stays f32.
+        auto per_token = [&](const std::string& name, int64_t out_dim, int64_t in_dim) {
+            Linear l0 = linear(f, p + name, out_dim, in_dim);
+            return options.q8_decoder ? quantized(std::move(l0), f, p + name) : l0;
+        };
         l.ln_self = norm(f, p + "/self_attention/layer_norm", d);
-        l.self_qkv = linear(f, p + "/self_attention/linear_0", 3 * d, d);
-        l.self_out = linear(f, p + "/self_attention/linear_1", d, d);
+        l.self_qkv = per_token("/self_attention/linear_0", 3 * d, d);
+        l.self_out = per_token("/self_attention/linear_1", d, d);
         l.ln_cross = norm(f, p + "/attention/layer_norm", d);
-        l.cross_q = linear(f, p + "/attention/linear_0", d, d);
+        l.cross_q = per_token("/attention/linear_0", d, d);
         l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d);
-        l.cross_out = linear(f, p + "/attention/linear_2", d, d);
+        l.cross_out = per_token("/attention/linear_2", d, d);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
-        l.up = linear(f, p + "/ffn/linear_0", c.n_ffn, d);
-        l.down = linear(f, p + "/ffn/linear_1", d, c.n_ffn);
+        l.up = per_token("/ffn/linear_0", c.n_ffn, d);
+        l.down = per_token("/ffn/linear_1", d, c.n_ffn);
         m.dec_layers_.push_back(std::move(l));
     }
     m.dec_ln_ = norm(f, "decoder/layer_norm", d);
@@ -266,6 +305,23 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
 
 void WhisperModel::apply(const Linear& l, const float* x, int64_t n_tokens, float* y,
                          ThreadPool& pool) {
+    if (!l.q8.empty()) {
+        // Q8_0: activations quantized once, weight rows spread over the pool (multiples of 16).
+        const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, l.in);
+        std::vector<uint8_t> xq(row_bytes * static_cast<size_t>(n_tokens));
+        kernels::quantize_activations(kernels::TensorType::Q8_0, x, n_tokens, l.in, xq.data());
+        pool.parallel_for(
+            l.out,
+            [&](int64_t r0, int64_t r1, int) {
+                kernels::matmul_rows(kernels::TensorType::Q8_0, l.q8.data(), l.in, xq.data(),
+                                     n_tokens, y, l.out, r0, r1);
+                for (int64_t t = 0; t < n_tokens; ++t)
+                    for (int64_t r = r0; r < r1; ++r)
+                        y[t * l.out + r] += l.b[static_cast<size_t>(r)];
+            },
+            16);
+        return;
+    }
     // Columns split across the pool in whole panels (kernels::kGemmPanel = 32 columns).
     pool.parallel_for(
         l.out,
