@@ -4,8 +4,8 @@
 // pocketsphinx-testdata (make_fw_transcript.py regenerates it and builds the recording the same
 // way). Checks: the same segments (tokens, times, text) over two 30 s windows with carried
 // context, progress reports, cancellation, and a silent recording transcribed to nothing. Prints
-// the run time beside faster-whisper's. Skips, naming scripts/setup.sh, when the model or the
-// clips are absent.
+// the run time beside faster-whisper's; word error rate on each clip beside faster-whisper's.
+// Skips, naming scripts/setup.sh, when the model or the clips are absent.
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
@@ -13,6 +13,7 @@
 #include <QJsonObject>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -60,6 +61,39 @@ std::vector<float> read_wav(const std::filesystem::path& path) {
     return {};
 }
 
+// make_fw_transcript.py's normalize(): lowercase, every character but a-z, 0-9 and ' a space.
+std::vector<std::string> words(const std::string& text) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char ch : text) {
+        const char c = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'') {
+            cur += c;
+        } else if (!cur.empty()) {
+            out.push_back(cur);
+            cur.clear();
+        }
+    }
+    if (!cur.empty()) out.push_back(cur);
+    return out;
+}
+
+size_t edit_distance(const std::vector<std::string>& ref, const std::vector<std::string>& hyp) {
+    std::vector<size_t> d(hyp.size() + 1);
+    for (size_t j = 0; j <= hyp.size(); ++j) d[j] = j;
+    for (size_t i = 1; i <= ref.size(); ++i) {
+        size_t prev = d[0];
+        d[0] = i;
+        for (size_t j = 1; j <= hyp.size(); ++j) {
+            const size_t cur =
+                std::min({d[j] + 1, d[j - 1] + 1, prev + (ref[i - 1] != hyp[j - 1])});
+            prev = d[j];
+            d[j] = cur;
+        }
+    }
+    return d[hyp.size()];
+}
+
 }  // namespace
 
 class TstTranscriber : public QObject {
@@ -67,6 +101,7 @@ class TstTranscriber : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void matchesFasterWhisper();
+    void wordErrorRate();
     void progressAndCancel();
     void silenceGivesNothing();
 
@@ -139,6 +174,46 @@ void TstTranscriber::matchesFasterWhisper() {
         QVERIFY(std::abs(s.no_speech_prob - w.value(QStringLiteral("no_speech_prob")).toDouble()) <
                 1e-3);
     }
+}
+
+void TstTranscriber::wordErrorRate() {
+    // Each LibriVox clip alone against its line of pocketsphinx-testdata's transcription, beside
+    // faster-whisper's errors on the same clips (int8 beam 5 defaults, float32 greedy).
+    const QJsonArray clips = ref_.value(QStringLiteral("clips")).toArray();
+    QCOMPARE(clips.size(), qsizetype{5});
+    size_t n_words = 0, errors = 0;
+    double seconds = 0, audio_seconds = 0;
+    for (const auto& cv : clips) {
+        const QJsonObject c = cv.toObject();
+        const auto wav = sl::paths::samples_dir() / "audio" / "librivox" /
+                         ("sense_and_sensibility_01_austen_64kb-" +
+                          c.value(QStringLiteral("clip")).toString().toStdString() + ".wav");
+        const std::vector<float> clip = read_wav(wav);
+        QElapsedTimer timer;
+        timer.start();
+        const auto t = sl::whisper::transcribe(*model_, *tok_, clip, {}, *pool_);
+        seconds += timer.nsecsElapsed() / 1e9;
+        audio_seconds += t.duration;
+        std::string text;
+        for (const auto& s : t.segments) text += s.text;
+        QCOMPARE(QString::fromStdString(text),
+                 c.value(QStringLiteral("float32_greedy_text")).toString());
+        const auto ref = words(c.value(QStringLiteral("reference")).toString().toStdString());
+        n_words += ref.size();
+        errors += edit_distance(ref, words(text));
+    }
+    const QJsonObject w = ref_.value(QStringLiteral("wer")).toObject();
+    QCOMPARE(static_cast<qint64>(n_words), w.value(QStringLiteral("words")).toInteger());
+    const double wer = 100.0 * static_cast<double>(errors) / static_cast<double>(n_words);
+    const double fw_int8 =
+        100.0 * w.value(QStringLiteral("int8_default_errors")).toDouble() / n_words;
+    const double fw_f32 =
+        100.0 * w.value(QStringLiteral("float32_greedy_errors")).toDouble() / n_words;
+    qInfo(
+        "WER over %zu words: Sightline %.2f%% (%zu errors, %.2f s for %.1f s of audio); "
+        "faster-whisper int8 beam 5 %.2f%%, float32 greedy %.2f%%",
+        n_words, wer, errors, seconds, audio_seconds, fw_int8, fw_f32);
+    QVERIFY2(wer <= fw_int8 + 1.0, qPrintable(QString::number(wer)));
 }
 
 void TstTranscriber::progressAndCancel() {

@@ -12,6 +12,11 @@ VAD, no word timestamps), the samples passed as an array (no decoding or resampl
 records every segment (start, end, text, tokens, avg_logprob, no_speech_prob). Also records
 faster-whisper's default int8 transcription (beam 5) text and its run time, and the float32 run's
 time, for the side-by-side report.
+
+Word error rate: for each clip alone, faster-whisper's text (int8 with its defaults, and float32
+greedy) against the clip's line in pocketsphinx-testdata's `transcription`, after normalize()
+(lowercase, every character but a-z, 0-9 and the apostrophe a space); "wer" holds the errors and
+reference words summed over the five clips. tst_transcriber normalizes the same way.
 """
 import argparse
 import json
@@ -33,6 +38,30 @@ def read_wav(path: Path) -> np.ndarray:
         assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2
         pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
     return pcm.astype(np.float32) / 32768.0
+
+
+def normalize(text: str) -> list:
+    return "".join(c if c.isascii() and (c.isalnum() or c == "'") else " "
+                   for c in text.lower()).split()
+
+
+def edit_distance(ref: list, hyp: list) -> int:
+    d = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, d[0] = d[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
+    return d[len(hyp)]
+
+
+def references(audio_dir: Path) -> dict:
+    """clip id -> reference words, from pocketsphinx-testdata's transcription file."""
+    out = {}
+    for line in open(audio_dir / "transcription", encoding="utf-8"):
+        text, _, name = line.rpartition("(")
+        words = [w for w in text.split() if w not in ("<s>", "</s>")]
+        out[name.strip().rstrip(")")[-4:]] = normalize(" ".join(words))
+    return out
 
 
 def recording(audio_dir: Path) -> np.ndarray:
@@ -76,6 +105,25 @@ def main() -> None:
     segments, _ = m8.transcribe(audio, beam_size=1, temperature=0.0, language="en")
     out["int8_greedy_text"] = "".join(s.text for s in segments)
     out["int8_greedy_seconds"] = time.time() - t
+
+    refs = references(Path(args.audio))
+    out["clips"] = []
+    totals = {"words": 0, "int8_default_errors": 0, "float32_greedy_errors": 0}
+    for c in CLIPS:
+        clip = read_wav(Path(args.audio) / f"sense_and_sensibility_01_austen_64kb-{c}.wav")
+        a = "".join(s.text for s in m8.transcribe(clip, language="en")[0])
+        b = "".join(s.text for s in m.transcribe(clip, beam_size=1, temperature=0.0, language="en")[0])
+        ea, eb = edit_distance(refs[c], normalize(a)), edit_distance(refs[c], normalize(b))
+        out["clips"].append({"clip": c, "reference": " ".join(refs[c]), "int8_default_text": a,
+                             "float32_greedy_text": b, "int8_default_errors": ea,
+                             "float32_greedy_errors": eb})
+        totals["words"] += len(refs[c])
+        totals["int8_default_errors"] += ea
+        totals["float32_greedy_errors"] += eb
+    out["wer"] = totals
+    print("WER int8 default %.2f%%, float32 greedy %.2f%% over %d words" % (
+        100 * totals["int8_default_errors"] / totals["words"],
+        100 * totals["float32_greedy_errors"] / totals["words"], totals["words"]))
 
     for s in out["segments"]:
         print("[%6.2f %6.2f]%s" % (s["start"], s["end"], s["text"]))
