@@ -41,6 +41,18 @@ qint64 AppSettings::kvCacheCap() const {
 }
 void AppSettings::setKvCacheCap(qint64 bytes) { settings_->setValue(QStringLiteral("context/kv_cap_bytes"), bytes); }
 
+QString AppSettings::remoteEngineUrl() const { return settings_->value(QStringLiteral("engine/url")).toString().trimmed(); }
+void AppSettings::setRemoteEngineUrl(const QString& url) { settings_->setValue(QStringLiteral("engine/url"), url.trimmed()); }
+QString AppSettings::remoteEngineModel() const { return settings_->value(QStringLiteral("engine/model")).toString().trimmed(); }
+void AppSettings::setRemoteEngineModel(const QString& model) {
+    settings_->setValue(QStringLiteral("engine/model"), model.trimmed());
+}
+QByteArray AppSettings::remoteApiKey() const { return settings_->value(QStringLiteral("engine/api_key")).toByteArray(); }
+void AppSettings::setRemoteApiKey(const QByteArray& key) {
+    if (key.isEmpty()) settings_->remove(QStringLiteral("engine/api_key"));
+    else settings_->setValue(QStringLiteral("engine/api_key"), key);
+}
+
 bool AppSettings::confirmHeavyIngest() const {
     return settings_->value(QStringLiteral("ingest/confirm_heavy"), true).toBool();
 }

@@ -1,4 +1,4 @@
-// The app's persistent settings (QSettings): the model, the device, the effort, OCR, the budget,
+// The app's persistent settings (QSettings): the model, the device, a remote engine, the effort, OCR, the budget,
 // the saved contexts' size cap and whether to confirm heavy ingest. One instance per window; GUI thread only.
 #pragma once
 
@@ -28,6 +28,15 @@ public:
     void setContextBudget(qint64 tokens);
     qint64 kvCacheCap() const;                 // bytes the library's saved contexts (kv/) may take (default 2 GiB)
     void setKvCacheCap(qint64 bytes);
+    // A remote OpenAI-compatible engine for answers (core/ask/remote_ask.h): its URL (empty: the
+    // local model answers), the model there (empty: the server's first) and the API key (empty:
+    // $SIGHTLINE_API_KEY). The key stays in these settings only: never in the library or logs.
+    QString remoteEngineUrl() const;
+    void setRemoteEngineUrl(const QString& url);
+    QString remoteEngineModel() const;
+    void setRemoteEngineModel(const QString& model);
+    QByteArray remoteApiKey() const;
+    void setRemoteApiKey(const QByteArray& key);
     bool confirmHeavyIngest() const;           // show the budget dialog before big ingests
     void setConfirmHeavyIngest(bool on);
     QString lastDirectory() const;

@@ -4,7 +4,9 @@
 #include <QString>
 
 #include "core/answer/minilm_embedder.h"
+#include "app/common/openai_engine.h"
 #include "core/ask/ask.h"
+#include "core/ask/remote_ask.h"
 #include "core/embed/sentence_embedder.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
@@ -87,7 +89,23 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
         out.method += " (not by meaning: " + semantic_note_ + ")";
     AskResult r;
     try {
-        r = ask(lib, *model, o, cb);
+        if (!options_.engine_url.empty()) {
+            app::OpenAiEngineOptions eo;
+            eo.url = QString::fromStdString(options_.engine_url);
+            eo.model = QString::fromStdString(options_.engine_model);
+            eo.api_key = options_.api_key.empty() ? app::OpenAiEngine::api_key_from_env()
+                                                  : QByteArray::fromStdString(options_.api_key);
+            if (stream.on_status) stream.on_status("connecting to " + options_.engine_url);
+            app::OpenAiEngine engine(eo);
+            out.model = engine.model() + " (remote)";
+            out.method = "the remote engine " + engine.describe() +
+                         " with the context planned here; citations verified here by word overlap";
+            if (o.embedder) out.method += " and meaning (" + o.embedder->name() + ")";
+            out.method += " (attention-based citations need the local engine)";
+            r = ask_remote(lib, *model, engine, o, cb);
+        } else {
+            r = ask(lib, *model, o, cb);
+        }
     } catch (const Cancelled&) {
         // Stopped: keep what was streamed; citations come only with a complete answer.
         out.answer.question = question;

@@ -10,6 +10,9 @@
 // ChatAnswer::read_summary then says what was read. Stop (the chat's cancel flag) stops ask
 // between prefill chunks and during generation; the text so far is kept, without citations.
 //
+// With LibraryAnswerOptions::engine_url set, a remote engine answers (sl::ask_remote; the engine
+// is connected per answer on the worker thread, which spins its own event loop for the requests).
+//
 // Threading: answer() runs on a worker thread; it opens its own sl::Library connection there (a
 // Library is one connection per thread), loads the model once (SharedModel: kept, shared
 // read-only with the background prefill) and opens MiniLM once (kept; used only under mutex_).
@@ -33,6 +36,11 @@ struct LibraryAnswerOptions {
     int n_ctx = 0;         // the context's size; 0: the model's trained context
     bool semantic = true;  // rank units and verify citations with MiniLM too, when it is installed
     int64_t kv_cap_bytes = int64_t{2} << 30;  // the library's kv/ folder cap (AskOptions::kv_cap_bytes)
+    // A remote OpenAI-compatible engine answers when engine_url is set (core/ask/remote_ask.h): the
+    // local model then only plans the context (its tokenizer) and the citations are verified here.
+    std::string engine_url;
+    std::string engine_model;  // empty: the server's first
+    std::string api_key;       // empty: $SIGHTLINE_API_KEY
 };
 
 class LibraryAnswerService : public AskService {

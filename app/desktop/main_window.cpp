@@ -250,6 +250,9 @@ void MainWindow::applyModel() {
         // when it has one.
         LibraryAnswerOptions lo;
         lo.kv_cap_bytes = settings_->kvCacheCap();
+        lo.engine_url = settings_->remoteEngineUrl().toStdString();
+        lo.engine_model = settings_->remoteEngineModel().toStdString();
+        lo.api_key = settings_->remoteApiKey().toStdString();
         service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_, lo);
     }
     // The prefill stands still while a question is answered (the CPU is the bottleneck).
@@ -257,8 +260,10 @@ void MainWindow::applyModel() {
     chat_->setService(service, unavailable);
     if (prefill_) prefill_->setModel(model_);
     model_context_ = 0;
-    model_label_->setText(QFileInfo::exists(path) ? tr("Model: %1").arg(QFileInfo(path).completeBaseName())
-                                                  : tr("Model: none (Ctrl+M)"));
+    const QString engine = settings_->remoteEngineUrl();
+    model_label_->setText(!engine.isEmpty() && exists ? tr("Model: remote (%1)").arg(engine)
+                          : exists                  ? tr("Model: %1").arg(QFileInfo(path).completeBaseName())
+                                                    : tr("Model: none (Ctrl+M)"));
     model_label_->setToolTip(path);
     // The context length the model was trained on, read off the GUI thread.
     auto* w = new QFutureWatcher<ModelInfo>(this);

@@ -5,6 +5,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QUrl>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -109,6 +110,19 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     auto* gpu_label = new QLabel(gpu_line, this);
     gpu_label->setWordWrap(true);
 
+    engine_url_ = new QLineEdit(settings_->remoteEngineUrl(), this);
+    engine_url_->setAccessibleName(tr("Remote engine URL"));
+    engine_url_->setPlaceholderText(tr("none: the local model answers (e.g. http://10.0.0.5:8000/v1)"));
+    engine_url_->setToolTip(tr("An OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, another Sightline). "
+                               "The context is planned here and sent there; citations are verified here."));
+    engine_model_ = new QLineEdit(settings_->remoteEngineModel(), this);
+    engine_model_->setAccessibleName(tr("Remote model"));
+    engine_model_->setPlaceholderText(tr("the first model the server lists"));
+    engine_key_ = new QLineEdit(QString::fromUtf8(settings_->remoteApiKey()), this);
+    engine_key_->setAccessibleName(tr("API key"));
+    engine_key_->setEchoMode(QLineEdit::Password);
+    engine_key_->setPlaceholderText(tr("from $SIGHTLINE_API_KEY when empty"));
+
     auto* row = new QHBoxLayout;
     row->addWidget(path_, 1);
     row->addWidget(browse);
@@ -118,6 +132,9 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     form->addRow(QString(), summary_);
     form->addRow(tr("Device:"), device_);
     form->addRow(QString(), gpu_label);
+    form->addRow(tr("Remote engine:"), engine_url_);
+    form->addRow(tr("Remote model:"), engine_model_);
+    form->addRow(tr("API key:"), engine_key_);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
@@ -140,6 +157,14 @@ QString ModelManagerDialog::modelPath() const { return path_->text(); }
 
 Device ModelManagerDialog::device() const {
     return device_->currentData().toString() == QLatin1String("gpu") ? Device::Gpu : Device::Cpu;
+}
+
+QString ModelManagerDialog::engineUrl() const { return engine_url_->text().trimmed(); }
+
+void ModelManagerDialog::setEngine(const QString& url, const QString& model, const QString& key) {
+    engine_url_->setText(url);
+    engine_model_->setText(model);
+    engine_key_->setText(key);
 }
 
 void ModelManagerDialog::browse() {
@@ -182,8 +207,20 @@ void ModelManagerDialog::accept() {
         QMessageBox::warning(this, tr("Model"), tr("This model cannot be used:\n%1").arg(info_.error));
         return;
     }
+    const QString url = engineUrl();
+    if (!url.isEmpty()) {
+        const QUrl u(url);
+        if (!u.isValid() || (u.scheme() != QLatin1String("http") && u.scheme() != QLatin1String("https")) || u.host().isEmpty()) {
+            QMessageBox::warning(this, tr("Remote engine"),
+                                 tr("%1 is not an http:// or https:// address of a server.").arg(url));
+            return;
+        }
+    }
     settings_->setModelPath(path_->text());
     settings_->setDevice(device());
+    settings_->setRemoteEngineUrl(url);
+    settings_->setRemoteEngineModel(engine_model_->text());
+    settings_->setRemoteApiKey(engine_key_->text().toUtf8());
     QDialog::accept();
 }
 

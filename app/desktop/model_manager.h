@@ -1,6 +1,7 @@
 // Model → Manage models: the model in use (the default one preselected), open any GGUF file, its
 // metadata (architecture, layers, heads, context, tensor types, chat template) and the device
-// (CPU, or the GPU when a CUDA device is usable). Reading a file's metadata runs on a worker;
+// (CPU, or the GPU when a CUDA device is usable); and a remote engine (an OpenAI-compatible
+// server's URL, its model and API key) that answers instead of the local model when set. Reading a file's metadata runs on a worker;
 // widgets are touched on the GUI thread only.
 #pragma once
 
@@ -41,6 +42,8 @@ public:
 
     QString modelPath() const;
     Device device() const;
+    QString engineUrl() const;
+    void setEngine(const QString& url, const QString& model, const QString& key);
     const ModelInfo& info() const { return info_; }
     void loadInfo(const QString& path);  // asynchronous; infoLoaded() when done
 
@@ -59,6 +62,9 @@ private:
     QLabel* summary_;
     QTableWidget* table_;
     QComboBox* device_;
+    QLineEdit* engine_url_;
+    QLineEdit* engine_model_;
+    QLineEdit* engine_key_;
     QFutureWatcher<ModelInfo>* watcher_ = nullptr;
 };
 

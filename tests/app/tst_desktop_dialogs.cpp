@@ -1,14 +1,20 @@
 // The budget plan before a heavy ingest (tokens per source; video frames lowered to fit a small
 // budget; a broken file's probe error shown) and the model manager's metadata (the default model
-// read; a file that is not a GGUF model refused with its name).
+// read; a file that is not a GGUF model refused with its name); the remote engine's settings kept
+// by the model manager, and an answer service pointed at a server that is not there failing with
+// its address.
 #include <QFile>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "app/desktop/app_settings.h"
 #include "app/desktop/budget_dialog.h"
+#include "app/desktop/library_answer_service.h"
 #include "app/desktop/model_manager.h"
+#include "core/library/library.h"
 #include "core/util/assets.h"
+#include "core/util/error.h"
 #include "tests/common/test_support.h"
 
 using namespace sl::desktop;
@@ -21,6 +27,7 @@ private Q_SLOTS:
     void budgetDownsamplesVideoToFit();
     void modelInfoOfDefaultModel();
     void modelInfoOfBadFile();
+    void remoteEngineSettings();
 };
 
 void TstDesktopDialogs::budgetPlanPerSource() {
@@ -87,3 +94,42 @@ void TstDesktopDialogs::modelInfoOfBadFile() {
 
 QTEST_MAIN(TstDesktopDialogs)
 #include "tst_desktop_dialogs.moc"
+
+void TstDesktopDialogs::remoteEngineSettings() {
+    REQUIRE_ASSET(model, sl::assets::kDefaultModel);
+    QTemporaryDir dir;
+    AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
+    QVERIFY(settings.remoteEngineUrl().isEmpty());
+    {
+        ModelManagerDialog dlg(&settings);
+        dlg.setEngine(QStringLiteral(" http://127.0.0.1:1/v1 "), QStringLiteral("big-model"), QStringLiteral("k3y"));
+        dlg.accept();
+    }
+    QCOMPARE(settings.remoteEngineUrl(), QStringLiteral("http://127.0.0.1:1/v1"));
+    QCOMPARE(settings.remoteEngineModel(), QStringLiteral("big-model"));
+    QCOMPARE(settings.remoteApiKey(), QByteArray("k3y"));
+    {
+        ModelManagerDialog dlg(&settings);
+        dlg.setEngine(QString(), QString(), QString());  // back to the local model; the key is removed
+        dlg.accept();
+    }
+    QVERIFY(settings.remoteEngineUrl().isEmpty());
+    QVERIFY(!settings.raw().contains(QStringLiteral("engine/api_key")));
+
+    // An answer with the engine set asks that server; none is there: an error naming it.
+    const std::filesystem::path lib_dir = dir.filePath(QStringLiteral("library")).toStdString();
+    {
+        sl::Library lib = sl::Library::open(lib_dir);
+        QVERIFY(lib.list_documents().empty());
+    }
+    LibraryAnswerOptions lo;
+    lo.engine_url = "http://127.0.0.1:1/v1";
+    LibraryAnswerService service(lib_dir, model.string(), lo);
+    try {
+        service.answer("What is this?", sl::Effort::Low, {}, nullptr);
+        QFAIL("answered without a server");
+    } catch (const sl::Error& e) {
+        const QString what = QString::fromUtf8(e.what());
+        QVERIFY2(what.contains(QStringLiteral("http://127.0.0.1:1/v1: cannot reach the server")), e.what());
+    }
+}
