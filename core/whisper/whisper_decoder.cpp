@@ -15,12 +15,12 @@ namespace sl::whisper {
 
 namespace {
 
-// One query against n keys for one head: out (hd) = softmax(q k_j / sqrt(hd)) v_j, key j at
-// k + j * stride, value j at v + j * stride; `scores` holds n floats of scratch.
+// One query against n keys for one head: out (hd) = softmax(q k_j) v_j (q already scaled by
+// 1 / sqrt(hd) in the query weights), key j at k + j * stride, value j at v + j * stride;
+// `scores` holds n floats of scratch.
 void attend_head(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
                  int64_t hd, float* out, float* scores) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    kernels::dot_rows_f32(scores, q, k, stride, n, hd, scale);
+    kernels::dot_rows_f32(scores, q, k, stride, n, hd, 1.0f);
     kernels::softmax(scores, n);
     std::fill_n(out, hd, 0.0f);
     kernels::accumulate_rows_f32(out, scores, v, stride, n, hd);

@@ -33,19 +33,26 @@ std::vector<float> vec(const Ct2Model& f, const std::string& name, int64_t n) {
     return f.to_f32(name);
 }
 
-Linear linear(const Ct2Model& f, const std::string& prefix, int64_t out, int64_t in) {
+// A linear layer; the first `scaled_rows` output rows (weights and bias) multiplied by `scale`:
+// the attention's 1 / sqrt(head_dim) folded into the query projection.
+Linear linear(const Ct2Model& f, const std::string& prefix, int64_t out, int64_t in,
+              int64_t scaled_rows = 0, float scale = 1.0f) {
     const std::string wname = prefix + "/weight";
     f.get(wname, Shape{u(out), u(in)});
-    const std::vector<float> w = f.to_f32(wname);
+    std::vector<float> w = f.to_f32(wname);
     Linear l;
     l.in = in;
     l.out = out;
-    l.wp.resize(kernels::packed_size(out, in));
-    kernels::pack_panels(w.data(), out, in, l.wp.data());
     if (f.find(prefix + "/bias"))
         l.b = vec(f, prefix + "/bias", out);
     else
         l.b.assign(static_cast<size_t>(out), 0.0f);
+    for (int64_t r = 0; r < scaled_rows; ++r) {
+        for (int64_t k = 0; k < in; ++k) w[static_cast<size_t>(r * in + k)] *= scale;
+        l.b[static_cast<size_t>(r)] *= scale;
+    }
+    l.wp.resize(kernels::packed_size(out, in));
+    kernels::pack_panels(w.data(), out, in, l.wp.data());
     return l;
 }
 
@@ -60,12 +67,14 @@ std::vector<uint8_t> to_q8(const float* w, int64_t rows, int64_t n) {
 }
 
 // A decoder linear as Q8_0 (the packed f32 copy dropped).
-Linear quantized(Linear l, const Ct2Model& f, const std::string& prefix) {
+Linear quantized(Linear l, const Ct2Model& f, const std::string& prefix, int64_t scaled_rows,
+                 float scale) {
     if (l.in % kernels::kQK8_0 != 0) {
         throw FormatError(f.name() + ": '" + prefix + "/weight' rows of " + std::to_string(l.in) +
                           " values cannot be Q8_0 blocks of 32");
     }
-    const std::vector<float> w = f.to_f32(prefix + "/weight");
+    std::vector<float> w = f.to_f32(prefix + "/weight");
+    for (int64_t i = 0; i < scaled_rows * l.in; ++i) w[static_cast<size_t>(i)] *= scale;
     l.q8 = to_q8(w.data(), l.out, l.in);
     l.wp = {};
     return l;
@@ -114,17 +123,17 @@ std::vector<int> int_list(const JsonValue& root, const char* key, const std::str
     return out;
 }
 
-// Self-attention over n positions for every head: ctx (n, d) = softmax(Q K^T / sqrt(hd)) V, with
-// Q, K, V the column slices of qkv (n, 3d). One head per work item, as two GEMMs (K packed as the
-// weight of the score product, V^T as the weight of the context product). Not causal.
+// Self-attention over n positions for every head: ctx (n, d) = softmax(Q K^T) V, with Q
+// (already scaled by 1 / sqrt(hd) in its weights), K, V the column slices of qkv (n, 3d). One head
+// per work item, as two GEMMs (K packed as the weight of the score product, V^T as the weight of
+// the context product); each row's softmax is normalized after the second product. Not causal.
 void self_attention(const float* qkv, int64_t n, int64_t d, int n_heads, float* ctx,
                     ThreadPool& pool) {
     const int64_t hd = d / n_heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t stride = 3 * d;
     pool.parallel_for(n_heads, [&](int64_t h0, int64_t h1, int) {
         std::vector<float> kp(kernels::packed_size(n, hd)), vp(kernels::packed_size(hd, n));
-        std::vector<float> sc(static_cast<size_t>(n * n));
+        std::vector<float> sc(static_cast<size_t>(n * n)), inv(static_cast<size_t>(n));
         for (int64_t h = h0; h < h1; ++h) {
             const float* Q = qkv + h * hd;
             const float* K = qkv + d + h * hd;
@@ -134,10 +143,14 @@ void self_attention(const float* qkv, int64_t n, int64_t d, int n_heads, float* 
             kernels::gemm_f32(Q, stride, n, hd, kp.data(), n, nullptr, sc.data(), n, 0, n);
             for (int64_t i = 0; i < n; ++i) {
                 float* row = sc.data() + i * n;
-                for (int64_t j = 0; j < n; ++j) row[j] *= scale;
-                kernels::softmax(row, n);
+                float mx = row[0];
+                for (int64_t j = 1; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+                inv[static_cast<size_t>(i)] = 1.0f / kernels::exp_shifted_sum(row, n, mx);
             }
-            kernels::gemm_f32(sc.data(), n, n, n, vp.data(), hd, nullptr, ctx + h * hd, d, 0, hd);
+            float* out = ctx + h * hd;
+            kernels::gemm_f32(sc.data(), n, n, n, vp.data(), hd, nullptr, out, d, 0, hd);
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < hd; ++j) out[i * d + j] *= inv[static_cast<size_t>(i)];
         }
     });
 }
@@ -233,11 +246,13 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
     m.conv2_ = conv(f, "encoder/conv2", d, d);
     f.get("encoder/position_encodings/encodings", Shape{u(c.n_audio_ctx), u(d)});
     m.audio_pos_ = f.to_f32("encoder/position_encodings/encodings");
+    const float enc_scale = 1.0f / std::sqrt(static_cast<float>(d / c.n_audio_heads));
+    const float dec_scale = 1.0f / std::sqrt(static_cast<float>(d / c.n_text_heads));
     for (int L = 0; L < c.n_audio_layers; ++L) {
         const std::string p = "encoder/layer_" + std::to_string(L);
         EncoderLayer l;
         l.ln_attn = norm(f, p + "/self_attention/layer_norm", d);
-        l.qkv = linear(f, p + "/self_attention/linear_0", 3 * d, d);
+        l.qkv = linear(f, p + "/self_attention/linear_0", 3 * d, d, d, enc_scale);
         l.out = linear(f, p + "/self_attention/linear_1", d, d);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
         l.up = linear(f, p + "/ffn/linear_0", c.n_ffn, d);
@@ -266,15 +281,18 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         DecoderLayer l;
         // Per-token linears (Q8_0 when asked); cross_kv runs once per window over 1500 rows and
         // stays f32.
-        auto per_token = [&](const std::string& name, int64_t out_dim, int64_t in_dim) {
-            Linear l0 = linear(f, p + name, out_dim, in_dim);
-            return options.q8_decoder ? quantized(std::move(l0), f, p + name) : l0;
+        auto per_token = [&](const std::string& name, int64_t out_dim, int64_t in_dim,
+                             int64_t scaled_rows = 0) {
+            Linear l0 = linear(f, p + name, out_dim, in_dim, scaled_rows, dec_scale);
+            return options.q8_decoder
+                       ? quantized(std::move(l0), f, p + name, scaled_rows, dec_scale)
+                       : l0;
         };
         l.ln_self = norm(f, p + "/self_attention/layer_norm", d);
-        l.self_qkv = per_token("/self_attention/linear_0", 3 * d, d);
+        l.self_qkv = per_token("/self_attention/linear_0", 3 * d, d, d);
         l.self_out = per_token("/self_attention/linear_1", d, d);
         l.ln_cross = norm(f, p + "/attention/layer_norm", d);
-        l.cross_q = per_token("/attention/linear_0", d, d);
+        l.cross_q = per_token("/attention/linear_0", d, d, d);
         l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d);
         l.cross_out = per_token("/attention/linear_2", d, d);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
