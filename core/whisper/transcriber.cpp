@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/util/error.h"
 #include "core/whisper/log_mel.h"
 #include "core/whisper/whisper_decoder.h"
 
@@ -93,6 +94,7 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
     gopt.max_initial_timestamp_index =
         static_cast<int>(std::lround(options.max_initial_timestamp / kTimePrecision));
 
+    int lang_token = -1;  // multilingual models: the language's token, once known
     int seek = 0;
     while (seek < content_frames) {
         const double time_offset = seek * kTimePerFrame;
@@ -108,6 +110,21 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         decoder.set_audio(enc, pool);
         ++out.windows;
 
+        if (c.multilingual() && lang_token < 0) {
+            if (options.language.empty()) {
+                const auto probs = detect_language(decoder, pool);
+                lang_token = probs.front().first;
+                out.language_probability = probs.front().second;
+                const std::string& t = tokenizer.token_text(lang_token);  // "<|de|>"
+                out.language = t.size() > 4 ? t.substr(2, t.size() - 4) : t;
+            } else {
+                lang_token = tokenizer.find("<|" + options.language + "|>");
+                if (lang_token <= tk.sot || lang_token >= tk.translate)
+                    throw Error("Whisper: the model knows no language '" + options.language + "'");
+                out.language = options.language;
+            }
+        }
+
         std::vector<int> prompt;
         const size_t n_prev = all_tokens.size() - prompt_reset_since;
         if (n_prev > 0) {
@@ -118,7 +135,7 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         }
         prompt.push_back(tk.sot);
         if (c.multilingual()) {
-            prompt.push_back(tk.sot + 1);  // <|en|>
+            prompt.push_back(lang_token);
             prompt.push_back(tk.transcribe);
         }
         if (!options.timestamps) prompt.push_back(tk.no_timestamps);

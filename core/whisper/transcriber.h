@@ -6,7 +6,7 @@
 //   frames seek = 0; while seek < content:
 //     window = features[seek : seek + 3000], zero-padded to 3000 frames; encode
 //     prompt = [<|startofprev|> + the last 223 tokens of earlier segments] + <|startoftranscript|>
-//              (+ <|notimestamps|> without timestamps)
+//              (+ <|lang|><|transcribe|> for multilingual models) (+ <|notimestamps|>)
 //     greedy decode with timestamp rules; skip the window (seek += its size) when the no-speech
 //     probability > no_speech_threshold and the average log-probability < log_prob_threshold
 //     cut the tokens at each pair of consecutive timestamps into segments [t0, t1) (window time +
@@ -29,6 +29,9 @@
 namespace sl::whisper {
 
 struct TranscribeOptions {
+    // Multilingual models: the language code ("en", "de", ...); empty: detected on the first
+    // window (faster-whisper's default). English-only models ignore it.
+    std::string language;
     bool timestamps = true;
     bool condition_on_previous_text = true;
     float no_speech_threshold = 0.6f;
@@ -49,13 +52,16 @@ struct TranscriptSegment {
 
 struct Transcript {
     std::vector<TranscriptSegment> segments;
-    double duration = 0;  // seconds of audio
-    int windows = 0;      // 30 s windows decoded (skipped ones included)
+    double duration = 0;             // seconds of audio
+    int windows = 0;                 // 30 s windows decoded (skipped ones included)
+    std::string language = "en";     // the language transcribed
+    float language_probability = 1;  // when detected
     bool canceled = false;
 };
 
-// `audio`: 16 kHz mono samples. English-only models transcribe in English; multilingual ones
-// are given <|en|><|transcribe|> (language detection is not done yet).
+// `audio`: 16 kHz mono samples. English-only models transcribe in English; multilingual ones get
+// the prompt <|startoftranscript|><|lang|><|transcribe|>, the language given or detected on the
+// first window. Throws sl::Error for a language code the model does not know.
 Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
                       std::span<const float> audio, const TranscribeOptions& options,
                       ThreadPool& pool);

@@ -291,4 +291,28 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
     return r;
 }
 
+std::vector<std::pair<int, float>> detect_language(WhisperDecoder& decoder, ThreadPool& pool) {
+    const WhisperModel& m = decoder.model();
+    const std::vector<int>& langs = m.lang_ids();
+    if (langs.empty()) throw Error("Whisper: language detection needs a multilingual model");
+    std::vector<float> logits;
+    decoder.reset();
+    decoder.step(m.tokens().sot, logits, pool);
+    decoder.reset();
+    float mx = -std::numeric_limits<float>::infinity();
+    for (const int id : langs) mx = std::max(mx, logits[static_cast<size_t>(id)]);
+    double z = 0;
+    for (const int id : langs)
+        z += std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - mx);
+    std::vector<std::pair<int, float>> out;
+    out.reserve(langs.size());
+    for (const int id : langs)
+        out.emplace_back(
+            id, static_cast<float>(
+                    std::exp(static_cast<double>(logits[static_cast<size_t>(id)]) - mx) / z));
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+}
+
 }  // namespace sl::whisper

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/whisper/whisper_model.h"
@@ -77,5 +78,11 @@ struct GreedyResult {
 // last token is not <|notimestamps|>.
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool);
+
+// Language identification (multilingual models): the decoder fed <|startoftranscript|> alone, the
+// softmax of its logits over the model's language tokens. Returns (token id, probability), most
+// likely first; the decoder must hold the window's audio (set_audio) and is reset. Throws
+// sl::Error when the model has no language tokens.
+std::vector<std::pair<int, float>> detect_language(WhisperDecoder& decoder, ThreadPool& pool);
 
 }  // namespace sl::whisper

@@ -309,6 +309,12 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         m.suppress_ids_ = int_list(root, "suppress_ids", origin);
         if (root.find("suppress_ids_begin"))
             m.suppress_ids_begin_ = int_list(root, "suppress_ids_begin", origin);
+        m.lang_ids_ = int_list(root, "lang_ids", origin);
+        if (!c.multilingual()) m.lang_ids_.clear();
+        for (const int id : m.lang_ids_)
+            if (id <= m.tok_.sot || id >= m.tok_.translate)
+                throw FormatError(origin + ": lang_ids holds " + std::to_string(id) +
+                                  ", not a language token");
         for (const int id : m.suppress_ids_)
             if (id >= c.n_vocab)
                 throw FormatError(origin + ": suppress_ids holds token " + std::to_string(id) +

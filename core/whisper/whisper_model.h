@@ -117,6 +117,9 @@ public:
     // {220 (" "), eot}.
     const std::vector<int>& suppress_ids() const { return suppress_ids_; }
     const std::vector<int>& suppress_ids_begin() const { return suppress_ids_begin_; }
+    // The language tokens (<|en|>, <|zh|>, ...) of a multilingual model, from config.json's
+    // lang_ids; empty for English-only models or without config.json.
+    const std::vector<int>& lang_ids() const { return lang_ids_; }
 
     // The encoder. `mel` must have n_mels rows and exactly 2 * n_audio_ctx frames (3000: pad or
     // cut the features to 30 s, as whisper does); throws sl::Error otherwise. out: (n_audio_ctx,
@@ -143,7 +146,7 @@ public:
 private:
     WhisperConfig cfg_;
     WhisperTokens tok_;
-    std::vector<int> suppress_ids_, suppress_ids_begin_;
+    std::vector<int> suppress_ids_, suppress_ids_begin_, lang_ids_;
 
     Linear conv1_, conv2_;          // as linears over im2col rows: W (d, in_channels * 3)
     std::vector<float> audio_pos_;  // (n_audio_ctx, d)

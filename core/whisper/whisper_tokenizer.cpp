@@ -1,30 +1,58 @@
 #include "core/whisper/whisper_tokenizer.h"
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/embed/json.h"
 #include "core/util/error.h"
 
 namespace sl::whisper {
 
-WhisperTokenizer WhisperTokenizer::open(const std::filesystem::path& dir, int n_vocab, int eot) {
-    const std::filesystem::path vocab = dir / "vocabulary.txt";
+namespace {
+
+// vocabulary.txt: one token per line (older CTranslate2 conversions).
+std::vector<std::string> read_vocabulary_txt(const std::filesystem::path& vocab, int n_vocab) {
     std::ifstream in(vocab, std::ios::binary);
     if (!in) throw IoError(vocab.string() + ": cannot open");
+    std::vector<std::string> tokens;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (tokens.size() >= static_cast<size_t>(n_vocab)) {
+            throw FormatError(vocab.string() + ": more than the model's " +
+                              std::to_string(n_vocab) + " tokens");
+        }
+        tokens.push_back(line);
+    }
+    if (in.bad()) throw IoError(vocab.string() + ": read error");
+    return tokens;
+}
+
+// vocabulary.json: a JSON array of the tokens (newer conversions).
+std::vector<std::string> read_vocabulary_json(const std::filesystem::path& vocab) {
+    const JsonValue root = JsonValue::parse_file(vocab, 64u << 20);
+    if (!root.is_array()) throw FormatError(vocab.string() + ": not a JSON array of tokens");
+    std::vector<std::string> tokens;
+    tokens.reserve(root.items().size());
+    for (const JsonValue& t : root.items()) {
+        if (!t.is_string()) throw FormatError(vocab.string() + ": a token is not a string");
+        tokens.push_back(t.text());
+    }
+    return tokens;
+}
+
+}  // namespace
+
+WhisperTokenizer WhisperTokenizer::open(const std::filesystem::path& dir, int n_vocab, int eot) {
+    const bool txt = std::filesystem::exists(dir / "vocabulary.txt") ||
+                     !std::filesystem::exists(dir / "vocabulary.json");
+    const std::filesystem::path vocab = dir / (txt ? "vocabulary.txt" : "vocabulary.json");
     TokenizerData data;
     data.name = vocab.string();
     data.model = "gpt2";
     data.pre = "gpt2";
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (data.tokens.size() >= static_cast<size_t>(n_vocab)) {
-            throw FormatError(vocab.string() + ": more than the model's " +
-                              std::to_string(n_vocab) + " tokens");
-        }
-        data.tokens.push_back(line);
-    }
-    if (in.bad()) throw IoError(vocab.string() + ": read error");
+    data.tokens = txt ? read_vocabulary_txt(vocab, n_vocab) : read_vocabulary_json(vocab);
     if (data.tokens.size() != static_cast<size_t>(n_vocab)) {
         throw FormatError(vocab.string() + ": " + std::to_string(data.tokens.size()) +
                           " tokens, but the model has " + std::to_string(n_vocab));
@@ -63,6 +91,10 @@ WhisperTokenizer WhisperTokenizer::open(const std::filesystem::path& dir, int n_
 std::vector<int> WhisperTokenizer::encode(std::string_view text) const {
     const std::vector<int32_t> ids = bpe_->encode(text, false, false);
     return {ids.begin(), ids.end()};
+}
+
+int WhisperTokenizer::find(std::string_view token) const {
+    return bpe_->find_token(token);
 }
 
 std::string WhisperTokenizer::decode_text(std::span<const int> ids) const {

@@ -102,10 +102,13 @@ private Q_SLOTS:
     void initTestCase();
     void matchesFasterWhisper();
     void wordErrorRate();
+    void multilingualBaseModel();
     void progressAndCancel();
     void silenceGivesNothing();
 
 private:
+    void compare(const sl::whisper::Transcript& t, const QJsonObject& ref);
+
     std::unique_ptr<sl::whisper::WhisperModel> model_;
     std::unique_ptr<sl::whisper::WhisperTokenizer> tok_;
     std::unique_ptr<sl::ThreadPool> pool_;
@@ -158,7 +161,11 @@ void TstTranscriber::matchesFasterWhisper() {
         ref_.value(QStringLiteral("int8_greedy_seconds")).toDouble(),
         ref_.value(QStringLiteral("int8_default_seconds")).toDouble());
     QVERIFY(!t.canceled);
-    const QJsonArray want = ref_.value(QStringLiteral("segments")).toArray();
+    compare(t, ref_);
+}
+
+void TstTranscriber::compare(const sl::whisper::Transcript& t, const QJsonObject& ref) {
+    const QJsonArray want = ref.value(QStringLiteral("segments")).toArray();
     QCOMPARE(t.segments.size(), static_cast<size_t>(want.size()));
     for (qsizetype i = 0; i < want.size(); ++i) {
         const QJsonObject w = want[i].toObject();
@@ -214,6 +221,43 @@ void TstTranscriber::wordErrorRate() {
         "faster-whisper int8 beam 5 %.2f%%, float32 greedy %.2f%%",
         n_words, wer, errors, seconds, audio_seconds, fw_int8, fw_f32);
     QVERIFY2(wer <= fw_int8 + 1.0, qPrintable(QString::number(wer)));
+}
+
+void TstTranscriber::multilingualBaseModel() {
+    // Whisper base (multilingual: 6 layers, d_model 512, 8 heads, vocabulary.json), language
+    // detected on the first window, against faster-whisper's float32 greedy run
+    // (fw_transcript_base.json).
+    const auto dir = sl::paths::cache_dir() / "models" / "whisper-base";
+    if (!std::filesystem::exists(dir / "model.bin"))
+        QSKIP(qPrintable(
+            QStringLiteral("%1 is missing: run SIGHTLINE_WHISPER_BASE=1 scripts/setup.sh")
+                .arg(QString::fromStdString(dir.string()))));
+    QFile f(sl::test::reference_script(QStringLiteral("whisper/fw_transcript_base.json")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject ref = QJsonDocument::fromJson(f.readAll()).object();
+    QElapsedTimer timer;
+    timer.start();
+    const auto model = sl::whisper::WhisperModel::open(dir);
+    const auto tok =
+        sl::whisper::WhisperTokenizer::open(dir, model.config().n_vocab, model.tokens().eot);
+    qInfo("loaded %s in %lld ms", dir.c_str(), static_cast<long long>(timer.elapsed()));
+    const auto& c = model.config();
+    QCOMPARE(c.d_model, 512);
+    QCOMPARE(c.n_text_heads, 8);
+    QCOMPARE(c.n_audio_layers, 6);
+    QVERIFY(c.multilingual());
+    QCOMPARE(model.lang_ids().size(), size_t{99});
+    timer.restart();
+    const sl::whisper::Transcript t = sl::whisper::transcribe(model, tok, audio_, {}, *pool_);
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    for (const auto& s : t.segments) qInfo("[%6.2f %6.2f]%s", s.start, s.end, s.text.c_str());
+    qInfo("language %s (p %.3f); %.1f s of audio in %.2f s; faster-whisper float32 greedy %.2f s",
+          t.language.c_str(), t.language_probability, t.duration, seconds,
+          ref.value(QStringLiteral("float32_greedy_seconds")).toDouble());
+    QCOMPARE(QString::fromStdString(t.language), ref.value(QStringLiteral("language")).toString());
+    QVERIFY(std::abs(t.language_probability -
+                     ref.value(QStringLiteral("language_probability")).toDouble()) < 1e-3);
+    compare(t, ref);
 }
 
 void TstTranscriber::progressAndCancel() {

@@ -5,6 +5,9 @@ transcription of a ~54 s recording made from the five LibriVox clips of pocketsp
 
     /work/fw-venv/bin/python tests/reference/whisper/make_fw_transcript.py \
         [--model DIR] [--audio DIR] [--out tests/reference/whisper/fw_transcript.json]
+    # the multilingual base model (SIGHTLINE_WHISPER_BASE=1 scripts/setup.sh), language detected:
+    ... make_fw_transcript.py --model ~/.cache/sightline/models/whisper-base --language auto \
+        --out tests/reference/whisper/fw_transcript_base.json
 
 Runs faster-whisper on the same model directory with compute_type float32, beam_size 1,
 temperature 0 (no fallback), its other defaults (timestamps, condition_on_previous_text, no
@@ -78,7 +81,9 @@ def main() -> None:
     ap.add_argument("--model", default=str(CACHE / "models" / "whisper-tiny.en"))
     ap.add_argument("--audio", default=str(CACHE / "samples" / "audio" / "librivox"))
     ap.add_argument("--out", default=str(HERE / "fw_transcript.json"))
+    ap.add_argument("--language", default="en", help='"auto": let faster-whisper detect it')
     args = ap.parse_args()
+    lang = None if args.language == "auto" else args.language
 
     import faster_whisper
     from faster_whisper import WhisperModel
@@ -89,8 +94,10 @@ def main() -> None:
 
     m = WhisperModel(args.model, device="cpu", compute_type="float32", cpu_threads=2)
     t = time.time()
-    segments, _ = m.transcribe(audio, beam_size=1, temperature=0.0, language="en")
+    segments, info = m.transcribe(audio, beam_size=1, temperature=0.0, language=lang)
     segs = list(segments)
+    out["language"] = info.language
+    out["language_probability"] = info.language_probability
     out["float32_greedy_seconds"] = time.time() - t
     out["segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
                         "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob}
@@ -98,11 +105,11 @@ def main() -> None:
 
     m8 = WhisperModel(args.model, device="cpu", compute_type="int8", cpu_threads=2)
     t = time.time()
-    segments, _ = m8.transcribe(audio, language="en")
+    segments, _ = m8.transcribe(audio, language=lang)
     out["int8_default_text"] = "".join(s.text for s in segments)
     out["int8_default_seconds"] = time.time() - t
     t = time.time()
-    segments, _ = m8.transcribe(audio, beam_size=1, temperature=0.0, language="en")
+    segments, _ = m8.transcribe(audio, beam_size=1, temperature=0.0, language=lang)
     out["int8_greedy_text"] = "".join(s.text for s in segments)
     out["int8_greedy_seconds"] = time.time() - t
 
@@ -111,8 +118,8 @@ def main() -> None:
     totals = {"words": 0, "int8_default_errors": 0, "float32_greedy_errors": 0}
     for c in CLIPS:
         clip = read_wav(Path(args.audio) / f"sense_and_sensibility_01_austen_64kb-{c}.wav")
-        a = "".join(s.text for s in m8.transcribe(clip, language="en")[0])
-        b = "".join(s.text for s in m.transcribe(clip, beam_size=1, temperature=0.0, language="en")[0])
+        a = "".join(s.text for s in m8.transcribe(clip, language=lang)[0])
+        b = "".join(s.text for s in m.transcribe(clip, beam_size=1, temperature=0.0, language=lang)[0])
         ea, eb = edit_distance(refs[c], normalize(a)), edit_distance(refs[c], normalize(b))
         out["clips"].append({"clip": c, "reference": " ".join(refs[c]), "int8_default_text": a,
                              "float32_greedy_text": b, "int8_default_errors": ea,
