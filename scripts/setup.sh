@@ -33,7 +33,7 @@ as_root() {
 
 # ---------------------------------------------------------------- system packages
 apt_packages=(
-  build-essential cmake ninja-build pkg-config clang libfuzzer-14-dev git unzip zip
+  build-essential cmake ninja-build pkg-config clang libfuzzer-14-dev git unzip zip openssl ca-certificates
   python3 python3-venv python3-pip
   qt6-base-dev qt6-multimedia-dev libqt6sql6-sqlite libqt6svg6 qt6-qpa-plugins
   libpoppler-qt6-dev poppler-utils qpdf qt6-image-formats-plugins

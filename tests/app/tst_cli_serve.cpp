@@ -365,6 +365,41 @@ private Q_SLOTS:
         peer.waitForFinished(10000);
     }
 
+    // TLS is verified: a server with a self-signed certificate is refused, naming it.
+    void tlsVerified() {
+        const QString py = sl::test::require_venv_python();
+        if (py.isEmpty()) return;
+        QTemporaryDir tmp;
+        const QString key = tmp.filePath(QStringLiteral("key.pem")), cert = tmp.filePath(QStringLiteral("cert.pem"));
+        QByteArray ignored;
+        QVERIFY(sl::test::run_process(QStringLiteral("openssl"),
+                                      {QStringLiteral("req"), QStringLiteral("-x509"), QStringLiteral("-newkey"), QStringLiteral("rsa:2048"),
+                                       QStringLiteral("-nodes"), QStringLiteral("-keyout"), key, QStringLiteral("-out"), cert,
+                                       QStringLiteral("-days"), QStringLiteral("1"), QStringLiteral("-subj"), QStringLiteral("/CN=127.0.0.1")},
+                                      &ignored, 60000));
+        QTcpServer probe;
+        QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+        const quint16 port = probe.serverPort();
+        probe.close();
+        QProcess https;
+        https.start(py, {QStringLiteral("-c"),
+                         QStringLiteral("import http.server, ssl, sys\n"
+                                        "s = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), http.server.SimpleHTTPRequestHandler)\n"
+                                        "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[2], sys.argv[3])\n"
+                                        "s.socket = c.wrap_socket(s.socket, server_side=True)\n"
+                                        "print('ready', flush=True); s.serve_forever()\n"),
+                         QString::number(port), cert, key});
+        QVERIFY(https.waitForReadyRead(30000));
+        const Run r = cli({QStringLiteral("ask"), QStringLiteral("--library"), lib_, QStringLiteral("--engine"),
+                           QStringLiteral("https://127.0.0.1:%1").arg(port), QStringLiteral("What is R?")});
+        https.kill();
+        https.waitForFinished(5000);
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.out.contains(QStringLiteral("https://127.0.0.1:%1/v1: cannot reach the server").arg(port).toUtf8()) &&
+                     r.out.contains("certificate"),
+                 r.out.constData());
+    }
+
     // No server there: a clear error naming the address, after the retries.
     void noServer() {
         const Run r = cli(ask_engine(1, QStringLiteral("What is R?")));
