@@ -87,57 +87,148 @@ std::vector<float> mel_filters(int n_mels) {
     return out;
 }
 
-LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels) {
-    const std::vector<float> filters = mel_filters(n_mels);
-    std::vector<float> packed_filters(kernels::packed_size(n_mels, kNBins));
-    kernels::pack_panels(filters.data(), n_mels, kNBins, packed_filters.data());
-    const std::vector<float>& dft = packed_dft();
+void SpanAudioSource::read(int64_t begin, int64_t n, float* out) {
+    if (begin < 0 || n < 0 || begin + n > size())
+        throw Error("audio read of samples [" + std::to_string(begin) + ", " +
+                    std::to_string(begin + n) + ") outside [0, " + std::to_string(size()) + ")");
+    std::copy_n(samples_.data() + begin, n, out);
+}
 
+namespace {
+
+// Scratch and tables of one feature computation.
+struct MelWork {
+    explicit MelWork(int n_mels_) : n_mels(n_mels_) {
+        const std::vector<float> filters = mel_filters(n_mels);
+        packed_filters.resize(kernels::packed_size(n_mels, kNBins));
+        kernels::pack_panels(filters.data(), n_mels, kNBins, packed_filters.data());
+        frames.resize(static_cast<size_t>(kBlockFrames) * kNFft);
+        spectrum.resize(static_cast<size_t>(kBlockFrames) * kDftCols);
+        power.resize(static_cast<size_t>(kBlockFrames) * kNBins);
+        mel.resize(static_cast<size_t>(kBlockFrames) * n_mels);
+    }
+    int n_mels;
+    std::vector<float> packed_filters;
+    std::vector<float> frames, spectrum, power, mel;  // (B, kNFft), (B, kDftCols), (B, kNBins),
+                                                      // (B, n_mels)
+};
+
+// log10(max(mel, 1e-10)) of frames [f0, f0 + nf) of a signal of n samples, from `chunk`, its
+// samples [c0, c0 + chunk.size()), which must hold every sample those frames touch, mirrored
+// ends included. out: column f - col0 of an (n_mels, ld) matrix. Returns their maximum.
+float raw_frames(MelWork& w, std::span<const float> chunk, int64_t c0, int64_t n, int64_t f0,
+                 int64_t nf, float* out, int64_t ld, int64_t col0) {
+    const std::vector<float>& dft = packed_dft();
+    const int n_mels = w.n_mels;
+    const auto c_end = c0 + static_cast<int64_t>(chunk.size());
+    float max_log = -std::numeric_limits<float>::infinity();
+    for (int64_t t0 = f0; t0 < f0 + nf; t0 += kBlockFrames) {
+        const int64_t nb = std::min(kBlockFrames, f0 + nf - t0);
+        for (int64_t b = 0; b < nb; ++b) {
+            float* row = w.frames.data() + b * kNFft;
+            const int64_t start = (t0 + b) * kHopLength - kPad;
+            if (start >= 0 && start + kNFft <= n) {
+                if (start < c0 || start + kNFft > c_end)
+                    throw Error("log-mel: chunk misses samples");
+                std::copy_n(chunk.data() + (start - c0), kNFft, row);
+            } else {
+                for (int k = 0; k < kNFft; ++k) {
+                    const int64_t i = mirror(start + k, n);
+                    if (i < c0 || i >= c_end) throw Error("log-mel: chunk misses samples");
+                    row[k] = chunk[static_cast<size_t>(i - c0)];
+                }
+            }
+        }
+        kernels::gemm_f32(w.frames.data(), kNFft, nb, kNFft, dft.data(), kDftCols, nullptr,
+                          w.spectrum.data(), kDftCols, 0, kDftCols);
+        for (int64_t b = 0; b < nb; ++b) {
+            const float* sp = w.spectrum.data() + b * kDftCols;
+            float* p = w.power.data() + b * kNBins;
+            for (int j = 0; j < kNBins; ++j)
+                p[j] = sp[2 * j] * sp[2 * j] + sp[2 * j + 1] * sp[2 * j + 1];
+        }
+        kernels::gemm_f32(w.power.data(), kNBins, nb, kNBins, w.packed_filters.data(), n_mels,
+                          nullptr, w.mel.data(), n_mels, 0, n_mels);
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int m = 0; m < n_mels; ++m) {
+                const float v =
+                    std::log10(std::max(w.mel[static_cast<size_t>(b * n_mels + m)], 1e-10f));
+                out[m * ld + (t0 + b - col0)] = v;
+                max_log = std::max(max_log, v);
+            }
+        }
+    }
+    return max_log;
+}
+
+// The samples frames [f0, f0 + nf) of an n-sample signal touch: [c0, c1).
+void frame_span(int64_t f0, int64_t nf, int64_t n, int64_t& c0, int64_t& c1) {
+    c0 = std::max<int64_t>(0, f0 * kHopLength - kPad);
+    c1 = std::min<int64_t>(n, (f0 + nf - 1) * kHopLength - kPad + kNFft);
+    if (f0 * kHopLength - kPad < 0 || (f0 + nf - 1) * kHopLength - kPad + kNFft > n) {
+        // Mirrored ends: the first frames reflect samples [1, 200], the last ones samples down
+        // to n - 201; very short signals fold several times. Take what the mirror can reach.
+        if (f0 * kHopLength - kPad < 0) c1 = std::max(c1, std::min<int64_t>(n, kPad + 1));
+        if ((f0 + nf - 1) * kHopLength - kPad + kNFft > n)
+            c0 = std::min(c0, std::max<int64_t>(0, n - kNFft));
+        if (n < 2 * kNFft) c0 = 0, c1 = n;
+    }
+}
+
+}  // namespace
+
+LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels) {
+    MelWork w(n_mels);
     LogMel out;
     out.n_mels = n_mels;
     const auto n = static_cast<int64_t>(audio.size());
     out.n_frames = n / kHopLength;
     out.data.resize(static_cast<size_t>(n_mels) * static_cast<size_t>(out.n_frames));
     if (out.n_frames == 0) return out;
+    const float max_log =
+        raw_frames(w, audio, 0, n, 0, out.n_frames, out.data.data(), out.n_frames, 0);
+    const float floor = max_log - 8.0f;
+    for (float& v : out.data) v = (std::max(v, floor) + 4.0f) / 4.0f;
+    return out;
+}
 
-    // Scratch for one block of frames.
-    std::vector<float> frames(static_cast<size_t>(kBlockFrames) * kNFft);       // (B, kNFft)
-    std::vector<float> spectrum(static_cast<size_t>(kBlockFrames) * kDftCols);  // (B, kDftCols)
-    std::vector<float> power(static_cast<size_t>(kBlockFrames) * kNBins);       // (B, kNBins)
-    std::vector<float> mel(static_cast<size_t>(kBlockFrames) * n_mels);         // (B, n_mels)
-
+float log_mel_max(AudioSource& source, int n_mels) {
+    MelWork w(n_mels);
+    const int64_t n = source.size();
+    const int64_t frames = n / kHopLength;
+    constexpr int64_t kStep = kChunkFrames;  // 30 s of frames per read
+    std::vector<float> chunk, out(static_cast<size_t>(n_mels) * kStep);
     float max_log = -std::numeric_limits<float>::infinity();
-    for (int64_t t0 = 0; t0 < out.n_frames; t0 += kBlockFrames) {
-        const int64_t nb = std::min(kBlockFrames, out.n_frames - t0);
-        for (int64_t b = 0; b < nb; ++b) {
-            float* row = frames.data() + b * kNFft;
-            const int64_t start = (t0 + b) * kHopLength - kPad;
-            if (start >= 0 && start + kNFft <= n) {
-                std::copy_n(audio.data() + start, kNFft, row);
-            } else {
-                for (int k = 0; k < kNFft; ++k)
-                    row[k] = audio[static_cast<size_t>(mirror(start + k, n))];
-            }
-        }
-        kernels::gemm_f32(frames.data(), kNFft, nb, kNFft, dft.data(), kDftCols, nullptr,
-                          spectrum.data(), kDftCols, 0, kDftCols);
-        for (int64_t b = 0; b < nb; ++b) {
-            const float* s = spectrum.data() + b * kDftCols;
-            float* p = power.data() + b * kNBins;
-            for (int j = 0; j < kNBins; ++j)
-                p[j] = s[2 * j] * s[2 * j] + s[2 * j + 1] * s[2 * j + 1];
-        }
-        kernels::gemm_f32(power.data(), kNBins, nb, kNBins, packed_filters.data(), n_mels, nullptr,
-                          mel.data(), n_mels, 0, n_mels);
-        for (int64_t b = 0; b < nb; ++b) {
-            for (int m = 0; m < n_mels; ++m) {
-                const float v =
-                    std::log10(std::max(mel[static_cast<size_t>(b * n_mels + m)], 1e-10f));
-                out.data[static_cast<size_t>(m * out.n_frames + t0 + b)] = v;
-                max_log = std::max(max_log, v);
-            }
-        }
+    for (int64_t f0 = 0; f0 < frames; f0 += kStep) {
+        const int64_t nf = std::min(kStep, frames - f0);
+        int64_t c0 = 0, c1 = 0;
+        frame_span(f0, nf, n, c0, c1);
+        chunk.resize(static_cast<size_t>(c1 - c0));
+        source.read(c0, c1 - c0, chunk.data());
+        max_log = std::max(max_log, raw_frames(w, chunk, c0, n, f0, nf, out.data(), kStep, f0));
     }
+    return max_log;
+}
+
+LogMel log_mel_window(AudioSource& source, int64_t frame_begin, int64_t n_frames, float max_log,
+                      int n_mels) {
+    const int64_t n = source.size();
+    if (frame_begin < 0 || n_frames < 0 || frame_begin + n_frames > n / kHopLength) {
+        throw Error("log-mel window of frames [" + std::to_string(frame_begin) + ", " +
+                    std::to_string(frame_begin + n_frames) + ") outside the " +
+                    std::to_string(n / kHopLength) + " frames of the audio");
+    }
+    MelWork w(n_mels);
+    LogMel out;
+    out.n_mels = n_mels;
+    out.n_frames = n_frames;
+    out.data.resize(static_cast<size_t>(n_mels) * static_cast<size_t>(n_frames));
+    if (n_frames == 0) return out;
+    int64_t c0 = 0, c1 = 0;
+    frame_span(frame_begin, n_frames, n, c0, c1);
+    std::vector<float> chunk(static_cast<size_t>(c1 - c0));
+    source.read(c0, c1 - c0, chunk.data());
+    raw_frames(w, chunk, c0, n, frame_begin, n_frames, out.data.data(), n_frames, frame_begin);
     const float floor = max_log - 8.0f;
     for (float& v : out.data) v = (std::max(v, floor) + 4.0f) / 4.0f;
     return out;

@@ -20,6 +20,8 @@
 #include <span>
 #include <vector>
 
+#include "core/whisper/audio_source.h"
+
 namespace sl::whisper {
 
 constexpr int kSampleRate = 16000;
@@ -42,5 +44,15 @@ std::vector<float> mel_filters(int n_mels);
 // Features of `audio` (16 kHz mono, any length; fewer than 160 samples give 0 frames). Samples
 // are used as they are (no resampling, no normalization). n_mels as for mel_filters().
 LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels = 80);
+
+// The same features from a source in two passes, in bounded memory (a few MB of scratch):
+// log_mel_max() reads all of it once for the clamp's maximum (of log10(max(mel, 1e-10)) over every
+// frame); log_mel_window() then computes frames [frame_begin, frame_begin + n_frames) normalized
+// with it, reading only the samples they touch. The values equal the slice of
+// log_mel_spectrogram(all samples) to float rounding (each frame's arithmetic is the same).
+// frame_begin + n_frames must not exceed size() / 160 (sl::Error otherwise).
+float log_mel_max(AudioSource& source, int n_mels = 80);
+LogMel log_mel_window(AudioSource& source, int64_t frame_begin, int64_t n_frames, float max_log,
+                      int n_mels = 80);
 
 }  // namespace sl::whisper

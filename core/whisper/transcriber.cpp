@@ -59,6 +59,22 @@ std::vector<Slice> split_by_timestamps(const std::vector<int>& tokens, int tb, d
     return out;
 }
 
+// The source followed by `pad` zero samples (faster-whisper pads 160 before its features).
+class ZeroPadded final : public AudioSource {
+public:
+    ZeroPadded(AudioSource& inner, int64_t pad) : inner_(inner), pad_(pad) {}
+    int64_t size() const override { return inner_.size() + pad_; }
+    void read(int64_t begin, int64_t n, float* out) override {
+        const int64_t inner_n = std::clamp<int64_t>(inner_.size() - begin, 0, n);
+        if (inner_n > 0) inner_.read(begin, inner_n, out);
+        std::fill(out + inner_n, out + n, 0.0f);
+    }
+
+private:
+    AudioSource& inner_;
+    int64_t pad_;
+};
+
 bool blank(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) {
         return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -70,17 +86,22 @@ bool blank(const std::string& s) {
 Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
                       std::span<const float> audio, const TranscribeOptions& options,
                       ThreadPool& pool) {
+    SpanAudioSource source(audio);
+    return transcribe(model, tokenizer, source, options, pool);
+}
+
+Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
+                      AudioSource& source, const TranscribeOptions& options, ThreadPool& pool) {
     const WhisperConfig& c = model.config();
     const WhisperTokens& tk = model.tokens();
     Transcript out;
-    out.duration = static_cast<double>(audio.size()) / kSampleRate;
+    out.duration = static_cast<double>(source.size()) / kSampleRate;
 
-    // faster-whisper pads 160 zeros before the features and drops the extra frame.
-    std::vector<float> padded(audio.begin(), audio.end());
-    padded.resize(audio.size() + kHopLength, 0.0f);
-    const LogMel features = log_mel_spectrogram(padded, c.n_mels);
-    padded = {};
-    const int64_t content_frames = std::max<int64_t>(features.n_frames - 1, 0);
+    // faster-whisper's features: the audio + 160 zeros, the extra frame dropped. Pass 1 finds
+    // the clamp's maximum; each window's frames are computed when it is decoded.
+    ZeroPadded padded(source, kHopLength);
+    const float max_log = log_mel_max(padded, c.n_mels);
+    const int64_t content_frames = std::max<int64_t>(padded.size() / kHopLength - 1, 0);
     const int window_frames = 2 * c.n_audio_ctx;
 
     WhisperDecoder decoder(model);
@@ -101,10 +122,12 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         const int segment_size =
             static_cast<int>(std::min<int64_t>(window_frames, content_frames - seek));
         const double segment_duration = segment_size * kTimePerFrame;
+        const LogMel features = log_mel_window(padded, seek, segment_size, max_log, c.n_mels);
         window.data.assign(static_cast<size_t>(c.n_mels) * static_cast<size_t>(window_frames),
                            0.0f);
         for (int m = 0; m < c.n_mels; ++m)
-            std::copy_n(features.data.begin() + m * features.n_frames + seek, segment_size,
+            std::copy_n(features.data.begin() + static_cast<ptrdiff_t>(m) * segment_size,
+                        segment_size,
                         window.data.begin() + static_cast<ptrdiff_t>(m) * window_frames);
         model.encode(window, enc, pool);
         decoder.set_audio(enc, pool);

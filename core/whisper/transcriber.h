@@ -13,9 +13,11 @@
 //     0.02 s per timestamp step); seek to the last complete pair, or past the window when it ends
 //     on a single timestamp or holds none
 //
-// Memory: the features of the whole audio (320 bytes per 10 ms: 230 MB for two hours) plus the
-// model's per-window scratch. Runs on the calling thread, loops spread over the caller's pool;
-// `progress` is called on that thread after each window.
+// Features come in two passes over the audio (log_mel_max, then log_mel_window per window), so
+// with an AudioSource memory is bounded by one window (~1 MB of samples, ~1 MB of features) plus
+// the model's per-window scratch (~30 MB for tiny), whatever the length. Runs on the calling
+// thread, loops spread over the caller's pool; `progress` is called on that thread after each
+// window.
 #pragma once
 
 #include <functional>
@@ -65,5 +67,9 @@ struct Transcript {
 Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
                       std::span<const float> audio, const TranscribeOptions& options,
                       ThreadPool& pool);
+// The same from a source read window by window (audio_source.h's access pattern): memory stays
+// bounded by one window's samples and features, whatever the length.
+Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
+                      AudioSource& source, const TranscribeOptions& options, ThreadPool& pool);
 
 }  // namespace sl::whisper

@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "core/util/error.h"
 #include "core/whisper/log_mel.h"
 #include "tests/common/test_support.h"
 
@@ -79,6 +81,8 @@ private Q_SLOTS:
     void toneLandsInItsBin();
     void matchesNumpy_data();
     void matchesNumpy();
+    void windowsMatchWhole_data();
+    void windowsMatchWhole();
 
 private:
     QString python_;
@@ -179,6 +183,61 @@ void TstLogMel::matchesNumpy() {
     QVERIFY2(filter_err < 1e-6, qPrintable(QString::number(filter_err)));
     QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
     QVERIFY2(max_abs < 2e-4, qPrintable(QString::number(max_abs)));
+}
+
+void TstLogMel::windowsMatchWhole_data() {
+    QTest::addColumn<int>("samples");
+    QTest::newRow("65 s + 77") << 16000 * 65 + 77;
+    QTest::newRow("31 s + 1") << 16000 * 31 + 1;
+    QTest::newRow("1001 samples") << 1001;
+    QTest::newRow("450 samples") << 450;
+}
+
+void TstLogMel::windowsMatchWhole() {
+    // log_mel_max + log_mel_window (the streaming path) against the one-pass features of the
+    // whole signal, on windows at the start, in the middle, at the end and of one frame.
+    QFETCH(int, samples);
+    const std::vector<float> audio = make_audio(Kind::Bursts, static_cast<size_t>(samples));
+    const auto whole = sl::whisper::log_mel_spectrogram(audio);
+    struct Counting : sl::whisper::AudioSource {
+        explicit Counting(std::span<const float> s) : inner(s) {}
+        int64_t size() const override { return inner.size(); }
+        void read(int64_t begin, int64_t n, float* out) override {
+            max_read = std::max(max_read, n);
+            total += n;
+            inner.read(begin, n, out);
+        }
+        sl::whisper::SpanAudioSource inner;
+        int64_t max_read = 0, total = 0;
+    } source(audio);
+    const float max_log = sl::whisper::log_mel_max(source);
+    QVERIFY2(source.max_read <= 30 * 16000 + 400, qPrintable(QString::number(source.max_read)));
+    QVERIFY(source.total < samples + samples / 10 + 1000);  // one pass, small overlaps
+    const int64_t F = whole.n_frames;
+    std::uniform_int_distribution<int64_t> any(0, std::max<int64_t>(F - 1, 0));
+    std::vector<std::pair<int64_t, int64_t>> windows{
+        {0, std::min<int64_t>(F, 3000)},
+        {F - 1, 1},
+        {std::max<int64_t>(F - 3000, 0), std::min<int64_t>(F, 3000)},
+        {0, 1},
+        {0, F}};
+    for (int i = 0; i < 4; ++i) {
+        const int64_t f0 = any(sl::test::rng());
+        windows.emplace_back(f0, std::min<int64_t>(F - f0, 1 + any(sl::test::rng()) % 3000));
+    }
+    double worst = 0;
+    for (const auto& [f0, nf] : windows) {
+        const auto w = sl::whisper::log_mel_window(source, f0, nf, max_log);
+        QCOMPARE(w.n_frames, nf);
+        for (int m = 0; m < 80; ++m)
+            for (int64_t t = 0; t < nf; ++t)
+                worst = std::max(worst, std::abs(double(w.data[static_cast<size_t>(m * nf + t)]) -
+                                                 whole.data[static_cast<size_t>(m * F + f0 + t)]));
+    }
+    qInfo("%lld frames: worst difference over %zu windows %.3g", static_cast<long long>(F),
+          windows.size(), worst);
+    QVERIFY2(worst < 1e-6, qPrintable(QString::number(worst)));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::whisper::log_mel_window(source, F, 1, max_log));
 }
 
 QTEST_APPLESS_MAIN(TstLogMel)

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
 #include "core/util/paths.h"
 #include "core/whisper/transcriber.h"
 #include "tests/common/test_support.h"
@@ -101,6 +102,7 @@ class TstTranscriber : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void matchesFasterWhisper();
+    void streamsFromASource();
     void wordErrorRate();
     void multilingualBaseModel();
     void progressAndCancel();
@@ -181,6 +183,33 @@ void TstTranscriber::compare(const sl::whisper::Transcript& t, const QJsonObject
         QVERIFY(std::abs(s.no_speech_prob - w.value(QStringLiteral("no_speech_prob")).toDouble()) <
                 1e-3);
     }
+}
+
+void TstTranscriber::streamsFromASource() {
+    // The same recording through an AudioSource that enforces audio_source.h's access pattern
+    // (bounded reads, begins never more than 30.5 s behind the previous one): the same segments.
+    struct Checked : sl::whisper::AudioSource {
+        explicit Checked(std::span<const float> s) : inner(s) {}
+        int64_t size() const override { return inner.size(); }
+        void read(int64_t begin, int64_t n, float* out) override {
+            if (n > 31 * 16000) throw sl::Error("read of " + std::to_string(n) + " samples");
+            if (begin == 0 && last_begin > 0)
+                ++passes;  // a new pass from the start
+            else if (begin < last_begin - 30 * 16000 - 8000)
+                throw sl::Error("read back to " + std::to_string(begin));
+            last_begin = begin;
+            max_read = std::max(max_read, n);
+            inner.read(begin, n, out);
+        }
+        sl::whisper::SpanAudioSource inner;
+        int64_t last_begin = 0, max_read = 0;
+        int passes = 1;
+    } source(audio_);
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, source, {}, *pool_);
+    qInfo("%d passes over the source, largest read %lld samples", source.passes,
+          static_cast<long long>(source.max_read));
+    QCOMPARE(source.passes, 2);  // the clamp's maximum, then the windows
+    compare(t, ref_);
 }
 
 void TstTranscriber::wordErrorRate() {
