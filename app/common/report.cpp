@@ -2,7 +2,9 @@
 
 #include <QByteArray>
 
+#include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "core/document/locator.h"
@@ -88,10 +90,44 @@ std::string support_note(const Answer& a, size_t i) {
 
 }  // namespace
 
+namespace {
+
+bool timed(const Citation& c) {
+    return c.ref.time && (c.kind == doc::DocumentKind::Video || c.kind == doc::DocumentKind::Audio);
+}
+
+// Whether `s` ends with " HH:MM:SS" (two or more digits of hours): a segment's time in a locator.
+size_t trailing_time(const std::string& s) {
+    const size_t sp = s.rfind(' ');
+    if (sp == std::string::npos) return std::string::npos;
+    const std::string t = s.substr(sp + 1);
+    if (t.size() < 8) return std::string::npos;
+    const size_t h = t.size() - 6;
+    for (size_t i = 0; i < t.size(); ++i) {
+        const bool colon = i == h || i == h + 3;
+        if (colon ? t[i] != ':' : !std::isdigit(static_cast<unsigned char>(t[i]))) return std::string::npos;
+    }
+    return sp;
+}
+
+}  // namespace
+
+std::string citation_label(const Citation& c) {
+    if (!timed(c)) return c.locator;
+    std::string place = c.locator;
+    if (const size_t at = trailing_time(place); at != std::string::npos) place.resize(at);
+    if (place.empty()) place = std::filesystem::path(c.path).filename().string();
+    if (!place.empty()) place.push_back(' ');
+    place.append(doc::format_time(c.ref.time->t0));
+    return place;
+}
+
 std::string citation_place(const Citation& c) {
-    std::string s = c.locator;
-    if (c.ref.time && (c.kind == doc::DocumentKind::Video || c.kind == doc::DocumentKind::Audio))
-        s += " (" + doc::format_time(c.ref.time->t0) + "-" + doc::format_time(c.ref.time->t1) + ")";
+    std::string s = citation_label(c);
+    if (timed(c) && c.ref.time->t1 > c.ref.time->t0) {
+        s.push_back('-');
+        s.append(doc::format_time(c.ref.time->t1));
+    }
     return s;
 }
 

@@ -37,7 +37,12 @@ struct Thumbnail {
 };
 using ThumbnailFn = std::function<std::optional<Thumbnail>(const Citation&)>;
 
-// "R-intro.pdf p. 34", with the time range for media ("Lecture.mp4 00:41:23 (00:41:25-00:41:32)").
+// Where a citation points, as the viewer opens it: "R-intro.pdf p. 34"; for video and audio the
+// cited phrase's start replaces the segment's time in the locator ("Lecture.mp4 00:41:25": the
+// second the player seeks to). The desktop's chips and the reports use this one label.
+std::string citation_label(const Citation& c);
+
+// citation_label with the phrase's end for media ("Lecture.mp4 00:41:25-00:41:32").
 std::string citation_place(const Citation& c);
 
 std::string report_markdown(const Report& r);

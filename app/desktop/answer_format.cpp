@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "app/common/report.h"
 #include "app/desktop/markdown_html.h"
 #include "core/document/locator.h"
 
@@ -68,18 +69,7 @@ QString sentence_text(const Answer& a, const AnswerSentence& s) {
 
 }  // namespace
 
-QString citation_place(const Citation& c) {
-    const QString locator = QString::fromStdString(c.locator);
-    const bool timed = c.kind == doc::DocumentKind::Video || c.kind == doc::DocumentKind::Audio;
-    if (!timed || !c.ref.time) return locator;
-    const QString t = QString::fromStdString(doc::format_time(c.ref.time->t0));
-    // The segment's "HH:MM:SS" at the end of the locator gives way to the phrase's.
-    static const QRegularExpression segment_time(QStringLiteral(" \\d{2,}:\\d{2}:\\d{2}$"));
-    QString place = locator;
-    place.remove(segment_time);
-    if (place.isEmpty()) place = QString::fromStdString(std::filesystem::path(c.path).filename().string());
-    return place.isEmpty() ? t : place + QLatin1Char(' ') + t;
-}
+QString citation_place(const Citation& c) { return QString::fromStdString(app::citation_label(c)); }
 
 std::vector<MarkedPiece> marked_pieces(const Answer& a) {
     // Mirrors Answer::with_markers(): the markers go before the sentence's closing punctuation

@@ -119,9 +119,12 @@ private Q_SLOTS:
 void TstReport::markdown() {
     const auto md = sl::app::report_markdown(make_report("/nowhere/R-intro.pdf"));
     for (const char* want : {"Use read.table with header=TRUE [1].", "Entropy never decreases [2].",
-                             "twelve percent [3?].", "1. **R-intro.pdf p. 34**", "2. **Lecture.mp4 00:41:30 (00:41:32-00:41:39)**",
+                             "twelve percent [3?].", "1. **R-intro.pdf p. 34**", "2. **Lecture.mp4 00:41:32-00:41:39**",
                              "3. **R-intro.pdf p. 49** ⚠ weak", "header=TRUE)", "WEAK", "SmolLM2-135M-Instruct"})
         QVERIFY2(md.find(want) != std::string::npos, (std::string(want) + "\n---\n" + md).c_str());
+    // A video citation is labelled with the cited phrase's start (where the player seeks), not its
+    // segment's (the locator's 00:41:30).
+    QVERIFY2(md.find("00:41:30") == std::string::npos, md.c_str());
 }
 
 // Text from documents and answers never becomes a link, an image or HTML in the Markdown report.
@@ -154,7 +157,7 @@ void TstReport::htmlWithThumbnails() {
     QVERIFY(thumbs(r.chats[0].answer.citations[1]).has_value());  // the frame nearest 00:41:32
 
     const std::string html = sl::app::report_html(r, thumbs.fn());
-    for (const char* want : {"R-intro.pdf p. 34", "Lecture.mp4 00:41:30", "R-intro.pdf p. 49", "href=\"#c1-1\"",
+    for (const char* want : {"R-intro.pdf p. 34", "Lecture.mp4 00:41:32-00:41:39", "R-intro.pdf p. 49", "href=\"#c1-1\"",
                              "class=\"weak\">[3?]</a>", "HousePrice &lt;- read.table"})
         QVERIFY2(html.find(want) != std::string::npos, want);
     // Three images, each a data: URI that decodes.
@@ -183,7 +186,7 @@ void TstReport::pdf() {
     QByteArray text;
     QVERIFY(sl::test::run_process(QStringLiteral("pdftotext"), {QStringLiteral("-layout"), out, QStringLiteral("-")}, &text));
     const std::string s = text.toStdString();
-    for (const char* want : {"R-intro.pdf p. 34", "Lecture.mp4 00:41:30", "R-intro.pdf p. 49", "read.table",
+    for (const char* want : {"R-intro.pdf p. 34", "Lecture.mp4 00:41:32", "R-intro.pdf p. 49", "read.table",
                              "How is a data frame read", "[3?]"})
         QVERIFY2(s.find(want) != std::string::npos, (std::string(want) + "\n---\n" + s).c_str());
     QByteArray list;
