@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/util/error.h"
 #include "core/whisper/log_mel.h"
@@ -15,18 +16,15 @@ constexpr double kTimePerFrame = 0.01;   // seconds per mel frame (hop 160 at 16
 constexpr double kTimePrecision = 0.02;  // seconds per timestamp step
 constexpr int kInputStride = 2;          // mel frames per encoder position
 
-struct Slice {
-    double start, end;
-    std::vector<int> tokens;
-};
-
-// faster-whisper's _split_segments_by_timestamps: the window's tokens cut into timed slices;
-// advances `seek` (in mel frames).
-std::vector<Slice> split_by_timestamps(const std::vector<int>& tokens, int tb, double time_offset,
-                                       int segment_size, double segment_duration, int& seek) {
-    std::vector<Slice> out;
+// faster-whisper's _split_segments_by_timestamps: the window's tokens cut into timed segments;
+// advances `seek` (in mel frames) and tells whether the tokens end in a single timestamp.
+std::vector<TimedSegment> split_by_timestamps(const std::vector<int>& tokens, int tb,
+                                              double time_offset, int segment_size,
+                                              double segment_duration, int& seek,
+                                              bool& single_timestamp_ending) {
+    std::vector<TimedSegment> out;
     const size_t n = tokens.size();
-    const bool single_timestamp_ending = n >= 2 && tokens[n - 2] < tb && tokens[n - 1] >= tb;
+    single_timestamp_ending = n >= 2 && tokens[n - 2] < tb && tokens[n - 1] >= tb;
     std::vector<size_t> slices;
     for (size_t i = 1; i < n; ++i)
         if (tokens[i] >= tb && tokens[i - 1] >= tb) slices.push_back(i);
@@ -35,7 +33,7 @@ std::vector<Slice> split_by_timestamps(const std::vector<int>& tokens, int tb, d
         size_t last = 0;
         for (const size_t cur : slices) {
             // cur > last: the cut points increase strictly and start above 0.
-            Slice s;
+            TimedSegment s;
             s.start = time_offset + (tokens[last] - tb) * kTimePrecision;
             s.end = time_offset + (tokens[cur - 1] - tb) * kTimePrecision;
             s.tokens.assign(tokens.begin() + static_cast<ptrdiff_t>(last),
@@ -53,7 +51,7 @@ std::vector<Slice> split_by_timestamps(const std::vector<int>& tokens, int tb, d
         for (const int t : tokens)
             if (t >= tb) last_ts = t;
         if (last_ts >= 0 && last_ts != tb) duration = (last_ts - tb) * kTimePrecision;
-        out.push_back(Slice{time_offset, time_offset + duration, tokens});
+        out.push_back(TimedSegment{time_offset, time_offset + duration, tokens, {}});
         seek += segment_size;
     }
     return out;
@@ -115,7 +113,8 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
     gopt.max_initial_timestamp_index =
         static_cast<int>(std::lround(options.max_initial_timestamp / kTimePrecision));
 
-    int lang_token = -1;  // multilingual models: the language's token, once known
+    int lang_token = -1;               // multilingual models: the language's token, once known
+    double last_speech_timestamp = 0;  // word timing: where the speech heard so far ended
     int seek = 0;
     while (seek < content_frames) {
         const double time_offset = seek * kTimePerFrame;
@@ -170,14 +169,32 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         if (skip) {
             seek += segment_size;
         } else {
-            for (Slice& s : split_by_timestamps(r.tokens, tk.timestamp_begin, time_offset,
-                                                segment_size, segment_duration, seek)) {
+            const int window_seek = seek;
+            bool single_ending = false;
+            std::vector<TimedSegment> cut =
+                split_by_timestamps(r.tokens, tk.timestamp_begin, time_offset, segment_size,
+                                    segment_duration, seek, single_ending);
+            if (options.word_timestamps) {
+                std::vector<int> sot_sequence{tk.sot};
+                if (c.multilingual()) sot_sequence = {tk.sot, lang_token, tk.transcribe};
+                add_word_timestamps(cut, decoder, tokenizer, sot_sequence, window_seek,
+                                    segment_size, last_speech_timestamp, pool);
+                // faster-whisper's get_end: the last word's end, else the last segment's.
+                std::optional<double> last_end;
+                for (auto it = cut.rbegin(); it != cut.rend() && !last_end; ++it)
+                    if (!it->words.empty()) last_end = it->words.back().end;
+                if (!last_end && !cut.empty()) last_end = cut.back().end;
+                if (!single_ending && last_end && *last_end > time_offset)
+                    seek = static_cast<int>(std::nearbyint(*last_end * 100.0));
+                if (last_end) last_speech_timestamp = *last_end;
+            }
+            for (TimedSegment& s : cut) {
                 std::string text = tokenizer.decode_text(s.tokens);
                 if (s.start == s.end || blank(text)) continue;
                 all_tokens.insert(all_tokens.end(), s.tokens.begin(), s.tokens.end());
                 out.segments.push_back(TranscriptSegment{s.start, s.end, std::move(text),
                                                          std::move(s.tokens), avg_logprob,
-                                                         r.no_speech_prob});
+                                                         r.no_speech_prob, std::move(s.words)});
             }
             if (!options.condition_on_previous_text) prompt_reset_since = all_tokens.size();
         }

@@ -27,6 +27,7 @@
 
 #include "core/whisper/whisper_model.h"
 #include "core/whisper/whisper_tokenizer.h"
+#include "core/whisper/word_timing.h"
 
 namespace sl::whisper {
 
@@ -39,6 +40,9 @@ struct TranscribeOptions {
     float no_speech_threshold = 0.6f;
     float log_prob_threshold = -1.0f;
     float max_initial_timestamp = 1.0f;  // seconds
+    // Word times from cross-attention (word_timing.h); as in faster-whisper, the segments' bounds
+    // then follow their words and a window resumes after its last word.
+    bool word_timestamps = false;
     // After each window: (seconds of audio done, total seconds). Return false to stop early
     // (the segments so far are returned, with Transcript::canceled set).
     std::function<bool(double, double)> progress;
@@ -50,6 +54,7 @@ struct TranscriptSegment {
     std::vector<int> tokens;    // text and timestamp tokens of the segment
     double avg_logprob = 0;     // of the window's decoding
     float no_speech_prob = 0;   // of the window
+    std::vector<Word> words;    // with TranscribeOptions::word_timestamps
 };
 
 struct Transcript {

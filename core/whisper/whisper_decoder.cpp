@@ -8,6 +8,7 @@
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 
@@ -95,6 +96,10 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
 
     const auto& layers = model_.decoder_layers();
     const int64_t p0 = pos_;
+    if (capture_)
+        captured_.assign(model_.alignment_heads().size() * static_cast<size_t>(T) *
+                             static_cast<size_t>(c.n_audio_ctx),
+                         0.0f);
     for (size_t L = 0; L < layers.size(); ++L) {
         const DecoderLayer& l = layers[L];
         float* K = self_k_[L].data();
@@ -124,12 +129,26 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
         WhisperModel::layer_norm(h_.data(), T, d, l.ln_cross, pool);
         WhisperModel::apply(l.cross_q, h_.data(), T, qkv_.data(), pool);  // (T, d)
         const float* kv = cross_kv_[L].data();
+        // Alignment capture: this layer's heads that are alignment heads, and their slots.
+        std::vector<int> slot(static_cast<size_t>(H), -1);
+        if (capture_) {
+            const auto& heads = model_.alignment_heads();
+            for (size_t a = 0; a < heads.size(); ++a)
+                if (heads[a].first == static_cast<int>(L))
+                    slot[static_cast<size_t>(heads[a].second)] = static_cast<int>(a);
+        }
         pool.parallel_for(T * H, [&](int64_t w0, int64_t w1, int) {
             std::vector<float> scores(static_cast<size_t>(c.n_audio_ctx));
             for (int64_t w = w0; w < w1; ++w) {
                 const int64_t i = w / H, h = w % H;
-                attend_head(qkv_.data() + i * d + h * hd, kv + h * hd, kv + d + h * hd, 2 * d,
-                            c.n_audio_ctx, hd, ctx_.data() + i * d + h * hd, scores.data());
+                const float* q = qkv_.data() + i * d + h * hd;
+                if (slot[static_cast<size_t>(h)] >= 0) {
+                    float* keep =
+                        captured_.data() + (slot[static_cast<size_t>(h)] * T + i) * c.n_audio_ctx;
+                    kernels::dot_rows_f32(keep, q, kv + h * hd, 2 * d, c.n_audio_ctx, hd, 1.0f);
+                }
+                attend_head(q, kv + h * hd, kv + d + h * hd, 2 * d, c.n_audio_ctx, hd,
+                            ctx_.data() + i * d + h * hd, scores.data());
             }
         });
         WhisperModel::apply(l.cross_out, ctx_.data(), T, tmp_.data(), pool);
@@ -145,36 +164,54 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
     }
     pos_ += static_cast<int>(T);
 
-    // Tied output projection for the requested rows: logits[j] = emb[j] . LN(x), rows of the
-    // vocabulary spread over the pool.
+    // Tied output projection for the requested rows: logits[r][j] = emb[j] . LN(x[row r]).
     const auto V = static_cast<size_t>(c.n_vocab);
-    logits.resize(logit_rows.size() * V);
-    for (size_t r = 0; r < logit_rows.size(); ++r) {
-        float* hrow = h_.data();
-        std::copy_n(x + logit_rows[r] * d, d, hrow);
-        WhisperModel::layer_norm(hrow, 1, d, model_.decoder_norm(), pool);
-        float* out = logits.data() + r * V;
-        if (!model_.token_embedding_q8().empty()) {
-            const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, d);
-            std::vector<uint8_t> hq(row_bytes);
-            kernels::quantize_activations(kernels::TensorType::Q8_0, hrow, 1, d, hq.data());
-            const uint8_t* wq = model_.token_embedding_q8().data();
-            pool.parallel_for(
-                c.n_vocab,
-                [&](int64_t r0, int64_t r1, int) {
-                    kernels::matmul_rows(kernels::TensorType::Q8_0, wq, d, hq.data(), 1, out,
-                                         c.n_vocab, r0, r1);
-                },
-                64);
-            continue;
-        }
+    const auto R = static_cast<int64_t>(logit_rows.size());
+    logits.resize(static_cast<size_t>(R) * V);
+    if (R == 0) return;
+    float* hn = h_.data();  // (R, d): the normalized rows
+    for (int64_t r = 0; r < R; ++r)
+        std::copy_n(x + logit_rows[static_cast<size_t>(r)] * d, d, hn + r * d);
+    WhisperModel::layer_norm(hn, R, d, model_.decoder_norm(), pool);
+    if (!model_.token_embedding_q8().empty()) {
+        // Q8_0: all rows at once, vocabulary rows spread over the pool.
+        const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, d);
+        std::vector<uint8_t> hq(row_bytes * static_cast<size_t>(R));
+        kernels::quantize_activations(kernels::TensorType::Q8_0, hn, R, d, hq.data());
+        const uint8_t* wq = model_.token_embedding_q8().data();
         pool.parallel_for(
             c.n_vocab,
             [&](int64_t r0, int64_t r1, int) {
-                kernels::dot_rows_f32(out + r0, hrow, emb + r0 * d, d, r1 - r0, d, 1.0f);
+                kernels::matmul_rows(kernels::TensorType::Q8_0, wq, d, hq.data(), R, logits.data(),
+                                     c.n_vocab, r0, r1);
             },
             64);
+        return;
     }
+    if (R == 1) {  // one row (each decoding step): dot products, vocabulary spread over the pool
+        pool.parallel_for(
+            c.n_vocab,
+            [&](int64_t r0, int64_t r1, int) {
+                kernels::dot_rows_f32(logits.data() + r0, hn, emb + r0 * d, d, r1 - r0, d, 1.0f);
+            },
+            64);
+        return;
+    }
+    // Several rows (word alignment): one GEMM with the roles swapped, the embedding streamed once:
+    // Y (n_vocab, R) = emb (n_vocab, d) . LN(x)^T, the few rows packed as the weight.
+    std::vector<float> hp(kernels::packed_size(R, d)), y(V * static_cast<size_t>(R));
+    kernels::pack_panels(hn, R, d, hp.data());
+    pool.parallel_for(
+        c.n_vocab,
+        [&](int64_t r0, int64_t r1, int) {
+            kernels::gemm_f32(emb + r0 * d, d, r1 - r0, d, hp.data(), R, nullptr, y.data() + r0 * R,
+                              R, 0, R);
+        },
+        kernels::kGemmTokenBlock);
+    for (size_t j = 0; j < V; ++j)
+        for (int64_t r = 0; r < R; ++r)
+            logits[static_cast<size_t>(r) * V + j] =
+                y[j * static_cast<size_t>(R) + static_cast<size_t>(r)];
 }
 
 namespace {

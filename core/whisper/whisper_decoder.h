@@ -42,11 +42,18 @@ public:
     // n_vocab): the scores after tokens[logit_rows[i]] (indices into `tokens`, each < size).
     void feed(std::span<const int> tokens, std::span<const int> logit_rows,
               std::vector<float>& logits, ThreadPool& pool);
+    // While set, feed() also keeps the cross-attention scores (scaled q.k, before the softmax) of
+    // the model's alignment heads: cross_scores() is (n_alignment_heads, tokens fed, n_audio_ctx)
+    // for the tokens of the last feed() call.
+    void set_capture_alignment(bool on) { capture_ = on; }
+    const std::vector<float>& cross_scores() const { return captured_; }
 
 private:
     const WhisperModel& model_;
     int pos_ = 0;
     bool have_audio_ = false;
+    bool capture_ = false;
+    std::vector<float> captured_;
     std::vector<std::vector<float>> cross_kv_, self_k_, self_v_;
     // Scratch of feed(), grown to the largest batch seen.
     std::vector<float> x_, h_, qkv_, ctx_, tmp_, ffn_;

@@ -303,6 +303,8 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
     m.dec_ln_ = norm(f, "decoder/layer_norm", d);
 
     m.suppress_ids_begin_ = {220, m.tok_.eot};
+    for (int L = c.n_text_layers / 2; L < c.n_text_layers; ++L)
+        for (int h = 0; h < c.n_text_heads; ++h) m.alignment_heads_.emplace_back(L, h);
     if (!config_json.empty()) {
         const JsonValue root = JsonValue::parse_file(config_json);
         const std::string origin = config_json.string();
@@ -310,6 +312,23 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         if (root.find("suppress_ids_begin"))
             m.suppress_ids_begin_ = int_list(root, "suppress_ids_begin", origin);
         m.lang_ids_ = int_list(root, "lang_ids", origin);
+        if (const JsonValue* heads = root.find("alignment_heads")) {
+            m.alignment_heads_.clear();
+            if (!heads->is_array())
+                throw FormatError(origin + ": 'alignment_heads' is not an array");
+            for (const JsonValue& h : heads->items()) {
+                const auto l = h.is_array() && h.items().size() == 2 && h.items()[0].is_number()
+                                   ? h.items()[0].as_u64()
+                                   : std::nullopt;
+                const auto k = l ? h.items()[1].as_u64() : std::nullopt;
+                if (!l || !k || *l >= static_cast<uint64_t>(c.n_text_layers) ||
+                    *k >= static_cast<uint64_t>(c.n_text_heads))
+                    throw FormatError(origin +
+                                      ": 'alignment_heads' holds a pair that is not a (layer, "
+                                      "head) of the decoder");
+                m.alignment_heads_.emplace_back(static_cast<int>(*l), static_cast<int>(*k));
+            }
+        }
         if (!c.multilingual()) m.lang_ids_.clear();
         for (const int id : m.lang_ids_)
             if (id <= m.tok_.sot || id >= m.tok_.translate)

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/whisper/log_mel.h"
@@ -120,6 +121,10 @@ public:
     // The language tokens (<|en|>, <|zh|>, ...) of a multilingual model, from config.json's
     // lang_ids; empty for English-only models or without config.json.
     const std::vector<int>& lang_ids() const { return lang_ids_; }
+    // The cross-attention heads (decoder layer, head) whose attention follows the speech, from
+    // config.json's alignment_heads; without it, every head of the second half of the layers
+    // (CTranslate2's default).
+    const std::vector<std::pair<int, int>>& alignment_heads() const { return alignment_heads_; }
 
     // The encoder. `mel` must have n_mels rows and exactly 2 * n_audio_ctx frames (3000: pad or
     // cut the features to 30 s, as whisper does); throws sl::Error otherwise. out: (n_audio_ctx,
@@ -147,6 +152,7 @@ private:
     WhisperConfig cfg_;
     WhisperTokens tok_;
     std::vector<int> suppress_ids_, suppress_ids_begin_, lang_ids_;
+    std::vector<std::pair<int, int>> alignment_heads_;
 
     Linear conv1_, conv2_;          // as linears over im2col rows: W (d, in_channels * 3)
     std::vector<float> audio_pos_;  // (n_audio_ctx, d)

@@ -103,6 +103,7 @@ private Q_SLOTS:
     void initTestCase();
     void matchesFasterWhisper();
     void streamsFromASource();
+    void wordTimestamps();
     void wordErrorRate();
     void multilingualBaseModel();
     void progressAndCancel();
@@ -210,6 +211,61 @@ void TstTranscriber::streamsFromASource() {
           static_cast<long long>(source.max_read));
     QCOMPARE(source.passes, 2);  // the clamp's maximum, then the windows
     compare(t, ref_);
+}
+
+void TstTranscriber::wordTimestamps() {
+    // Word times from cross-attention against faster-whisper's word_timestamps=True run (float32
+    // greedy): the same segments (whose bounds follow their words), the same words, times to
+    // 0.02 s (one audio position) and probabilities.
+    sl::whisper::TranscribeOptions o;
+    o.word_timestamps = true;
+    QElapsedTimer timer;
+    timer.start();
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, audio_, o, *pool_);
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    const QJsonArray want = ref_.value(QStringLiteral("word_segments")).toArray();
+    size_t n_words = 0, exact = 0;
+    double worst = 0, worst_p = 0;
+    for (size_t i = 0; i < t.segments.size(); ++i) {
+        const auto& seg = t.segments[i];
+        QString line = QStringLiteral("[%1 %2]").arg(seg.start, 0, 'f', 2).arg(seg.end, 0, 'f', 2);
+        for (const auto& w : seg.words)
+            line += QStringLiteral(" %1(%2-%3)")
+                        .arg(QString::fromStdString(w.text))
+                        .arg(w.start)
+                        .arg(w.end);
+        qInfo("%s", qPrintable(line));
+    }
+    QCOMPARE(t.segments.size(), static_cast<size_t>(want.size()));
+    for (qsizetype i = 0; i < want.size(); ++i) {
+        const QJsonObject ws = want[i].toObject();
+        const auto& seg = t.segments[static_cast<size_t>(i)];
+        QCOMPARE(QString::fromStdString(seg.text), ws.value(QStringLiteral("text")).toString());
+        worst = std::max({worst, std::abs(seg.start - ws.value(QStringLiteral("start")).toDouble()),
+                          std::abs(seg.end - ws.value(QStringLiteral("end")).toDouble())});
+        const QJsonArray words = ws.value(QStringLiteral("words")).toArray();
+        QCOMPARE(seg.words.size(), static_cast<size_t>(words.size()));
+        for (qsizetype k = 0; k < words.size(); ++k) {
+            const QJsonObject w = words[k].toObject();
+            const auto& got = seg.words[static_cast<size_t>(k)];
+            QCOMPARE(QString::fromStdString(got.text), w.value(QStringLiteral("word")).toString());
+            const double ds = std::abs(got.start - w.value(QStringLiteral("start")).toDouble());
+            const double de = std::abs(got.end - w.value(QStringLiteral("end")).toDouble());
+            worst = std::max({worst, ds, de});
+            worst_p = std::max(
+                worst_p,
+                std::abs(got.probability - w.value(QStringLiteral("probability")).toDouble()));
+            ++n_words;
+            exact += ds < 1e-6 && de < 1e-6;
+        }
+    }
+    qInfo(
+        "%zu words, %zu with exactly faster-whisper's times; worst time difference %.2f s, "
+        "worst probability difference %.4f; %.2f s (faster-whisper float32 %.2f s)",
+        n_words, exact, worst, worst_p, seconds,
+        ref_.value(QStringLiteral("float32_greedy_words_seconds")).toDouble());
+    QVERIFY2(worst <= 0.02 + 1e-6, qPrintable(QString::number(worst)));
+    QVERIFY2(worst_p < 0.01, qPrintable(QString::number(worst_p)));
 }
 
 void TstTranscriber::wordErrorRate() {

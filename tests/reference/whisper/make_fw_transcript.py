@@ -12,7 +12,9 @@ transcription of a ~54 s recording made from the five LibriVox clips of pocketsp
 Runs faster-whisper on the same model directory with compute_type float32, beam_size 1,
 temperature 0 (no fallback), its other defaults (timestamps, condition_on_previous_text, no
 VAD, no word timestamps), the samples passed as an array (no decoding or resampling), and
-records every segment (start, end, text, tokens, avg_logprob, no_speech_prob). Also records
+records every segment (start, end, text, tokens, avg_logprob, no_speech_prob), then again with
+word_timestamps=True ("word_segments": segments with their words' text, times and
+probabilities). Also records
 faster-whisper's default int8 transcription (beam 5) text and its run time, and the float32 run's
 time, for the side-by-side report.
 
@@ -102,6 +104,17 @@ def main() -> None:
     out["segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
                         "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob}
                        for s in segs]
+
+    # The same with word timestamps (cross-attention alignment).
+    t = time.time()
+    segments, _ = m.transcribe(audio, beam_size=1, temperature=0.0, language=lang,
+                               word_timestamps=True)
+    segs = list(segments)
+    out["float32_greedy_words_seconds"] = time.time() - t
+    out["word_segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
+                             "words": [{"word": w.word, "start": w.start, "end": w.end,
+                                        "probability": w.probability} for w in s.words]}
+                            for s in segs]
 
     m8 = WhisperModel(args.model, device="cpu", compute_type="int8", cpu_threads=2)
     t = time.time()
