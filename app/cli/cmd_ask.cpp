@@ -128,16 +128,12 @@ int run(const QStringList& args) {
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
-    std::unique_ptr<sl::SentenceEmbedder> minilm;
-    std::unique_ptr<sl::MiniLmEmbedder> embedder;
-    if (semantic && std::filesystem::exists(sl::SentenceEmbedder::default_dir())) {
-        try {
-            minilm = sl::SentenceEmbedder::open(sl::SentenceEmbedder::default_dir().string());
-            embedder = std::make_unique<sl::MiniLmEmbedder>(*minilm);
-            o.embedder = embedder.get();
-        } catch (const sl::Error& e) {
-            sl::cli::err(std::string("note: semantic ranking and verification off: ") + e.what() + "\n");
-        }
+    sl::InstalledMiniLm minilm;
+    if (semantic) {
+        minilm = sl::InstalledMiniLm::open();
+        o.embedder = minilm.get();
+        if (!o.embedder && std::filesystem::exists(sl::SentenceEmbedder::default_dir()))
+            sl::cli::err("note: semantic ranking and verification off: " + minilm.note + "\n");
     }
     sl::cli::out("Library: " + lib.dir().string() + "\nQuestion: " + o.question + "\n");
     sl::AskCallbacks cb;

@@ -94,17 +94,13 @@ int run(const QStringList& args) {
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
-    std::unique_ptr<sl::SentenceEmbedder> minilm;
-    std::unique_ptr<sl::MiniLmEmbedder> embedder;
-    if (semantic && std::filesystem::exists(sl::SentenceEmbedder::default_dir())) {
-        try {
-            minilm = sl::SentenceEmbedder::open(sl::SentenceEmbedder::default_dir().string());
-            embedder = std::make_unique<sl::MiniLmEmbedder>(*minilm);
-        } catch (const sl::Error& e) {
-            sl::cli::err(std::string("note: semantic ranking and verification off: ") + e.what() + "\n");
-        }
+    sl::InstalledMiniLm minilm;
+    if (semantic) {
+        minilm = sl::InstalledMiniLm::open();
+        if (!minilm.get() && std::filesystem::exists(sl::SentenceEmbedder::default_dir()))
+            sl::cli::err("note: semantic ranking and verification off: " + minilm.note + "\n");
     }
-    sl::app::LocalServeBackend backend(lib, *model, embedder.get(), effort, n_ctx);
+    sl::app::LocalServeBackend backend(lib, *model, minilm.get(), effort, n_ctx);
     sl::app::ApiServer server(backend, so);
     server.listen();
     std::signal(SIGINT, serve_on_signal);

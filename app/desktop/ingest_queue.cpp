@@ -3,6 +3,7 @@
 #include <QPromise>
 #include <QtConcurrent>
 
+#include "app/common/byte_args.h"
 #include "core/library/library.h"
 #include "core/util/error.h"
 #include "ingest/ingest_error.h"
@@ -32,12 +33,12 @@ void ingest_file(QPromise<IngestResult>& promise, const QString& path, const ing
             return d;
         };
         if (store.empty()) {
-            read(path.toStdString());
+            read(arg_bytes(path));
         } else {
             Library lib = Library::open(store);
             AddOptions add;
             add.ingest_options = std::string("{\"ocr\":") + (options.ocr ? "true" : "false") + "}";
-            const AddResult a = add_file(lib, path.toStdString(), read, add);
+            const AddResult a = add_file(lib, arg_bytes(path), read, add);
             switch (a.status) {
                 case AddStatus::Added:
                 case AddStatus::Replaced: break;
@@ -92,7 +93,7 @@ void IngestQueue::loadStored() {
     connect(w, &QFutureWatcherBase::finished, this, [this, w] {
         w->deleteLater();
         const Stored s = w->result();
-        for (const auto& d : s.documents) model_->setReady(model_->add(QString::fromStdString(d->path)), d);
+        for (const auto& d : s.documents) model_->setReady(model_->add(decode_arg(d->path.c_str())), d);
         for (int i = 0; i < s.failed.size(); ++i) model_->setFailed(model_->add(s.failed[i]), s.reasons[i]);
         if (!s.error.isEmpty()) qWarning("library store: %s", qPrintable(s.error));
         Q_EMIT loaded();
@@ -106,7 +107,7 @@ void IngestQueue::loadStored() {
                 if (info.state == DocumentState::Ready)
                     s.documents.push_back(std::make_shared<const doc::Document>(lib.load_document(info.id)));
                 else if (info.state == DocumentState::Failed) {
-                    s.failed << QString::fromStdString(info.path);
+                    s.failed << decode_arg(info.path.c_str());
                     s.reasons << QString::fromStdString(info.error);
                 }
             }
@@ -125,7 +126,7 @@ void IngestQueue::forget(const QString& path) {
         w->deleteLater();
         Q_EMIT storeChanged();
     });
-    w->setFuture(QtConcurrent::run(&pool_, [dir = library_dir_, p = path.toStdString()] {
+    w->setFuture(QtConcurrent::run(&pool_, [dir = library_dir_, p = arg_bytes(path)] {
         try {
             Library lib = Library::open(dir);
             if (auto info = lib.find_any_by_path(p)) lib.remove_document(info->id);

@@ -36,20 +36,11 @@ LibraryAnswerService::~LibraryAnswerService() = default;
 
 MiniLmEmbedder* LibraryAnswerService::embedder() {
     if (!options_.semantic) return nullptr;
-    if (embedder_tried_) return embedder_.get();
+    if (embedder_tried_) return minilm_.embedder.get();
     embedder_tried_ = true;
-    const std::filesystem::path dir = SentenceEmbedder::default_dir();
-    if (!std::filesystem::exists(dir)) {
-        semantic_note_ = "all-MiniLM-L6-v2 is not installed (" + dir.string() + ")";
-        return nullptr;
-    }
-    try {
-        minilm_ = SentenceEmbedder::open(dir.string());
-        embedder_ = std::make_unique<MiniLmEmbedder>(*minilm_);
-    } catch (const Error& e) {
-        semantic_note_ = e.what();
-    }
-    return embedder_.get();
+    minilm_ = InstalledMiniLm::open();
+    semantic_note_ = minilm_.note;
+    return minilm_.embedder.get();
 }
 
 ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effort,

@@ -24,11 +24,7 @@
 
 #include "app/desktop/ask_service.h"
 #include "app/desktop/shared_model.h"
-
-namespace sl {
-class SentenceEmbedder;
-class MiniLmEmbedder;
-}  // namespace sl
+#include "core/answer/minilm_embedder.h"
 
 namespace sl::desktop {
 
@@ -65,8 +61,7 @@ private:
     LibraryAnswerOptions options_;
     std::mutex mutex_;  // one answer at a time
     bool embedder_tried_ = false;
-    std::unique_ptr<SentenceEmbedder> minilm_;
-    std::unique_ptr<MiniLmEmbedder> embedder_;
+    InstalledMiniLm minilm_;
     std::string semantic_note_;
 };
 

@@ -4,6 +4,8 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDirIterator>
+
+#include <filesystem>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 
+#include "app/common/byte_args.h"
 #include "app/common/version_report.h"
 #include "app/desktop/answer_format.h"
 #include "app/desktop/budget_dialog.h"
@@ -55,12 +58,24 @@ qint64 estimate_tokens(const doc::Document& d) {
     return static_cast<qint64>(d.text_chars() / 4 + d.units.size() * 8);
 }
 
+// The dropped local files. A file URL carries the name's bytes percent-encoded; toLocalFile()
+// would decode them as UTF-8 and turn a Latin-1 name into U+FFFD, naming no file. The bytes are
+// kept instead, as the command line keeps them (byte_args.h: stray bytes as U+DC80..U+DCFF).
 QStringList local_files(const QMimeData* mime) {
     QStringList out;
     if (!mime || !mime->hasUrls()) return out;
-    for (const QUrl& u : mime->urls())
-        if (u.isLocalFile()) out << u.toLocalFile();
+    for (const QUrl& u : mime->urls()) {
+        if (!u.isLocalFile()) continue;
+        const QByteArray bytes = QByteArray::fromPercentEncoding(u.path(QUrl::FullyEncoded).toLatin1());
+        out << (bytes.isEmpty() || bytes.contains('\0') ? u.toLocalFile() : decode_arg(bytes.constData()));
+    }
     return out;
+}
+
+// Whether a path (with byte escapes) is a folder; QFileInfo would not find a name that is not UTF-8.
+bool is_dir(const QString& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(arg_bytes(path), ec);
 }
 
 }  // namespace
@@ -317,11 +332,16 @@ void MainWindow::addPaths(const QStringList& paths) {
     QStringList files;
     for (const QString& p : paths) {
         const QFileInfo fi(p);
-        if (fi.isDir()) {
+        if (is_dir(p)) {
+            // Walked by bytes: names that are not UTF-8 stay findable (byte escapes).
             QStringList inside;
-            QDirIterator it(fi.absoluteFilePath(), QDir::Files | QDir::Readable, QDirIterator::Subdirectories);
-            while (it.hasNext()) {
-                const QString f = it.next();
+            std::error_code ec;
+            for (auto it = std::filesystem::recursive_directory_iterator(
+                     arg_bytes(fi.absoluteFilePath()), std::filesystem::directory_options::skip_permission_denied, ec);
+                 !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+                std::error_code fe;
+                if (!it->is_regular_file(fe)) continue;
+                const QString f = decode_arg(it->path().c_str());
                 if (guess_kind(f) != FileKind::Unknown) inside << f;
             }
             inside.sort();

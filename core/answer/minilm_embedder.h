@@ -2,6 +2,9 @@
 // The SentenceEmbedder must outlive this adapter; thread-safety as SentenceEmbedder's.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "core/answer/verify.h"
 #include "core/embed/sentence_embedder.h"
 
@@ -18,6 +21,17 @@ public:
 
 private:
     SentenceEmbedder& model_;
+};
+
+// The installed all-MiniLM-L6-v2 (SentenceEmbedder::default_dir()) with its adapter, or none and
+// why: what `ask`, `serve` and the app's answer service open for semantic ranking and verification.
+struct InstalledMiniLm {
+    std::unique_ptr<SentenceEmbedder> model;
+    std::unique_ptr<MiniLmEmbedder> embedder;
+    std::string note;  // why there is none ("... is not installed", or the load error); empty when there is
+    Embedder* get() const { return embedder.get(); }
+    // Never throws: a failure lands in `note`.
+    static InstalledMiniLm open();
 };
 
 }  // namespace sl
