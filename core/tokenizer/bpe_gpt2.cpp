@@ -140,6 +140,7 @@ PreTokenizer pre_tokenizer_for(const TokenizerData& d) {
     if (p == "qwen2" || p == "stablelm2" || p == "deepseek-r1-qwen" || p == "megrez") {
         return PreTokenizer::Qwen2;
     }
+    if (p == "gpt-4o" || p == "minimax-m2") return PreTokenizer::O200k;
     throw FormatError((d.name.empty() ? std::string("tokenizer") : d.name) +
                       ": unsupported pre-tokenizer '" + p + "' (tokenizer.ggml.pre)");
 }

@@ -19,6 +19,13 @@ enum class PreTokenizer {
     Llama3,
     // Qwen2: the Llama 3 pattern with \p{N} one digit at a time.
     Qwen2,
+    // GPT-4o's o200k pattern (tokenizer.ggml.pre "gpt-4o", MiniMax-M2/M3's "minimax-m2"): words
+    // split by letter case, contractions kept with their word, numbers 1-3 digits, '/' after
+    // punctuation:
+    //   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+    //   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+    //   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    O200k,
 };
 
 // Appends the words of `text` to `words`, in order; their concatenation is `text` (every byte,

@@ -30,6 +30,15 @@ CpClass cp_class(uint32_t cp) {
     return (it != end && it->first <= cp) ? it->klass : CpClass::Other;
 }
 
+LetterCase letter_case(uint32_t cp) {
+    if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? LetterCase::Upper : cp >= 'a' && cp <= 'z' ? LetterCase::Lower : LetterCase::None;
+    if (cp > 0x10FFFF) return LetterCase::None;
+    const auto* end = detail::kCaseRanges + detail::kCaseRangeCount;
+    const auto* it = std::lower_bound(detail::kCaseRanges, end, cp,
+                                      [](const detail::CaseRange& r, uint32_t c) { return r.last < c; });
+    return (it != end && it->first <= cp) ? it->lcase : LetterCase::None;
+}
+
 Utf8Char decode_utf8(std::string_view s, size_t pos) {
     const auto b0 = static_cast<uint8_t>(s[pos]);
     if (b0 < 0x80) return {b0, 1};

@@ -14,6 +14,12 @@ enum class CpClass : uint8_t { Other = 0, Letter = 1, Number = 2, Space = 3 };
 // Class of code point `cp` (Unicode general categories L* / N*, the White_Space property).
 CpClass cp_class(uint32_t cp);
 
+// The case classes of the GPT-4o / o200k pattern (MiniMax-M2/M3): upper-case letters (Lu, Lt),
+// lower-case letters (Ll), marks (Mn, Mc, Me; their cp_class is Other), and None for everything
+// else, caseless letters (Lm, Lo) included.
+enum class LetterCase : uint8_t { None = 0, Upper = 1, Lower = 2, Mark = 3 };
+LetterCase letter_case(uint32_t cp);
+
 // One decoded code point of a UTF-8 string.
 struct Utf8Char {
     uint32_t cp;   // the code point, or kInvalid for a byte that starts no valid sequence
@@ -46,6 +52,16 @@ inline constexpr CpClass N = CpClass::Number;
 inline constexpr CpClass S = CpClass::Space;
 extern const CpRange kCpRanges[];
 extern const size_t kCpRangeCount;
+struct CaseRange {
+    uint32_t first;
+    uint32_t last;
+    LetterCase lcase;
+};
+inline constexpr LetterCase U = LetterCase::Upper;
+inline constexpr LetterCase W = LetterCase::Lower;
+inline constexpr LetterCase M = LetterCase::Mark;
+extern const CaseRange kCaseRanges[];  // unicode_case_tables.cpp
+extern const size_t kCaseRangeCount;
 }  // namespace detail
 
 }  // namespace sl::unicode

@@ -13,7 +13,8 @@
 //   template text, the text to encode. A second flags byte (the first of the tokens section is
 //   kept) picks bos/eos/unk ids.
 // Flags: bit 0 model (gpt2 / llama), bits 1-2 pre-tokenizer (smollm, llama-bpe, qwen2, gpt2),
-// bit 3 add_bos, bit 4 add_eos, bit 5 add_space_prefix, bit 6 parse_special.
+// bit 3 add_bos, bit 4 add_eos, bit 5 add_space_prefix (SentencePiece) or the o200k pre-tokenizer
+// ("minimax-m2", byte-level BPE), bit 6 parse_special.
 // Seeds: tests/fuzz/corpus/fuzz_tokenizer (written by tests/fuzz/make_seeds.py).
 #include <array>
 #include <cstddef>
@@ -51,7 +52,7 @@ sl::TokenizerData synthetic_gpt2(uint8_t flags) {
     sl::TokenizerData d;
     d.name = "synthetic-gpt2";
     d.model = "gpt2";
-    d.pre = kPre[(flags >> 1) & 3];
+    d.pre = (flags & 0x20) ? "minimax-m2" : kPre[(flags >> 1) & 3];  // bit 5: the o200k pattern
     for (int b = 0; b < 256; ++b) {
         d.tokens.push_back(sl::bpe::bytes_to_vocab_text(std::string(1, static_cast<char>(b))));
         d.token_types.push_back(1);

@@ -205,7 +205,7 @@ void TstTokenizer::roundTripRandomBytes() {
                           : "a1 ";
         }
         for (const PreTokenizer p : {PreTokenizer::Gpt2, PreTokenizer::DigitsGpt2,
-                                     PreTokenizer::Llama3, PreTokenizer::Qwen2}) {
+                                     PreTokenizer::Llama3, PreTokenizer::Qwen2, PreTokenizer::O200k}) {
             std::vector<std::string_view> words;
             sl::pretokenize(p, s, words);
             std::string joined;
@@ -248,6 +248,18 @@ void TstTokenizer::pretokenize_data() {
         << L << std::string("(hello) \"x\"\n\n") << V{"(hello", ")", " \"", "x", "\"\n\n"};
     QTest::newRow("llama3 crlf") << L << std::string("a\r\nb") << V{"a", "\r\n", "b"};
     QTest::newRow("qwen2 digits") << Q << std::string("x 42") << V{"x", " ", "4", "2"};
+    // o200k (MiniMax-M2/M3, GPT-4o): the rows below are Hugging Face tokenizers' splits of the same
+    // texts with the pattern from MiniMax's tokenizer.json (encode_hf.py split_only("minimax-m2")).
+    const auto O = PreTokenizer::O200k;
+    QTest::newRow("o200k case") << O << std::string("Hello WORLD iPhone") << V{"Hello", " WORLD", " i", "Phone"};
+    QTest::newRow("o200k camel") << O << std::string("CamelCaseWord") << V{"Camel", "Case", "Word"};
+    QTest::newRow("o200k contraction slash")
+        << O << std::string("  They're HERE\n\n x/y ...//\n") << V{" ", " They're", " HERE", "\n\n", " x", "/y", " ...//\n"};
+    QTest::newRow("o200k titlecase modifier greek")
+        << O << std::string("\u01c5ungla \u02b0a \u03a9mega") << V{"\u01c5ungla", " \u02b0a", " \u03a9mega"};
+    QTest::newRow("o200k marks digits")
+        << O << std::string("a\u0301b \u00dc\u0308ber 123456") << V{"a\u0301b", " \u00dc\u0308ber", " ", "123", "456"};
+    QTest::newRow("o200k leading mark") << O << std::string(" \u0301abc") << V{" \u0301abc"};
 }
 
 void TstTokenizer::pretokenize() {

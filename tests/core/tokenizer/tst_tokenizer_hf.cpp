@@ -1,7 +1,7 @@
 // The default model's tokenizer against Hugging Face tokenizers (an independent implementation),
 // run from the venv of scripts/setup.sh by tests/reference/tokenizer/encode_hf.py: same ids on
 // real text (R-intro.pdf through pdftotext), code, numbers, Unicode, white space and special
-// tokens; the pre-tokenizers of Llama 3 / Qwen2 / GPT-2 / SmolLM against HF's regex splitting;
+// tokens; the pre-tokenizers of Llama 3 / Qwen2 / GPT-2 / SmolLM / o200k (MiniMax-M2) against HF's regex splitting;
 // lossless round trips; and encode speed next to HF's on the same text.
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -277,7 +277,11 @@ void TstTokenizerHf::pretokenizersMatchHf() {
     const std::vector<std::string> bits{
         " ",      "  ",     "\n",         "\r\n",   "\t", "a",    "Z",      "7",      "123",
         "'s",     "'LL",    "'",          "\"",     "(",  "...",  "\u00e9", "\u4e2d", "\u0663",
-        "\u00a0", "\u3000", "\U0001F600", "\u0301", "\r", " \n ", "x1y",    "__"};
+        "\u00a0", "\u3000", "\U0001F600", "\u0301", "\r", " \n ", "x1y",    "__",
+        // letter cases for the o200k pattern: upper, title (U+01C5), modifier (U+02B0), Greek,
+        // Cyrillic, a combining mark after a capital, contractions after capitals, slashes
+        "HELLO",  "Hello",  "iPhone",     "\u01c5", "\u02b0", "\u03a9\u03c9", "\u0416\u0436", "A\u0308",
+        "'S",     "'Re",    "/",          "//\n",  "\u0903", "\u00df", "\u1e9e"};
     std::uniform_int_distribution<size_t> pick(0, bits.size() - 1), len(1, 40);
     for (int r = 0; r < 400; ++r) {
         std::string t;
@@ -288,7 +292,8 @@ void TstTokenizerHf::pretokenizersMatchHf() {
         {"gpt2", sl::PreTokenizer::Gpt2},
         {"smollm", sl::PreTokenizer::DigitsGpt2},
         {"llama-bpe", sl::PreTokenizer::Llama3},
-        {"qwen2", sl::PreTokenizer::Qwen2}};
+        {"qwen2", sl::PreTokenizer::Qwen2},
+        {"minimax-m2", sl::PreTokenizer::O200k}};
     QJsonArray arr;
     for (const auto& [name, kind] : kinds) {
         for (const auto& t : texts)

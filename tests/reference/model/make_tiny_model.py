@@ -376,7 +376,7 @@ def build(args) -> dict:
 
     tokens, types, merges = build_vocab(V)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
+    w.add_tokenizer_pre("minimax-m2" if arch == "minimax-m3" else "default")  # real M3 files: the o200k split
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)

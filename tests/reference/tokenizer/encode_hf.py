@@ -9,7 +9,7 @@ vocabulary and merges (read with the gguf package), with the pre-tokenizer HF us
 IN.json:  {"cases": [{"text": str, "parse_special": bool}, ...], "bench": str (optional)}
 OUT.json: {"ids": [[int, ...], ...], "tokenizers": version, "bench_tokens": n, "bench_seconds": s,
            "bench_para_tokens": n, "bench_para_seconds": s}  (bench: one call, then per paragraph)
-pretok IN.json: {"cases": [{"text": str, "pre": "gpt2" | "smollm" | "llama-bpe" | "qwen2"}, ...]}
+pretok IN.json: {"cases": [{"text": str, "pre": "gpt2" | "smollm" | "llama-bpe" | "qwen2" | "minimax-m2"}, ...]}
 pretok OUT.json: {"words": [[str, ...], ...]} (raw text, before the byte-level mapping)
 Exits non-zero with a message on stderr when a package or the model is missing.
 """
@@ -28,6 +28,10 @@ GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S
 LLAMA3 = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
           r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
+# GPT-4o's o200k pattern, as MiniMax-M2/M3's tokenizer.json writes it (tokenizer.ggml.pre "minimax-m2").
+O200K = (r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+         r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 
 
 def field(reader, key, default=None):
@@ -102,7 +106,7 @@ def build_hf(meta):
 
 def split_only(pre):
     """The splitting half of build_hf's pre-tokenizer, without the byte mapping."""
-    pattern = {"llama-bpe": LLAMA3, "qwen2": QWEN2}.get(pre, GPT2)
+    pattern = {"llama-bpe": LLAMA3, "qwen2": QWEN2, "minimax-m2": O200K, "gpt-4o": O200K}.get(pre, GPT2)
     seq = [pre_tokenizers.Split(Regex(pattern), behavior="isolated")]
     if pre == "smollm":
         seq.insert(0, pre_tokenizers.Digits(individual_digits=True))
