@@ -43,8 +43,10 @@ std::string lower(std::string s) {
 }
 
 // Files to add, in order: files as given, folders expanded to their supported files (by
-// extension), sorted; each path once.
-std::vector<std::string> expand(const QStringList& inputs, std::vector<std::string>* problems) {
+// extension), sorted; each path once. Files of a folder that are left out go to `skipped` as
+// "folder/name: why".
+std::vector<std::string> expand(const QStringList& inputs, std::vector<std::string>* problems,
+                                std::vector<std::string>* skipped) {
     std::set<std::string> exts;
     for (const auto& r : sl::ingest::readers())
         for (const auto& e : r->extensions()) exts.insert(e);
@@ -63,7 +65,15 @@ std::vector<std::string> expand(const QStringList& inputs, std::vector<std::stri
                  !ec && it != end; it.increment(ec)) {
                 if (!it->is_regular_file(ec)) continue;
                 std::string ext = lower(it->path().extension().string());
-                if (!ext.empty() && exts.count(ext.substr(1))) found.push_back(it->path());
+                if (!ext.empty() && exts.count(ext.substr(1))) {
+                    found.push_back(it->path());
+                    continue;
+                }
+                const std::string shown = (p.filename().empty() ? p.parent_path().filename() : p.filename()).string() +
+                                          "/" + it->path().lexically_relative(p).string();
+                skipped->push_back(shown + ": " +
+                                   (ext.empty() ? std::string("no extension, not a format Sightline reads")
+                                                : "not a format Sightline reads (" + ext + ")"));
             }
             if (ec) problems->push_back(p.string() + ": " + ec.message());
             std::sort(found.begin(), found.end());
@@ -82,6 +92,7 @@ const char* unit_noun(sl::doc::DocumentKind k, bool plural) {
         case sl::doc::DocumentKind::Image: return plural ? "images" : "image";
         case sl::doc::DocumentKind::Video:
         case sl::doc::DocumentKind::Audio: return plural ? "segments" : "segment";
+        case sl::doc::DocumentKind::Text: return plural ? "sections" : "section";
     }
     return "units";
 }
@@ -199,8 +210,13 @@ int run(const QStringList& args) {
     }
     add.ingest_options = options_json(options);
 
-    std::vector<std::string> problems;
-    const std::vector<std::string> files = expand(inputs, &problems);
+    std::vector<std::string> problems, skipped;
+    const std::vector<std::string> files = expand(inputs, &problems, &skipped);
+    // What a folder held that is not read, on stderr (stdout stays one line per file added).
+    constexpr size_t kShownSkips = 20;
+    for (size_t i = 0; i < skipped.size() && i < kShownSkips; ++i) sl::cli::err("skipped " + skipped[i] + "\n");
+    if (skipped.size() > kShownSkips)
+        sl::cli::err("skipped " + std::to_string(skipped.size() - kShownSkips) + " more files of formats Sightline does not read\n");
     int failures = 0;
     for (const auto& p : problems) {
         sl::cli::out("failed " + p + "\n");

@@ -74,6 +74,15 @@ BudgetPlan plan_budget(const QStringList& paths, qint64 budget, double frames_pe
                     e.tokens = static_cast<qint64>(seconds / 60.0 * kSpeechTokensPerMinute);
                     break;
                 }
+                case FileKind::Text: {
+                    // About 4 bytes of text per token; zipped formats (DOCX, EPUB) hold ~3x more.
+                    const QString ext = QFileInfo(p).suffix().toLower();
+                    const bool zipped = ext == QLatin1String("docx") || ext == QLatin1String("epub");
+                    const qint64 bytes = QFileInfo(p).size() * (zipped ? 3 : 1);
+                    e.size = QObject::tr("%1 KiB").arg(QFileInfo(p).size() / 1024);
+                    e.tokens = std::max<qint64>(1, bytes / 4);
+                    break;
+                }
                 case FileKind::Unknown:
                     e.size = QObject::tr("%1 KiB").arg(QFileInfo(p).size() / 1024);
                     e.error = QObject::tr("not a format Sightline reads (by its name)");

@@ -33,6 +33,10 @@ FileKind guess_kind(const QString& path) {
     if (images.contains(ext)) return FileKind::Image;
     if (videos.contains(ext)) return FileKind::Video;
     if (audios.contains(ext)) return FileKind::Audio;
+    static const QStringList texts = {QStringLiteral("docx"), QStringLiteral("txt"), QStringLiteral("md"),
+                                      QStringLiteral("markdown"), QStringLiteral("html"), QStringLiteral("htm"),
+                                      QStringLiteral("xhtml"), QStringLiteral("epub")};
+    if (texts.contains(ext)) return FileKind::Text;
     return FileKind::Unknown;
 }
 
@@ -43,6 +47,7 @@ FileKind kind_of(doc::DocumentKind k) {
         case doc::DocumentKind::Image: return FileKind::Image;
         case doc::DocumentKind::Video: return FileKind::Video;
         case doc::DocumentKind::Audio: return FileKind::Audio;
+        case doc::DocumentKind::Text: return FileKind::Text;
     }
     return FileKind::Unknown;
 }
@@ -54,6 +59,7 @@ QIcon kind_icon(FileKind k) {
         case FileKind::Image: return QIcon(QStringLiteral(":/icons/kind-image.svg"));
         case FileKind::Video: return QIcon(QStringLiteral(":/icons/kind-video.svg"));
         case FileKind::Audio: return QIcon(QStringLiteral(":/icons/kind-audio.svg"));
+        case FileKind::Text: return QIcon(QStringLiteral(":/icons/kind-text.svg"));
         case FileKind::Unknown: break;
     }
     return QIcon(QStringLiteral(":/icons/kind-unknown.svg"));
@@ -66,6 +72,7 @@ QString kind_name(FileKind k) {
         case FileKind::Image: return QObject::tr("Image");
         case FileKind::Video: return QObject::tr("Video");
         case FileKind::Audio: return QObject::tr("Audio");
+        case FileKind::Text: return QObject::tr("Text document");
         case FileKind::Unknown: break;
     }
     return QObject::tr("File");
@@ -95,6 +102,7 @@ QString units_text(const doc::Document& d) {
             return QString::fromStdString(doc::format_time(d.duration)) +
                    (n == 1 ? QObject::tr(", 1 segment") : QObject::tr(", %1 segments").arg(n));
         case doc::DocumentKind::Image: return QObject::tr("image");
+        case doc::DocumentKind::Text: return n == 1 ? QObject::tr("1 section") : QObject::tr("%1 sections").arg(n);
     }
     return {};
 }

@@ -19,7 +19,7 @@ enum class ItemState { Queued, Ingesting, Ready, Failed, Cancelled };
 const char* to_string(ItemState s);
 
 // The kind a file will be read as, guessed from its extension before it is read.
-enum class FileKind { Pdf, Slides, Image, Video, Audio, Unknown };
+enum class FileKind { Pdf, Slides, Image, Video, Audio, Text, Unknown };
 FileKind guess_kind(const QString& path);
 FileKind kind_of(doc::DocumentKind k);
 QIcon kind_icon(FileKind k);

@@ -60,7 +60,8 @@ QImage cited_picture(const doc::Document& d, const Citation& c, int width) {
                 if (best) img.loadFromData(best->encoded.data(), static_cast<int>(best->encoded.size()));
                 break;
             }
-            case doc::DocumentKind::Audio: break;
+            case doc::DocumentKind::Audio:
+            case doc::DocumentKind::Text: break;  // no picture: the report quotes the text
         }
     } catch (const std::exception&) {
         return {};  // a picture is a nicety; the report still has the locator

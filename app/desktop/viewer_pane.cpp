@@ -2,6 +2,7 @@
 
 #include <QLabel>
 #include <QStackedWidget>
+#include <QTextBrowser>
 #include <QVBoxLayout>
 
 #include "app/desktop/pdf_view.h"
@@ -27,11 +28,15 @@ ViewerPane::ViewerPane(QWidget* parent) : QWidget(parent) {
     slides_ = new SlideView(this);
     video_ = new VideoView(this);
     image_ = new ImageView(this);
+    text_ = new QTextBrowser(this);
+    text_->setAccessibleName(tr("Section text"));
+    text_->setOpenLinks(false);
     stack_->addWidget(empty_);
     stack_->addWidget(pdf_);
     stack_->addWidget(slides_);
     stack_->addWidget(video_);
     stack_->addWidget(image_);
+    stack_->addWidget(text_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
@@ -58,6 +63,26 @@ void ViewerPane::captionUnit(int unit) {
 
 void ViewerPane::setCaption(const QString& text) {
     if (caption_->text() != text) caption_->setText(text);
+}
+
+void ViewerPane::showSection(int unit) {
+    text_->clear();
+    if (!document_ || unit < 0 || unit >= static_cast<int>(document_->units.size())) return;
+    QString html;
+    for (const doc::Block& b : document_->units[static_cast<size_t>(unit)].blocks) {
+        const QString t = QString::fromStdString(b.text).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"));
+        switch (b.role) {
+            case doc::BlockRole::Title: html += QStringLiteral("<h3>%1</h3>").arg(t); break;
+            case doc::BlockRole::TableCell:
+                html += QStringLiteral("<p style=\"margin-left:12px; color:#444\">▦ %1</p>").arg(t);
+                break;
+            case doc::BlockRole::Note:
+                html += QStringLiteral("<p style=\"font-size:small; color:#555\">%1</p>").arg(t);
+                break;
+            default: html += QStringLiteral("<p>%1</p>").arg(t); break;
+        }
+    }
+    text_->setHtml(html);
 }
 
 QString ViewerPane::caption() const { return caption_->text(); }
@@ -104,6 +129,11 @@ void ViewerPane::open(std::shared_ptr<const doc::Document> document, const doc::
             mode_ = Mode::Image;
             stack_->setCurrentWidget(image_);
             image_->showImage(document, ref.bbox);
+            break;
+        case doc::DocumentKind::Text:
+            mode_ = Mode::Text;
+            stack_->setCurrentWidget(text_);
+            showSection(unit);
             break;
     }
     setCaption(where);

@@ -1,6 +1,7 @@
 // The viewer pane: shows a place in a document — a PDF page with the cited region highlighted,
 // a slide with its notes, a video at the cited second with markers for every citation into it,
-// or an image — whatever the document's kind. GUI thread only.
+// an image, or the cited section of a text document (DOCX, text, Markdown, HTML, EPUB) —
+// whatever the document's kind. GUI thread only.
 #pragma once
 
 #include <QWidget>
@@ -13,6 +14,7 @@
 
 class QLabel;
 class QStackedWidget;
+class QTextBrowser;
 
 namespace sl::desktop {
 
@@ -24,7 +26,7 @@ class ViewerPane : public QWidget {
     Q_OBJECT
 
 public:
-    enum class Mode { Empty, Pdf, Slides, Video, Image };
+    enum class Mode { Empty, Pdf, Slides, Video, Image, Text };
 
     explicit ViewerPane(QWidget* parent = nullptr);
 
@@ -42,6 +44,7 @@ public:
     SlideView* slideView() const { return slides_; }
     VideoView* videoView() const { return video_; }
     ImageView* imageView() const { return image_; }
+    QTextBrowser* textView() const { return text_; }
 
 Q_SIGNALS:
     void opened(const QString& locator);
@@ -50,6 +53,9 @@ private:
     // The caption for unit `unit` of the open document ("R-intro.pdf p. 12", "deck.pptx slide 4").
     void captionUnit(int unit);
     void setCaption(const QString& text);
+    // Fills the text view with section `unit` of the open document (titles as headings, table
+    // cells and notes set apart).
+    void showSection(int unit);
 
     Mode mode_ = Mode::Empty;
     std::shared_ptr<const doc::Document> document_;
@@ -60,6 +66,7 @@ private:
     SlideView* slides_;
     VideoView* video_;
     ImageView* image_;
+    QTextBrowser* text_;
 };
 
 }  // namespace sl::desktop

@@ -148,7 +148,7 @@ Answer answer_from_json(const std::string& json, const std::string& what) {
         c.locator = str(co, "locator");
         c.path = str(co, "path");
         const int64_t kind = integer(co, "kind");
-        if (kind < 0 || kind > static_cast<int>(doc::DocumentKind::Audio)) throw FormatError(what + ": bad document kind");
+        if (kind < 0 || kind > static_cast<int>(doc::DocumentKind::Text)) throw FormatError(what + ": bad document kind");
         c.kind = static_cast<doc::DocumentKind>(kind);
         c.ref.document = str(co, "document");
         c.ref.unit = static_cast<int>(integer(co, "unit_index"));

@@ -13,6 +13,7 @@ const char* to_string(DocumentKind k) {
         case DocumentKind::Image: return "image";
         case DocumentKind::Video: return "video";
         case DocumentKind::Audio: return "audio";
+        case DocumentKind::Text: return "text";
     }
     return "unknown";
 }
@@ -32,6 +33,9 @@ DocumentKind kind_from_extension(std::string_view path) {
         {"ogv", DocumentKind::Video},   {"wmv", DocumentKind::Video},  {"flv", DocumentKind::Video},  {"ts", DocumentKind::Video},
         {"mp3", DocumentKind::Audio},   {"wav", DocumentKind::Audio},  {"flac", DocumentKind::Audio}, {"ogg", DocumentKind::Audio},
         {"m4a", DocumentKind::Audio},   {"opus", DocumentKind::Audio},
+        {"docx", DocumentKind::Text},   {"docm", DocumentKind::Text},  {"dotx", DocumentKind::Text},  {"txt", DocumentKind::Text},
+        {"md", DocumentKind::Text},     {"markdown", DocumentKind::Text}, {"html", DocumentKind::Text}, {"htm", DocumentKind::Text},
+        {"xhtml", DocumentKind::Text},  {"epub", DocumentKind::Text},
     };
     for (const auto& [e, k] : kTable)
         if (ext == e) return k;
@@ -44,6 +48,7 @@ const char* to_string(UnitKind k) {
         case UnitKind::Slide: return "slide";
         case UnitKind::Segment: return "segment";
         case UnitKind::Image: return "image";
+        case UnitKind::Section: return "section";
     }
     return "unknown";
 }

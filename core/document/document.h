@@ -24,8 +24,12 @@ struct TimeRange {
     double t0 = 0, t1 = 0;
 };
 
-enum class DocumentKind { Pdf, Slides, Image, Video, Audio };
-enum class UnitKind { Page, Slide, Segment, Image };
+// Text: documents whose pages are not fixed by the file (DOCX, plain text, Markdown, HTML, EPUB);
+// their units are Sections. New kinds go at the end: answers store kinds by number.
+enum class DocumentKind { Pdf, Slides, Image, Video, Audio, Text };
+// Section: a part of a Text document that starts at a heading (label: the heading) or continues
+// the previous one past a page-sized amount of text.
+enum class UnitKind { Page, Slide, Segment, Image, Section };
 enum class BlockRole { Title, Body, Note, Ocr, Subtitle, Transcript, TableCell, Caption };
 enum class VisualKind { PageRender, Picture, Frame };
 

@@ -24,6 +24,13 @@ std::string unit_locator(const Document& d, const Unit& u) {
         case UnitKind::Slide: return "slide " + std::to_string(u.index + 1);
         case UnitKind::Segment: return u.time ? format_time(u.time->t0) : u.label;
         case UnitKind::Image: return "image";
+        // "§3 Results": the section's number and heading. Pages of a DOCX, Markdown or HTML file
+        // exist only once a program lays it out (fonts, paper, window width), so a page number
+        // would be a guess that disagrees with what the reader sees; the heading is what Word's
+        // navigation pane, a Markdown outline and an EPUB table of contents show, and the number
+        // tells apart sections without a heading (text chunks, "§7") and repeated headings.
+        case UnitKind::Section:
+            return "§" + std::to_string(u.index + 1) + (u.label.empty() ? "" : " " + u.label);
     }
     return u.label;
 }

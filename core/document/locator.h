@@ -1,5 +1,6 @@
 // How a person names a place in a document: "R-intro.pdf p. 12", "deck.pptx slide 4",
-// "lecture.mp4 00:41:23". Used in context markers, citations and reports.
+// "lecture.mp4 00:41:23",
+// "report.docx §3 Results". Used in context markers, citations and reports.
 #pragma once
 
 #include <string>
@@ -11,7 +12,7 @@ namespace sl::doc {
 // "00:41:23" (or "41:23" under an hour when short is true).
 std::string format_time(double seconds, bool short_form = false);
 
-// The unit's place within its document: "p. 12", "slide 4", "00:41:23", "image".
+// The unit's place within its document: "p. 12", "slide 4", "00:41:23", "image", "§3 Results".
 std::string unit_locator(const Document& d, const Unit& u);
 
 // The file name and the unit's place: "R-intro.pdf p. 12".

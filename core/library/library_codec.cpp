@@ -140,13 +140,13 @@ std::vector<int64_t> decode_ids(const std::string& s, const std::string& file) {
 
 doc::DocumentKind document_kind(const std::string& s, const std::string& file) {
     using K = doc::DocumentKind;
-    static constexpr K kAll[] = {K::Pdf, K::Slides, K::Image, K::Video, K::Audio};
+    static constexpr K kAll[] = {K::Pdf, K::Slides, K::Image, K::Video, K::Audio, K::Text};
     return parse(s, kAll, "document kind", file);
 }
 
 doc::UnitKind unit_kind(const std::string& s, const std::string& file) {
     using K = doc::UnitKind;
-    static constexpr K kAll[] = {K::Page, K::Slide, K::Segment, K::Image};
+    static constexpr K kAll[] = {K::Page, K::Slide, K::Segment, K::Image, K::Section};
     return parse(s, kAll, "unit kind", file);
 }
 

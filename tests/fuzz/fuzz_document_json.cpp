@@ -87,13 +87,13 @@ void fuzz_document(std::string_view in) {
     d.path = b.str();
     d.id = b.str();
     d.title = b.str();
-    d.kind = static_cast<DocumentKind>(b.num<uint8_t>() % 5);
+    d.kind = static_cast<DocumentKind>(b.num<uint8_t>() % 6);
     d.duration = b.num<double>();
     d.metadata[b.str()] = b.str();
     while (!b.done() && d.units.size() < 64) {
         Unit u;
         const auto k = b.num<uint8_t>();
-        u.kind = static_cast<UnitKind>(k % 4);
+        u.kind = static_cast<UnitKind>(k % 5);
         u.index = static_cast<int>(d.units.size());
         u.label = b.str();
         if (k & 0x10) u.time = TimeRange{b.num<double>(), b.num<double>()};

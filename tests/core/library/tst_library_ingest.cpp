@@ -227,12 +227,15 @@ private Q_SLOTS:
         const fs::path folder = root / "folder" / "sub";
         fs::create_directories(folder);
         copy_over(deck, folder / "copy.pptx");
-        std::ofstream(root / "folder" / "notes.txt") << "not a document";
+        std::ofstream(root / "folder" / "notes.xyz") << "not a document";
         r = run_cli(QStringList{QStringLiteral("add"), QStringLiteral("--library"), lib_dir} + fast +
                     QStringList{QString::fromStdString((root / "folder").string())});
         QVERIFY2(r.exit_code == 0, qPrintable(r.err));
         QVERIFY2(r.out.startsWith(QStringLiteral("duplicate copy.pptx (same content as ")), qPrintable(r.out));
         QCOMPARE(r.out.count(QLatin1Char('\n')), 1);
+        // The folder says what it left out, and why (on stderr).
+        QVERIFY2(r.err.contains(QStringLiteral("skipped folder/notes.xyz: not a format Sightline reads (.xyz)")),
+                 qPrintable(r.err));
 
         r = run_cli({QStringLiteral("library"), QStringLiteral("list"), QStringLiteral("--library"), lib_dir});
         QCOMPARE(r.exit_code, 0);
