@@ -58,7 +58,7 @@ doc::Document read_document(const std::string& path, IngestContext& ctx) {
                               ec ? "cannot be examined: " + ec.message() : std::string("not a regular file"));
     }
     const Reader* r = reader_for(path);
-    if (!r) throw IngestError(IngestErrorKind::Unsupported, path, "not a format Sightline reads (PDF, PPTX, images, video)");
+    if (!r) throw IngestError(IngestErrorKind::Unsupported, path, "not a format Sightline reads (PDF, PPTX, DOCX, EPUB, HTML, Markdown, text, images, audio, video)");
     doc::Document d = r->read(path, ctx);
     if (d.path.empty()) d.path = path;
     if (d.id.empty()) d.id = sha256_file_hex(path);

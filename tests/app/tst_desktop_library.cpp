@@ -64,13 +64,13 @@ void TstDesktopLibrary::dropFolderAddsReadableFiles() {
     QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("docs/sub")));
     const QString copy = dir.filePath(QStringLiteral("docs/sub/hello copy.pdf"));
     QVERIFY(QFile::copy(QString::fromStdString(pdf.string()), copy));
-    QFile notes(dir.filePath(QStringLiteral("docs/notes.txt")));
+    QFile notes(dir.filePath(QStringLiteral("docs/notes.xyz")));
     QVERIFY(notes.open(QIODevice::WriteOnly));
     notes.write("not a document Sightline reads\n");
     notes.close();
     auto w = sl::test::make_window(dir);
     QVERIFY(sl::test::drop_files(w.get(), {dir.filePath(QStringLiteral("docs"))}));
-    QCOMPARE(w->library()->rowCount(), 1);  // the .txt inside a folder is skipped
+    QCOMPARE(w->library()->rowCount(), 1);  // the .xyz inside a folder is skipped
     QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), copy), ItemState::Ready, 60000);
 }
 
@@ -96,7 +96,7 @@ void TstDesktopLibrary::brokenFileShowsReason() {
 
 void TstDesktopLibrary::unsupportedFileShowsReason() {
     QTemporaryDir dir;
-    const QString txt = dir.filePath(QStringLiteral("notes.txt"));
+    const QString txt = dir.filePath(QStringLiteral("notes.xyz"));
     QFile f(txt);
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write("plain text is not a format Sightline reads\n");
@@ -107,7 +107,7 @@ void TstDesktopLibrary::unsupportedFileShowsReason() {
     const LibraryItem* it = sl::test::item_of(w->library(), txt);
     QVERIFY(it);
     qInfo("reason shown: %s", qPrintable(it->error));
-    QVERIFY2(it->error.contains(QStringLiteral("notes.txt")), qPrintable(it->error));
+    QVERIFY2(it->error.contains(QStringLiteral("notes.xyz")), qPrintable(it->error));
 }
 
 void TstDesktopLibrary::cancelAndRemoveWhileIngesting() {
