@@ -43,8 +43,8 @@ std::string to_utf8(std::string_view bytes, size_t* replaced) {
             const auto a = static_cast<unsigned char>(bytes[i]), b = static_cast<unsigned char>(bytes[i + 1]);
             units += static_cast<char16_t>(le ? (a | (b << 8)) : ((a << 8) | b));
         }
-        // QString replaces unpaired surrogates with U+FFFD.
-        return QString::fromUtf16(units.data(), static_cast<qsizetype>(units.size())).toStdString();
+        // QString replaces unpaired surrogates with U+FFFD; the repair drops NULs as for UTF-8.
+        return text::repair_utf8(QString::fromUtf16(units.data(), static_cast<qsizetype>(units.size())).toStdString());
     }
     if (bytes.size() >= 3 && bytes.substr(0, 3) == "\xEF\xBB\xBF") bytes.remove_prefix(3);
     return text::repair_utf8(bytes, replaced);

@@ -178,7 +178,7 @@ void TstTextReaders::invalidUtf8File() {
 }
 
 void TstTextReaders::utf16File() {
-    const QString s = QStringLiteral("Grüße\n\nzweiter Absatz");
+    const QString s = QStringLiteral("Grüße\n\nzweiter") + QChar(0) + QStringLiteral(" Absatz");  // NUL dropped
     QByteArray le("\xFF\xFE", 2);
     for (const QChar c : s) le.append(static_cast<char>(c.unicode() & 0xFF)).append(static_cast<char>(c.unicode() >> 8));
     const sl::doc::Document d = read_text(le.toStdString(), "de.txt");
