@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/util/error.h"
+#include "core/whisper/beam_search.h"
 #include "core/whisper/log_mel.h"
 #include "core/whisper/whisper_decoder.h"
 
@@ -110,6 +111,9 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
     window.n_frames = window_frames;
     std::vector<float> enc;
     GreedyOptions gopt;
+    gopt.beam_size = options.beam_size;
+    gopt.patience = options.patience;
+    gopt.length_penalty = options.length_penalty;
     gopt.max_initial_timestamp_index =
         static_cast<int>(std::lround(options.max_initial_timestamp / kTimePrecision));
 
@@ -162,7 +166,7 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         }
         if (!options.timestamps) prompt.push_back(tk.no_timestamps);
 
-        const GreedyResult r = greedy_decode(decoder, prompt, gopt, pool);
+        const GreedyResult r = decode(decoder, prompt, gopt, pool);
         const double avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
         const bool skip = r.no_speech_prob > options.no_speech_threshold &&
                           !(avg_logprob > options.log_prob_threshold);

@@ -1,17 +1,17 @@
 // Audio -> timed transcript segments with a Whisper model: faster-whisper's sequential long-form
-// algorithm (WhisperModel.generate_segments with temperature 0, beam 1, no VAD, no word
-// timestamps), on core/whisper's encoder and greedy decoder.
+// algorithm (WhisperModel.generate_segments at temperature 0, no VAD, optional word timestamps),
+// on core/whisper's encoder and greedy or beam-search decoder.
 //
 //   features = log-mel of the audio + 160 zeros (faster-whisper's padding); content = n / 160
 //   frames seek = 0; while seek < content:
 //     window = features[seek : seek + 3000], zero-padded to 3000 frames; encode
 //     prompt = [<|startofprev|> + the last 223 tokens of earlier segments] + <|startoftranscript|>
 //              (+ <|lang|><|transcribe|> for multilingual models) (+ <|notimestamps|>)
-//     greedy decode with timestamp rules; skip the window (seek += its size) when the no-speech
-//     probability > no_speech_threshold and the average log-probability < log_prob_threshold
-//     cut the tokens at each pair of consecutive timestamps into segments [t0, t1) (window time +
-//     0.02 s per timestamp step); seek to the last complete pair, or past the window when it ends
-//     on a single timestamp or holds none
+//     decode (greedy or beam search) with timestamp rules; skip the window (seek += its size) when
+//     the no-speech probability > no_speech_threshold and the average log-probability <
+//     log_prob_threshold cut the tokens at each pair of consecutive timestamps into segments [t0,
+//     t1) (window time + 0.02 s per timestamp step); seek to the last complete pair, or past the
+//     window when it ends on a single timestamp or holds none
 //
 // Features come in two passes over the audio (log_mel_max, then log_mel_window per window), so
 // with an AudioSource memory is bounded by one window (~1 MB of samples, ~1 MB of features) plus
@@ -36,6 +36,11 @@ struct TranscribeOptions {
     // window (faster-whisper's default). English-only models ignore it.
     std::string language;
     bool timestamps = true;
+    // 1: greedy; more: beam search (beam_search.h; faster-whisper's default is 5, patience 1,
+    // length penalty 1).
+    int beam_size = 1;
+    float patience = 1.0f;
+    float length_penalty = 1.0f;
     bool condition_on_previous_text = true;
     float no_speech_threshold = 0.6f;
     float log_prob_threshold = -1.0f;

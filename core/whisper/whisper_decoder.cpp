@@ -60,6 +60,67 @@ void WhisperDecoder::step(int token, std::vector<float>& logits, ThreadPool& poo
 
 void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logit_rows,
                           std::vector<float>& logits, ThreadPool& pool) {
+    if (n_seq_ != 1) throw Error("Whisper decoder: feed() while holding several beams");
+    forward(tokens, logit_rows, logits, pool, false);
+}
+
+void WhisperDecoder::set_beams(int n) {
+    if (n < 1) throw Error("Whisper decoder: " + std::to_string(n) + " beams");
+    const WhisperConfig& c = model_.config();
+    const auto seq = static_cast<size_t>(c.n_text_ctx) * static_cast<size_t>(c.d_model);
+    const auto used = static_cast<size_t>(pos_) * static_cast<size_t>(c.d_model);
+    for (auto* cache : {&self_k_, &self_v_}) {
+        for (auto& layer : *cache) {
+            layer.resize(static_cast<size_t>(n) * seq);
+            for (int b = 1; b < n; ++b)
+                std::copy_n(layer.begin(), used, layer.begin() + static_cast<ptrdiff_t>(b * seq));
+        }
+    }
+    n_seq_ = n;
+}
+
+void WhisperDecoder::reorder_beams(std::span<const int> origins) {
+    const WhisperConfig& c = model_.config();
+    if (static_cast<int>(origins.size()) != n_seq_)
+        throw Error("Whisper decoder: reorder of " + std::to_string(origins.size()) +
+                    " beams, holding " + std::to_string(n_seq_));
+    for (const int o : origins)
+        if (o < 0 || o >= n_seq_) throw Error("Whisper decoder: beam origin out of range");
+    bool identity = true;
+    for (int b = 0; b < n_seq_; ++b) identity = identity && origins[static_cast<size_t>(b)] == b;
+    if (identity) return;
+    // Only the positions fed so far are copied, through a scratch of the source beams.
+    const auto seq = static_cast<size_t>(c.n_text_ctx) * static_cast<size_t>(c.d_model);
+    const auto used = static_cast<size_t>(pos_) * static_cast<size_t>(c.d_model);
+    std::vector<float> old(used * static_cast<size_t>(n_seq_));
+    for (auto* cache : {&self_k_, &self_v_}) {
+        for (auto& layer : *cache) {
+            for (int b = 0; b < n_seq_; ++b)
+                std::copy_n(layer.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(b) * seq),
+                            used,
+                            old.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(b) * used));
+            for (int b = 0; b < n_seq_; ++b) {
+                const auto o = static_cast<size_t>(origins[static_cast<size_t>(b)]);
+                if (o == static_cast<size_t>(b)) continue;
+                std::copy_n(old.begin() + static_cast<ptrdiff_t>(o * used), used,
+                            layer.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(b) * seq));
+            }
+        }
+    }
+}
+
+void WhisperDecoder::step_beams(std::span<const int> tokens, std::vector<float>& logits,
+                                ThreadPool& pool) {
+    if (static_cast<int>(tokens.size()) != n_seq_)
+        throw Error("Whisper decoder: " + std::to_string(tokens.size()) + " tokens for " +
+                    std::to_string(n_seq_) + " beams");
+    std::vector<int> rows(tokens.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int>(i);
+    forward(tokens, rows, logits, pool, true);
+}
+
+void WhisperDecoder::forward(std::span<const int> tokens, std::span<const int> logit_rows,
+                             std::vector<float>& logits, ThreadPool& pool, bool beams) {
     const WhisperConfig& c = model_.config();
     if (!have_audio_) throw Error("Whisper decoder: step() before set_audio()");
     const auto T = static_cast<int64_t>(tokens.size());
@@ -70,7 +131,7 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
     for (const int r : logit_rows)
         if (r < 0 || r >= T)
             throw Error("Whisper decoder: logit row " + std::to_string(r) + " out of range");
-    if (pos_ + T > c.n_text_ctx)
+    if (pos_ + (beams ? 1 : T) > c.n_text_ctx)
         throw Error("Whisper decoder: the text context of " + std::to_string(c.n_text_ctx) +
                     " tokens is full");
     if (T == 0) {
@@ -90,12 +151,17 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
     const float* emb = model_.token_embedding().data();
     const float* pos = model_.text_positions().data();
     float* x = x_.data();
+    // Token i: sequence seq(i), position at(i). One sequence: consecutive positions; beams: one
+    // token per beam, all at the same position.
+    const int64_t p0 = pos_;
+    const int64_t seq_stride = static_cast<int64_t>(c.n_text_ctx) * d;
+    auto seq = [&](int64_t i) { return beams ? i : int64_t{0}; };
+    auto at = [&](int64_t i) { return beams ? p0 : p0 + i; };
     for (int64_t i = 0; i < T; ++i)
         for (int64_t j = 0; j < d; ++j)
-            x[i * d + j] = emb[tokens[static_cast<size_t>(i)] * d + j] + pos[(pos_ + i) * d + j];
+            x[i * d + j] = emb[tokens[static_cast<size_t>(i)] * d + j] + pos[at(i) * d + j];
 
     const auto& layers = model_.decoder_layers();
-    const int64_t p0 = pos_;
     if (capture_)
         captured_.assign(model_.alignment_heads().size() * static_cast<size_t>(T) *
                              static_cast<size_t>(c.n_audio_ctx),
@@ -105,20 +171,21 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
         float* K = self_k_[L].data();
         float* V = self_v_[L].data();
         // Causal self-attention: the batch's K and V go into the cache first; token i sees
-        // positions 0..p0 + i.
+        // positions 0..at(i) of its sequence.
         std::copy_n(x, td, h_.data());
         WhisperModel::layer_norm(h_.data(), T, d, l.ln_self, pool);
         WhisperModel::apply(l.self_qkv, h_.data(), T, qkv_.data(), pool);
         for (int64_t i = 0; i < T; ++i) {
-            std::copy_n(qkv_.data() + i * 3 * d + d, d, K + (p0 + i) * d);
-            std::copy_n(qkv_.data() + i * 3 * d + 2 * d, d, V + (p0 + i) * d);
+            std::copy_n(qkv_.data() + i * 3 * d + d, d, K + seq(i) * seq_stride + at(i) * d);
+            std::copy_n(qkv_.data() + i * 3 * d + 2 * d, d, V + seq(i) * seq_stride + at(i) * d);
         }
         pool.parallel_for(T * H, [&](int64_t w0, int64_t w1, int) {
             std::vector<float> scores(static_cast<size_t>(p0 + T));
             for (int64_t w = w0; w < w1; ++w) {
                 const int64_t i = w / H, h = w % H;
-                attend_head(qkv_.data() + i * 3 * d + h * hd, K + h * hd, V + h * hd, d, p0 + i + 1,
-                            hd, ctx_.data() + i * d + h * hd, scores.data());
+                attend_head(qkv_.data() + i * 3 * d + h * hd, K + seq(i) * seq_stride + h * hd,
+                            V + seq(i) * seq_stride + h * hd, d, at(i) + 1, hd,
+                            ctx_.data() + i * d + h * hd, scores.data());
             }
         });
         WhisperModel::apply(l.self_out, ctx_.data(), T, tmp_.data(), pool);
@@ -162,7 +229,7 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
         WhisperModel::apply(l.down, ffn_.data(), T, tmp_.data(), pool);
         kernels::add(x, tmp_.data(), T * d);
     }
-    pos_ += static_cast<int>(T);
+    pos_ += beams ? 1 : static_cast<int>(T);
 
     // Tied output projection for the requested rows: logits[r][j] = emb[j] . LN(x[row r]).
     const auto V = static_cast<size_t>(c.n_vocab);
@@ -188,17 +255,26 @@ void WhisperDecoder::feed(std::span<const int> tokens, std::span<const int> logi
             64);
         return;
     }
-    if (R == 1) {  // one row (each decoding step): dot products, vocabulary spread over the pool
+    if (R <= 16) {
+        // A few rows (decoding steps, beams): dot products over blocks of the vocabulary small
+        // enough to stay in cache while every row passes over them, so the embedding is read
+        // from memory once.
+        constexpr int64_t kBlock = 256;
         pool.parallel_for(
             c.n_vocab,
             [&](int64_t r0, int64_t r1, int) {
-                kernels::dot_rows_f32(logits.data() + r0, hn, emb + r0 * d, d, r1 - r0, d, 1.0f);
+                for (int64_t b0 = r0; b0 < r1; b0 += kBlock) {
+                    const int64_t nb = std::min(kBlock, r1 - b0);
+                    for (int64_t r = 0; r < R; ++r)
+                        kernels::dot_rows_f32(logits.data() + static_cast<size_t>(r) * V + b0,
+                                              hn + r * d, emb + b0 * d, d, nb, d, 1.0f);
+                }
             },
             64);
         return;
     }
-    // Several rows (word alignment): one GEMM with the roles swapped, the embedding streamed once:
-    // Y (n_vocab, R) = emb (n_vocab, d) . LN(x)^T, the few rows packed as the weight.
+    // Many rows (word alignment): one GEMM with the roles swapped, the embedding streamed once:
+    // Y (n_vocab, R) = emb (n_vocab, d) . LN(x)^T, the rows packed as the weight.
     std::vector<float> hp(kernels::packed_size(R, d)), y(V * static_cast<size_t>(R));
     kernels::pack_panels(hn, R, d, hp.data());
     pool.parallel_for(
@@ -218,7 +294,7 @@ namespace {
 
 // CTranslate2's ApplyTimestampRules for the step after `generated` (the tokens sampled so far):
 // sets disallowed logits to -inf. Runs after the suppression lists.
-void apply_timestamp_rules(std::vector<float>& logits, const std::vector<int>& generated,
+void apply_timestamp_rules(std::span<float> logits, std::span<const int> generated,
                            const WhisperTokens& t, int max_initial_index) {
     const float neg_inf = -std::numeric_limits<float>::infinity();
     const int tb = t.timestamp_begin;
@@ -272,6 +348,18 @@ void apply_timestamp_rules(std::vector<float>& logits, const std::vector<int>& g
 
 }  // namespace
 
+void apply_logit_rules(std::span<float> logits, std::span<const int> generated, bool timestamps,
+                       const GreedyOptions& options, const WhisperModel& model) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    if (options.suppress_tokens)
+        for (const int id : model.suppress_ids()) logits[static_cast<size_t>(id)] = neg_inf;
+    if (options.suppress_blank && generated.empty())
+        for (const int id : model.suppress_ids_begin()) logits[static_cast<size_t>(id)] = neg_inf;
+    if (timestamps)
+        apply_timestamp_rules(logits, generated, model.tokens(),
+                              options.max_initial_timestamp_index);
+}
+
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool) {
     if (prompt.empty()) throw Error("Whisper greedy decoding: empty prompt");
@@ -303,14 +391,8 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
             std::exp(static_cast<double>(sl[static_cast<size_t>(tk.no_speech)]) - mx) / z);
     }
     logits.resize(n_vocab);  // the last token's row
-    const float neg_inf = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < max_new; ++i) {
-        if (options.suppress_tokens)
-            for (const int id : m.suppress_ids()) logits[static_cast<size_t>(id)] = neg_inf;
-        if (options.suppress_blank && i == 0)
-            for (const int id : m.suppress_ids_begin()) logits[static_cast<size_t>(id)] = neg_inf;
-        if (timestamps)
-            apply_timestamp_rules(logits, r.tokens, tk, options.max_initial_timestamp_index);
+        apply_logit_rules(logits, r.tokens, timestamps, options, m);
         const auto best = std::max_element(logits.begin(), logits.end());
         const int token = static_cast<int>(best - logits.begin());
         // log softmax of the chosen token over the (suppressed) logits.

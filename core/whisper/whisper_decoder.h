@@ -4,7 +4,8 @@
 //
 // State per audio window (owned by the WhisperDecoder):
 //   cross_kv[L]  (n_audio_ctx, 2d)  K | V of the encoder output, computed once by set_audio()
-//   self_k[L], self_v[L]  (n_text_ctx, d)  the self-attention cache, filled by feed() / step()
+//   self_k[L], self_v[L]  (beams, n_text_ctx, d)  the self-attention cache, filled by feed() /
+//                         step() (one sequence) or step_beams()
 // ~2 * n_layers * (n_audio_ctx * 2d + n_text_ctx * d) floats: 10 MB for tiny.
 //
 // Threading: a WhisperDecoder belongs to one caller at a time; its calls run on the calling thread
@@ -27,8 +28,11 @@ public:
     // Binds the encoder output (n_audio_ctx, d) of a window: computes every layer's
     // cross-attention keys and values, and empties the text cache.
     void set_audio(std::span<const float> encoder_out, ThreadPool& pool);
-    // Empties the text cache (keeps the audio).
-    void reset() { pos_ = 0; }
+    // Empties the text cache (keeps the audio), back to a single sequence.
+    void reset() {
+        pos_ = 0;
+        n_seq_ = 1;
+    }
     // Tokens fed since the last reset.
     int position() const { return pos_; }
     const WhisperModel& model() const { return model_; }
@@ -42,6 +46,15 @@ public:
     // n_vocab): the scores after tokens[logit_rows[i]] (indices into `tokens`, each < size).
     void feed(std::span<const int> tokens, std::span<const int> logit_rows,
               std::vector<float>& logits, ThreadPool& pool);
+    // Beam search: set_beams(n) copies the (single) sequence fed so far into n beams;
+    // step_beams() feeds one token to each beam (all at the same position) in one batch, logits
+    // (n, n_vocab); reorder_beams(origins) makes beam b a copy of beam origins[b]. feed() needs a
+    // single sequence again: reset() returns to it.
+    void set_beams(int n);
+    void step_beams(std::span<const int> tokens, std::vector<float>& logits, ThreadPool& pool);
+    void reorder_beams(std::span<const int> origins);
+    int beams() const { return n_seq_; }
+
     // While set, feed() also keeps the cross-attention scores (scaled q.k, before the softmax) of
     // the model's alignment heads: cross_scores() is (n_alignment_heads, tokens fed, n_audio_ctx)
     // for the tokens of the last feed() call.
@@ -49,8 +62,12 @@ public:
     const std::vector<float>& cross_scores() const { return captured_; }
 
 private:
+    void forward(std::span<const int> tokens, std::span<const int> logit_rows,
+                 std::vector<float>& logits, ThreadPool& pool, bool beams);
+
     const WhisperModel& model_;
     int pos_ = 0;
+    int n_seq_ = 1;  // sequences in the self-attention cache (beams)
     bool have_audio_ = false;
     bool capture_ = false;
     std::vector<float> captured_;
@@ -69,6 +86,11 @@ struct GreedyOptions {
     // <|endoftext|>) and never decrease; a timestamp is forced when the timestamps' total
     // probability beats every text token's; <|notimestamps|> is never generated.
     int max_initial_timestamp_index = 50;
+    // Beam search (beam_search.h): beams, CTranslate2's patience (hypotheses to collect =
+    // round(beam_size * patience)) and length penalty (score / length^penalty).
+    int beam_size = 1;
+    float patience = 1.0f;
+    float length_penalty = 1.0f;
 };
 
 struct GreedyResult {
@@ -85,6 +107,13 @@ struct GreedyResult {
 // last token is not <|notimestamps|>.
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool);
+
+// The rules greedy and beam search apply to a step's logits before choosing, in CTranslate2's
+// order: the suppression lists (suppress_ids; suppress_ids_begin when nothing is generated yet),
+// then the timestamp rules when `timestamps`. `generated`: the tokens sampled so far after the
+// prompt.
+void apply_logit_rules(std::span<float> logits, std::span<const int> generated, bool timestamps,
+                       const GreedyOptions& options, const WhisperModel& model);
 
 // Language identification (multilingual models): the decoder fed <|startoftranscript|> alone, the
 // softmax of its logits over the model's language tokens. Returns (token id, probability), most

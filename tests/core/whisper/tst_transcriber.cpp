@@ -104,13 +104,15 @@ private Q_SLOTS:
     void matchesFasterWhisper();
     void streamsFromASource();
     void wordTimestamps();
+    void beamSearch();
     void wordErrorRate();
     void multilingualBaseModel();
     void progressAndCancel();
     void silenceGivesNothing();
 
 private:
-    void compare(const sl::whisper::Transcript& t, const QJsonObject& ref);
+    void compare(const sl::whisper::Transcript& t, const QJsonObject& ref,
+                 const QString& key = QStringLiteral("segments"));
 
     std::unique_ptr<sl::whisper::WhisperModel> model_;
     std::unique_ptr<sl::whisper::WhisperTokenizer> tok_;
@@ -167,8 +169,9 @@ void TstTranscriber::matchesFasterWhisper() {
     compare(t, ref_);
 }
 
-void TstTranscriber::compare(const sl::whisper::Transcript& t, const QJsonObject& ref) {
-    const QJsonArray want = ref.value(QStringLiteral("segments")).toArray();
+void TstTranscriber::compare(const sl::whisper::Transcript& t, const QJsonObject& ref,
+                             const QString& key) {
+    const QJsonArray want = ref.value(key).toArray();
     QCOMPARE(t.segments.size(), static_cast<size_t>(want.size()));
     for (qsizetype i = 0; i < want.size(); ++i) {
         const QJsonObject w = want[i].toObject();
@@ -266,6 +269,23 @@ void TstTranscriber::wordTimestamps() {
         ref_.value(QStringLiteral("float32_greedy_words_seconds")).toDouble());
     QVERIFY2(worst <= 0.02 + 1e-6, qPrintable(QString::number(worst)));
     QVERIFY2(worst_p < 0.01, qPrintable(QString::number(worst_p)));
+}
+
+void TstTranscriber::beamSearch() {
+    // Beam search (beam 5, faster-whisper's default) against faster-whisper's float32 beam-5 run.
+    sl::whisper::TranscribeOptions o;
+    o.beam_size = 5;
+    QElapsedTimer timer;
+    timer.start();
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, audio_, o, *pool_);
+    const double seconds = timer.nsecsElapsed() / 1e9;
+    for (const auto& s : t.segments) qInfo("[%6.2f %6.2f]%s", s.start, s.end, s.text.c_str());
+    qInfo(
+        "beam 5: %.1f s of audio in %.2f s; faster-whisper float32 beam 5 %.2f s, int8 beam 5 "
+        "%.2f s",
+        t.duration, seconds, ref_.value(QStringLiteral("float32_beam5_seconds")).toDouble(),
+        ref_.value(QStringLiteral("int8_default_seconds")).toDouble());
+    compare(t, ref_, QStringLiteral("beam5_segments"));
 }
 
 void TstTranscriber::wordErrorRate() {

@@ -14,7 +14,7 @@ temperature 0 (no fallback), its other defaults (timestamps, condition_on_previo
 VAD, no word timestamps), the samples passed as an array (no decoding or resampling), and
 records every segment (start, end, text, tokens, avg_logprob, no_speech_prob), then again with
 word_timestamps=True ("word_segments": segments with their words' text, times and
-probabilities). Also records
+probabilities) and with beam search (beam 5, "beam5_segments"). Also records
 faster-whisper's default int8 transcription (beam 5) text and its run time, and the float32 run's
 time, for the side-by-side report.
 
@@ -104,6 +104,15 @@ def main() -> None:
     out["segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
                         "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob}
                        for s in segs]
+
+    # Beam search (faster-whisper's default beam 5, patience 1, length penalty 1), float32.
+    t = time.time()
+    segments, _ = m.transcribe(audio, beam_size=5, temperature=0.0, language=lang)
+    segs = list(segments)
+    out["float32_beam5_seconds"] = time.time() - t
+    out["beam5_segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
+                              "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob}
+                             for s in segs]
 
     # The same with word timestamps (cross-attention alignment).
     t = time.time()
