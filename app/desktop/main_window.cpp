@@ -27,6 +27,7 @@
 #include "app/desktop/budget_dialog.h"
 #include "app/desktop/chat_history.h"
 #include "app/desktop/chat_pane.h"
+#include "app/desktop/disk_usage.h"
 #include "app/desktop/event_loop_probe.h"
 #include "app/desktop/ingest_queue.h"
 #include "app/desktop/library_answer_service.h"
@@ -164,6 +165,14 @@ void MainWindow::createMenus() {
     connect(exp, &QAction::triggered, this, &MainWindow::exportDialog);
     QAction* clear = file->addAction(QIcon(QStringLiteral(":/icons/action-remove.svg")), tr("&Clear Chat History…"));
     connect(clear, &QAction::triggered, this, &MainWindow::confirmClearChat);
+    QAction* disk = file->addAction(tr("&Disk Use…"));
+    disk->setEnabled(!options_.library_dir.isEmpty());
+    connect(disk, &QAction::triggered, this, [this] {
+        auto* dlg = new DiskDialog(options_.library_dir.toStdString(), settings_->kvCacheCap(),
+                                   prefill_ ? prefill_->gate() : nullptr, this);
+        dlg->setAttribute(Qt::WA_DeleteOnClose);
+        dlg->open();
+    });
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"));
     quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));  // QKeySequence::Quit is empty on some platforms
