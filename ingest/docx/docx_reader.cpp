@@ -123,7 +123,7 @@ public:
         if (d.title.empty()) d.title = std::filesystem::path(path_).filename().string();
         d.units = sections_.take();
         if (d.units.empty()) d.add_note("no text");
-        ctx_.progress(1.0, std::to_string(d.units.size()) + " sections");
+        ctx_.progress(1.0, text::sections_done(d.units.size()));
         return d;
     }
 

@@ -80,6 +80,7 @@ public:
             d.add_note(std::to_string(skipped) + " spine item" + (skipped == 1 ? "" : "s") +
                        " skipped (missing, outside the book, or not XHTML)");
         if (d.units.empty()) d.add_note("no text");
+        ctx_.progress(1.0, text::sections_done(d.units.size()));
         return d;
     }
 

@@ -178,7 +178,7 @@ doc::Document read_text(std::string_view bytes, const std::string& path, Flavor 
         d.add_note(std::to_string(replaced) + " invalid UTF-8 sequence" + (replaced == 1 ? "" : "s") +
                    " replaced by U+FFFD");
     if (d.units.empty()) d.add_note("no text");
-    ctx.progress(1.0, std::to_string(d.units.size()) + " sections");
+    ctx.progress(1.0, text::sections_done(d.units.size()));
     return d;
 }
 

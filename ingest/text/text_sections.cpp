@@ -78,6 +78,12 @@ std::string truncate_utf8(std::string_view s, size_t max_bytes) {
     return std::string(s.substr(0, cut)) + "\xE2\x80\xA6";
 }
 
+std::string sections_done(size_t n) {
+    std::string s = std::to_string(n);
+    s += n == 1 ? " section" : " sections";
+    return s;
+}
+
 void SectionBuilder::open(const std::string& label) {
     doc::Unit u;
     u.kind = doc::UnitKind::Section;

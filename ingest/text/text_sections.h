@@ -36,6 +36,9 @@ std::string collapse_spaces(std::string_view s);
 // At most `max_bytes` of `s`, cut at a character boundary, "…" appended when cut.
 std::string truncate_utf8(std::string_view s, size_t max_bytes);
 
+// "1 section", "12 sections": the last progress message of a reader.
+std::string sections_done(size_t n);
+
 class SectionBuilder {
 public:
     // Headings: role Title with level >= 1. A heading at level <= kSectionHeadingLevel starts a

@@ -57,6 +57,7 @@ private Q_SLOTS:
     void captionFollowsSlides();
     void captionFollowsSeeks();
     void videoCitationLabelMatchesSeek();
+    void textSectionShown();
 };
 
 void TstDesktopViewer::captionFollowsPages() {
@@ -145,6 +146,34 @@ void TstDesktopViewer::videoCitationLabelMatchesSeek() {
     const QString text = w->chat()->transcript()->toPlainText();
     QVERIFY2(text.contains(QStringLiteral("clip.mp4 00:00:45")) && !text.contains(QStringLiteral("00:00:30")),
              qPrintable(text));
+}
+
+void TstDesktopViewer::textSectionShown() {
+    // A citation into a DOCX/Markdown/HTML/EPUB document shows the cited section's text.
+    auto d = std::make_shared<sl::doc::Document>();
+    d->id = d->path = "/nonexistent/report.docx";
+    d->kind = sl::doc::DocumentKind::Text;
+    for (const auto& [label, body] : {std::pair<std::string, std::string>{"Intro", "Why we counted."},
+                                      {"Results", "317 gulls <on> the rock."}}) {
+        sl::doc::Unit u;
+        u.kind = sl::doc::UnitKind::Section;
+        u.index = static_cast<int>(d->units.size());
+        u.label = label;
+        u.blocks.push_back({sl::doc::BlockRole::Title, label, std::nullopt, std::nullopt, {}, 1.0f});
+        u.blocks.push_back({sl::doc::BlockRole::Body, body, std::nullopt, std::nullopt, {}, 1.0f});
+        u.blocks.push_back({sl::doc::BlockRole::TableCell, "cell", std::nullopt, std::nullopt, {}, 1.0f});
+        d->units.push_back(std::move(u));
+    }
+    ViewerPane viewer;
+    viewer.resize(800, 600);
+    viewer.show();
+    viewer.open(d, sl::doc::SourceRef{d->id, 1, std::nullopt, std::nullopt});
+    QCOMPARE(viewer.mode(), ViewerPane::Mode::Text);
+    QCOMPARE(viewer.caption(), QStringLiteral("report.docx §2 Results"));
+    const QString shown = viewer.textView()->toPlainText();
+    QVERIFY2(shown.contains(QStringLiteral("317 gulls <on> the rock.")), qPrintable(shown));  // escaped, not markup
+    QVERIFY2(shown.contains(QStringLiteral("Results")) && !shown.contains(QStringLiteral("Why we counted")),
+             qPrintable(shown));
 }
 
 QTEST_MAIN(TstDesktopViewer)
