@@ -47,24 +47,7 @@ GreedyResult beam_search(WhisperDecoder& decoder, std::span<const int> prompt,
 
     GreedyResult r;
     std::vector<float> logits;
-    decoder.reset();
-    // The prompt, as greedy_decode feeds it (the no-speech probability from the logits after
-    // <|startoftranscript|>).
-    const auto sot_it = std::find(prompt.begin(), prompt.end(), tk.sot);
-    const int last_row = static_cast<int>(prompt.size()) - 1;
-    std::vector<int> rows{last_row};
-    if (sot_it != prompt.end() && sot_it - prompt.begin() != last_row)
-        rows.push_back(static_cast<int>(sot_it - prompt.begin()));
-    decoder.feed(prompt, rows, logits, pool);
-    if (sot_it != prompt.end()) {
-        const float* sl = logits.data() + (rows.size() == 2 ? V : 0);
-        const float mx = *std::max_element(sl, sl + V);
-        double z = 0;
-        for (int64_t j = 0; j < V; ++j) z += std::exp(static_cast<double>(sl[j]) - mx);
-        r.no_speech_prob =
-            static_cast<float>(std::exp(static_cast<double>(sl[tk.no_speech]) - mx) / z);
-    }
-    logits.resize(static_cast<size_t>(V));
+    feed_prompt(decoder, prompt, logits, r.no_speech_prob, pool);
 
     std::vector<std::vector<int>> alive(1);  // the beams' generated tokens
     std::vector<double> alive_scores{0.0};

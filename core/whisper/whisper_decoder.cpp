@@ -360,6 +360,31 @@ void apply_logit_rules(std::span<float> logits, std::span<const int> generated, 
                               options.max_initial_timestamp_index);
 }
 
+void feed_prompt(WhisperDecoder& decoder, std::span<const int> prompt, std::vector<float>& logits,
+                 float& no_speech_prob, ThreadPool& pool) {
+    const WhisperTokens& tk = decoder.model().tokens();
+    decoder.reset();
+    // Logits after the last token, and after <|startoftranscript|> for the no-speech probability
+    // (from the raw logits, as CTranslate2 computes it).
+    const auto sot_it = std::find(prompt.begin(), prompt.end(), tk.sot);
+    const int last_row = static_cast<int>(prompt.size()) - 1;
+    std::vector<int> rows{last_row};
+    if (sot_it != prompt.end() && sot_it - prompt.begin() != last_row)
+        rows.push_back(static_cast<int>(sot_it - prompt.begin()));
+    decoder.feed(prompt, rows, logits, pool);
+    const auto n_vocab = static_cast<size_t>(decoder.model().config().n_vocab);
+    no_speech_prob = 0;
+    if (sot_it != prompt.end()) {
+        const float* sl = logits.data() + (rows.size() == 2 ? n_vocab : 0);
+        const float mx = *std::max_element(sl, sl + n_vocab);
+        double z = 0;
+        for (size_t j = 0; j < n_vocab; ++j) z += std::exp(static_cast<double>(sl[j]) - mx);
+        no_speech_prob = static_cast<float>(
+            std::exp(static_cast<double>(sl[static_cast<size_t>(tk.no_speech)]) - mx) / z);
+    }
+    logits.resize(n_vocab);  // the last token's row
+}
+
 GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
                            const GreedyOptions& options, ThreadPool& pool) {
     if (prompt.empty()) throw Error("Whisper greedy decoding: empty prompt");
@@ -372,25 +397,7 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
 
     GreedyResult r;
     std::vector<float> logits;
-    decoder.reset();
-    // The prompt in one batch; logits after its last token, and after <|startoftranscript|> for
-    // the no-speech probability (from the raw logits, as CTranslate2 computes it).
-    const auto sot_it = std::find(prompt.begin(), prompt.end(), tk.sot);
-    const int last_row = static_cast<int>(prompt.size()) - 1;
-    std::vector<int> rows{last_row};
-    if (sot_it != prompt.end() && sot_it - prompt.begin() != last_row)
-        rows.push_back(static_cast<int>(sot_it - prompt.begin()));
-    decoder.feed(prompt, rows, logits, pool);
-    const auto n_vocab = static_cast<size_t>(m.config().n_vocab);
-    if (sot_it != prompt.end()) {
-        const float* sl = logits.data() + (rows.size() == 2 ? n_vocab : 0);
-        const float mx = *std::max_element(sl, sl + n_vocab);
-        double z = 0;
-        for (size_t j = 0; j < n_vocab; ++j) z += std::exp(static_cast<double>(sl[j]) - mx);
-        r.no_speech_prob = static_cast<float>(
-            std::exp(static_cast<double>(sl[static_cast<size_t>(tk.no_speech)]) - mx) / z);
-    }
-    logits.resize(n_vocab);  // the last token's row
+    feed_prompt(decoder, prompt, logits, r.no_speech_prob, pool);
     for (int i = 0; i < max_new; ++i) {
         apply_logit_rules(logits, r.tokens, timestamps, options, m);
         const auto best = std::max_element(logits.begin(), logits.end());

@@ -115,6 +115,11 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
 void apply_logit_rules(std::span<float> logits, std::span<const int> generated, bool timestamps,
                        const GreedyOptions& options, const WhisperModel& model);
 
+// Feeds `prompt` in one batch after reset(): logits (n_vocab) of the token after it, and the
+// no-speech probability (softmax of the raw logits after <|startoftranscript|>; 0 without it).
+void feed_prompt(WhisperDecoder& decoder, std::span<const int> prompt, std::vector<float>& logits,
+                 float& no_speech_prob, ThreadPool& pool);
+
 // Language identification (multilingual models): the decoder fed <|startoftranscript|> alone, the
 // softmax of its logits over the model's language tokens. Returns (token id, probability), most
 // likely first; the decoder must hold the window's audio (set_audio) and is reset. Throws

@@ -26,41 +26,9 @@
 #include "core/util/paths.h"
 #include "core/whisper/transcriber.h"
 #include "tests/common/test_support.h"
+#include "tests/core/whisper/wav_file.h"
 
 namespace {
-
-// A 16 kHz mono PCM16 WAV as floats; empty when it is not one.
-std::vector<float> read_wav(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::vector<char> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    auto u32 = [&](size_t at) {
-        uint32_t v = 0;
-        std::memcpy(&v, b.data() + at, 4);
-        return v;
-    };
-    auto u16 = [&](size_t at) {
-        uint16_t v = 0;
-        std::memcpy(&v, b.data() + at, 2);
-        return v;
-    };
-    if (b.size() < 12 || std::memcmp(b.data(), "RIFF", 4) != 0) return {};
-    bool ok = false;
-    for (size_t at = 12; at + 8 <= b.size();) {
-        const uint32_t len = u32(at + 4);
-        if (std::memcmp(b.data() + at, "fmt ", 4) == 0 && at + 24 <= b.size())
-            ok = u16(at + 8) == 1 && u16(at + 10) == 1 && u32(at + 12) == 16000 &&
-                 u16(at + 22) == 16;
-        if (std::memcmp(b.data() + at, "data", 4) == 0 && ok) {
-            const size_t n = std::min<size_t>(len, b.size() - at - 8) / 2;
-            std::vector<float> out(n);
-            for (size_t i = 0; i < n; ++i)
-                out[i] = static_cast<int16_t>(u16(at + 8 + 2 * i)) / 32768.0f;
-            return out;
-        }
-        at += 8 + len + (len & 1);
-    }
-    return {};
-}
 
 // make_fw_transcript.py's normalize(): lowercase, every character but a-z, 0-9 and ' a space.
 std::vector<std::string> words(const std::string& text) {
@@ -134,7 +102,7 @@ void TstTranscriber::initTestCase() {
             if (!std::filesystem::exists(wav))
                 QSKIP(qPrintable(QStringLiteral("%1 is missing: run scripts/setup.sh")
                                      .arg(QString::fromStdString(wav.string()))));
-            const std::vector<float> clip = read_wav(wav);
+            const std::vector<float> clip = sl::test::read_wav_16k_mono(wav);
             QVERIFY(!clip.empty());
             audio_.insert(audio_.end(), clip.begin(), clip.end());
             audio_.insert(audio_.end(), 8000, 0.0f);
@@ -300,7 +268,7 @@ void TstTranscriber::wordErrorRate() {
         const auto wav = sl::paths::samples_dir() / "audio" / "librivox" /
                          ("sense_and_sensibility_01_austen_64kb-" +
                           c.value(QStringLiteral("clip")).toString().toStdString() + ".wav");
-        const std::vector<float> clip = read_wav(wav);
+        const std::vector<float> clip = sl::test::read_wav_16k_mono(wav);
         QElapsedTimer timer;
         timer.start();
         const auto t = sl::whisper::transcribe(*model_, *tok_, clip, {}, *pool_);
