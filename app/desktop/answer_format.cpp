@@ -262,11 +262,18 @@ QString answer_html(const ChatAnswer& chat, int index, bool dark) {
         html += QStringLiteral("<p style='color:%1'><small>%2</small></p>")
                     .arg(muted, QObject::tr("No source backs this answer."));
     }
-    if (chat.finished && !chat.read_summary.empty())
-        html += QStringLiteral("<p style='color:%1'><small>%2</small></p>")
-                    .arg(muted, QObject::tr("Read: %1")
-                                    .arg(QString::fromStdString(chat.read_summary))
-                                    .toHtmlEscaped());
+    if (chat.finished && (!chat.read_summary.empty() || !chat.plan.empty())) {
+        QString read = chat.read_summary.empty()
+                           ? QString()
+                           : QObject::tr("Read: %1").arg(QString::fromStdString(chat.read_summary)).toHtmlEscaped();
+        if (!chat.plan.empty())
+            read += (read.isEmpty() ? QString() : QStringLiteral(" \u00b7 ")) +
+                    QStringLiteral("<a style='color:%1' href='plan:%2'>%3</a>")
+                        .arg(muted)
+                        .arg(index)
+                        .arg(QObject::tr("the context plan"));
+        html += QStringLiteral("<p style='color:%1'><small>%2</small></p>").arg(muted, read);
+    }
     if (chat.finished && !chat.method.empty()) {
         QStringList parts;
         if (!chat.model.empty()) parts << QString::fromStdString(chat.model);

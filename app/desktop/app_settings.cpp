@@ -27,6 +27,12 @@ QString AppSettings::effort() const {
 }
 void AppSettings::setEffort(const QString& e) { settings_->setValue(QStringLiteral("answer/effort"), e); }
 
+int AppSettings::answerContext() const {
+    const int v = settings_->value(QStringLiteral("answer/n_ctx"), 0).toInt();
+    return v > 0 ? v : 0;
+}
+void AppSettings::setAnswerContext(int tokens) { settings_->setValue(QStringLiteral("answer/n_ctx"), tokens > 0 ? tokens : 0); }
+
 bool AppSettings::ocr() const { return settings_->value(QStringLiteral("ingest/ocr"), true).toBool(); }
 void AppSettings::setOcr(bool on) { settings_->setValue(QStringLiteral("ingest/ocr"), on); }
 

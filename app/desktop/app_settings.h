@@ -22,6 +22,8 @@ public:
     void setDevice(Device d);
     QString effort() const;                    // "low", "medium", "high"
     void setEffort(const QString& e);
+    int answerContext() const;                 // tokens a question's context may hold (0: the model's own)
+    void setAnswerContext(int tokens);
     bool ocr() const;
     void setOcr(bool on);
     qint64 contextBudget() const;              // tokens the library may fill (default 1,000,000)

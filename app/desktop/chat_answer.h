@@ -19,6 +19,7 @@ struct ChatAnswer {
     std::string model;           // the model's file name
     std::string method;          // how the context was built and the citations chosen
     std::string read_summary;    // AskResult::read_summary: what the answer read ("Read: ...")
+    std::string plan;            // AskResult::plan: the context's plan per document (plan_dialog.h)
     int64_t context_tokens = 0;  // tokens of the context the answer was written from
     std::string status;          // the latest progress line while it runs; cleared when finished
     bool finished = false;

@@ -16,6 +16,7 @@
 #include <chrono>
 
 #include "app/desktop/answer_format.h"
+#include "app/desktop/plan_dialog.h"
 #include "app/desktop/chip_area.h"
 #include "app/desktop/flow_layout.h"
 #include "app/desktop/library_model.h"
@@ -129,6 +130,8 @@ ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), li
     connect(transcript_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
         int a = 0, n = 0;
         if (parse_citation_link(url.toString(), &a, &n)) activateCitation(a, n);
+        else if (const int p = parse_plan_link(url.toString()); p >= 0 && p < static_cast<int>(answers_.size()))
+            Q_EMIT planRequested(p);
     });
 }
 

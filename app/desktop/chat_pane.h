@@ -77,6 +77,7 @@ Q_SIGNALS:
     void answerStarted();
     void answerFinished(int index);
     void clearRequested();  // the Clear button: the window asks, then clears (clearAnswers)
+    void planRequested(int answer_index);  // the "context plan" link under an answer
 
 protected:
     void changeEvent(QEvent* event) override;  // re-renders for a new (light/dark) palette

@@ -108,6 +108,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     out.answer = std::move(r.answer);
     if (out.answer.question.empty()) out.answer.question = question;
     out.read_summary = r.read_summary;
+    out.plan = r.plan;
     out.context_tokens = r.context_tokens;
     if (!r.attention.empty()) out.method += "; attention " + r.attention;
     if (r.from_library_prefill) {

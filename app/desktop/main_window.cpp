@@ -33,6 +33,7 @@
 #include "app/desktop/library_answer_service.h"
 #include "app/desktop/library_model.h"
 #include "app/desktop/library_pane.h"
+#include "app/desktop/plan_dialog.h"
 #include "app/desktop/model_manager.h"
 #include "app/desktop/prefill_gate.h"
 #include "app/desktop/report_export.h"
@@ -243,6 +244,20 @@ void MainWindow::createStatusBar() {
         effort_->setItemData(i, QString::fromStdString(describe(effort_settings(effort_of(effort_->itemData(i).toString())))),
                              Qt::ToolTipRole);
     effort_->setCurrentIndex(std::max(0, effort_->findData(settings_->effort())));
+    // The "context plan" link under an answer: its plan, and the effort and context for what follows.
+    connect(chat_, &ChatPane::planRequested, this, [this](int index) {
+        auto* dlg = new PlanDialog(chat_->answers()[static_cast<size_t>(index)], chat_->effort(), settings_->answerContext(),
+                                   model_context_, this);
+        dlg->setAttribute(Qt::WA_DeleteOnClose);
+        connect(dlg, &QDialog::accepted, this, [this, dlg] {
+            effort_->setCurrentIndex(std::max(0, effort_->findData(QString::fromLatin1(to_string(dlg->effort())))));
+            if (dlg->contextTokens() != settings_->answerContext()) {
+                settings_->setAnswerContext(dlg->contextTokens());
+                applyModel();  // the answer service takes the new context size
+            }
+        });
+        dlg->open();
+    });
     connect(effort_, &QComboBox::currentIndexChanged, this, [this] {
         settings_->setEffort(effort_->currentData().toString());
         chat_->setEffort(effort_of(settings_->effort()));
@@ -274,6 +289,7 @@ void MainWindow::applyModel() {
         // when it has one.
         LibraryAnswerOptions lo;
         lo.kv_cap_bytes = settings_->kvCacheCap();
+        lo.n_ctx = settings_->answerContext();
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();
         lo.api_key = settings_->remoteApiKey().toStdString();
