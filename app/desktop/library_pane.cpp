@@ -1,9 +1,13 @@
 #include "app/desktop/library_pane.h"
 
 #include <QApplication>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListView>
+#include <QMenu>
+#include <QMessageBox>
 #include <QPainter>
 #include <QStyleOptionProgressBar>
 #include <QToolButton>
@@ -100,6 +104,7 @@ LibraryPane::LibraryPane(LibraryModel* model, IngestQueue* queue, QWidget* paren
         return b;
     };
     add_ = make(QStringLiteral(":/icons/action-add.svg"), tr("Add"), tr("Add files or folders (Ctrl+O)"));
+    retry_ = make(QStringLiteral(":/icons/state-queued.svg"), tr("Retry"), tr("Read the selected failed or cancelled file again"));
     cancel_ = make(QStringLiteral(":/icons/action-cancel.svg"), tr("Cancel"), tr("Cancel reading the selected file"));
     remove_ = make(QStringLiteral(":/icons/action-remove.svg"), tr("Remove"), tr("Remove the selected file (Delete)"));
     remove_->setShortcut(QKeySequence::Delete);
@@ -108,6 +113,7 @@ LibraryPane::LibraryPane(LibraryModel* model, IngestQueue* queue, QWidget* paren
     bar->setContentsMargins(6, 4, 4, 0);
     bar->addWidget(title, 1);
     bar->addWidget(add_);
+    bar->addWidget(retry_);
     bar->addWidget(cancel_);
     bar->addWidget(remove_);
     auto* hint = new QLabel(tr("Drop PDFs, slide decks, images, videos or folders anywhere on the window."), this);
@@ -121,7 +127,10 @@ LibraryPane::LibraryPane(LibraryModel* model, IngestQueue* queue, QWidget* paren
     layout->addWidget(view_, 1);
 
     connect(add_, &QToolButton::clicked, this, &LibraryPane::addRequested);
+    connect(retry_, &QToolButton::clicked, this, &LibraryPane::retrySelected);
     connect(cancel_, &QToolButton::clicked, this, &LibraryPane::cancelSelected);
+    view_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(view_, &QListView::customContextMenuRequested, this, &LibraryPane::showMenu);
     connect(remove_, &QToolButton::clicked, this, &LibraryPane::removeSelected);
     connect(view_, &QListView::activated, this, [this](const QModelIndex& i) {
         Q_EMIT openRequested(i.data(LibraryModel::IdRole).toULongLong());
@@ -161,10 +170,45 @@ void LibraryPane::removeSelected() {
     model_->remove(id);
 }
 
+void LibraryPane::retrySelected() {
+    const LibraryItem* it = model_->item(currentId());
+    if (!it || (it->state != ItemState::Failed && it->state != ItemState::Cancelled)) return;
+    const QString path = it->path;
+    const quint64 id = model_->add(path);  // a failed or cancelled item goes back to Queued
+    queue_->enqueue(id);
+}
+
 void LibraryPane::updateButtons() {
     const LibraryItem* it = model_->item(currentId());
+    retry_->setEnabled(it && (it->state == ItemState::Failed || it->state == ItemState::Cancelled));
     cancel_->setEnabled(it && (it->state == ItemState::Queued || it->state == ItemState::Ingesting));
     remove_->setEnabled(it != nullptr);
+}
+
+void LibraryPane::showMenu(const QPoint& pos) {
+    const QModelIndex index = view_->indexAt(pos);
+    if (!index.isValid()) return;
+    view_->setCurrentIndex(index);
+    const LibraryItem* it = model_->item(currentId());
+    if (!it) return;
+    const quint64 id = it->id;
+    const QString path = it->path, error = it->error, name = it->name;
+    auto* menu = new QMenu(this);
+    menu->setAttribute(Qt::WA_DeleteOnClose);
+    QAction* open = menu->addAction(tr("&Open"), this, [this, id] { Q_EMIT openRequested(id); });
+    open->setEnabled(it->state == ItemState::Ready);
+    menu->addAction(retry_->icon(), tr("&Retry"), this, &LibraryPane::retrySelected)->setEnabled(retry_->isEnabled());
+    menu->addAction(cancel_->icon(), tr("&Cancel"), this, &LibraryPane::cancelSelected)->setEnabled(cancel_->isEnabled());
+    if (it->state == ItemState::Failed && !error.isEmpty())
+        menu->addAction(tr("&Why It Failed…"), this, [this, name, error] {
+            auto* box = new QMessageBox(QMessageBox::Warning, tr("Cannot read %1").arg(name), error, QMessageBox::Ok, this);
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->open();
+        });
+    menu->addAction(tr("Copy &Path"), this, [path] { QGuiApplication::clipboard()->setText(path); });
+    menu->addSeparator();
+    menu->addAction(remove_->icon(), tr("Re&move"), this, &LibraryPane::removeSelected);
+    menu->popup(view_->viewport()->mapToGlobal(pos));
 }
 
 }  // namespace sl::desktop

@@ -1,5 +1,6 @@
 // The library pane: the list of added files with their kind icon, state line and progress bar
-// (a delegate draws them), and Add / Cancel / Remove. Dropping is handled by the main window
+// (a delegate draws them), and Add / Retry / Cancel / Remove, also on the items' context menu
+// (with Open, Copy Path and, for a failed file, Why It Failed). Dropping is handled by the main window
 // (anywhere on it). GUI thread only; the model and queue must outlive the pane.
 #pragma once
 
@@ -35,6 +36,7 @@ public:
 public Q_SLOTS:
     void cancelSelected();
     void removeSelected();
+    void retrySelected();  // a failed or cancelled file is queued again
 
 Q_SIGNALS:
     void addRequested();
@@ -42,11 +44,13 @@ Q_SIGNALS:
 
 private:
     void updateButtons();
+    void showMenu(const QPoint& pos);
 
     LibraryModel* model_;
     IngestQueue* queue_;
     QListView* view_;
     QToolButton* add_;
+    QToolButton* retry_;
     QToolButton* cancel_;
     QToolButton* remove_;
 };

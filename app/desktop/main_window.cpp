@@ -599,7 +599,29 @@ void MainWindow::showDiagnostics() {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    if (!local_files(event->mimeData()).isEmpty()) event->acceptProposedAction();
+    const QStringList files = local_files(event->mimeData());
+    if (files.isEmpty()) return;
+    event->acceptProposedAction();
+    // The drop zone: the whole window, saying what a drop does.
+    if (!drop_zone_) {
+        drop_zone_ = new QLabel(this);
+        drop_zone_->setObjectName(QStringLiteral("dropZone"));
+        drop_zone_->setAccessibleName(tr("Drop zone"));
+        drop_zone_->setAlignment(Qt::AlignCenter);
+        drop_zone_->setWordWrap(true);
+        drop_zone_->setAttribute(Qt::WA_TransparentForMouseEvents);
+        drop_zone_->setStyleSheet(QStringLiteral("QLabel#dropZone { background: rgba(52, 120, 246, 40); border: 3px dashed "
+                                                 "rgba(52, 120, 246, 200); border-radius: 12px; font-size: 20px; }"));
+    }
+    drop_zone_->setText(tr("Drop to add %n item(s) to the library", nullptr, static_cast<int>(files.size())));
+    drop_zone_->setGeometry(rect().adjusted(12, 12, -12, -12));
+    drop_zone_->raise();
+    drop_zone_->show();
+}
+
+void MainWindow::dragLeaveEvent(QDragLeaveEvent* event) {
+    if (drop_zone_) drop_zone_->hide();
+    QMainWindow::dragLeaveEvent(event);
 }
 
 void MainWindow::dragMoveEvent(QDragMoveEvent* event) {
@@ -607,6 +629,7 @@ void MainWindow::dragMoveEvent(QDragMoveEvent* event) {
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {
+    if (drop_zone_) drop_zone_->hide();
     const QStringList files = local_files(event->mimeData());
     if (files.isEmpty()) return;
     event->acceptProposedAction();

@@ -86,6 +86,7 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dragMoveEvent(QDragMoveEvent* event) override;
     void dropEvent(QDropEvent* event) override;
+    void dragLeaveEvent(QDragLeaveEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
     void changeEvent(QEvent* event) override;
 
@@ -125,6 +126,7 @@ private:
     std::shared_ptr<SharedModel> model_;  // the settings' model, shared by the answer service and the prefill
     QComboBox* effort_ = nullptr;
     QObject* history_ = nullptr;  // the watcher of the chat history being read, if any
+    QLabel* drop_zone_ = nullptr;  // shown over the window while files are dragged over it
     int model_context_ = 0;  // the model's trained context (tokens), 0 when unknown
 };
 
