@@ -41,8 +41,10 @@ GreedyResult beam_search(WhisperDecoder& decoder, std::span<const int> prompt,
     const size_t max_hypotheses =
         static_cast<size_t>(std::lround(static_cast<float>(K) * options.patience));
     const bool timestamps = prompt.back() != tk.no_timestamps;
+    // Never past the model's text context (448 for every Whisper; smaller in tests).
+    const int max_length = std::min(options.max_length, m.config().n_text_ctx);
     const int start_step = static_cast<int>(prompt.size()) - 1;
-    const int max_steps = std::min(options.max_length / 2, options.max_length - start_step);
+    const int max_steps = std::min(max_length / 2, max_length - start_step);
     const bool early_exit = options.length_penalty == 0;
 
     GreedyResult r;

@@ -392,8 +392,10 @@ GreedyResult greedy_decode(WhisperDecoder& decoder, std::span<const int> prompt,
     const WhisperTokens& tk = m.tokens();
     const int eot = tk.eot;
     const bool timestamps = prompt.back() != tk.no_timestamps;
+    // Never past the model's text context (448 for every Whisper; smaller in tests).
+    const int max_length = std::min(options.max_length, m.config().n_text_ctx);
     const int start_step = static_cast<int>(prompt.size()) - 1;
-    const int max_new = std::min(options.max_length / 2, options.max_length - start_step);
+    const int max_new = std::min(max_length / 2, max_length - start_step);
 
     GreedyResult r;
     std::vector<float> logits;
