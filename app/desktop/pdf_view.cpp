@@ -1,12 +1,21 @@
 #include "app/desktop/pdf_view.h"
 
+#include <QGuiApplication>
 #include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QShortcut>
 #include <QSpinBox>
+#include <QSplitter>
+#include <QTimer>
 #include <QToolButton>
+#include <QTreeWidget>
 #include <QVBoxLayout>
+#include <QWheelEvent>
 #include <QtConcurrent>
 
 #include <cmath>
@@ -52,6 +61,14 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     fit->setAccessibleName(tr("Fit page width"));
     fit->setAutoRaise(true);
     zoom_label_ = new QLabel(this);
+    contents_ = new QToolButton(this);
+    contents_->setText(tr("Contents"));
+    contents_->setAccessibleName(tr("Show the outline"));
+    contents_->setToolTip(tr("The document's outline (bookmarks)"));
+    contents_->setCheckable(true);
+    contents_->setAutoRaise(true);
+    auto* search = tool(this, QStringLiteral(":/icons/action-search.svg"), tr("Find in document"), QKeySequence::Find);
+    bar->addWidget(contents_);
     bar->addWidget(prev);
     bar->addWidget(page_box_);
     bar->addWidget(page_count_);
@@ -61,6 +78,7 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(zoom_label_);
     bar->addWidget(in);
     bar->addWidget(fit);
+    bar->addWidget(search);
 
     canvas_ = new HighlightCanvas;
     canvas_->setAccessibleName(tr("PDF page"));
@@ -70,12 +88,85 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     scroll_->setAlignment(Qt::AlignHCenter | Qt::AlignTop);
     scroll_->setBackgroundRole(QPalette::Dark);
     scroll_->setWidget(canvas_);
+    scroll_->viewport()->installEventFilter(this);
+
+    outline_ = new QTreeWidget(this);
+    outline_->setAccessibleName(tr("Outline"));
+    outline_->setHeaderHidden(true);
+    outline_->setColumnCount(2);
+    outline_->header()->setStretchLastSection(false);
+    outline_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    outline_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    outline_->hide();
+    split_ = new QSplitter(Qt::Horizontal, this);
+    split_->addWidget(outline_);
+    split_->addWidget(scroll_);
+    split_->setStretchFactor(1, 1);
+    split_->setSizes({220, 600});
+
+    // The find bar, under the page (hidden until Ctrl+F).
+    find_bar_ = new QWidget(this);
+    auto* fb = new QHBoxLayout(find_bar_);
+    fb->setContentsMargins(4, 2, 4, 2);
+    find_ = new QLineEdit(find_bar_);
+    find_->setAccessibleName(tr("Find text"));
+    find_->setPlaceholderText(tr("Find in the document"));
+    find_->setClearButtonEnabled(true);
+    hits_label_ = new QLabel(find_bar_);
+    auto* up = tool(find_bar_, QStringLiteral(":/icons/action-prev.svg"), tr("Previous match"), QKeySequence(Qt::SHIFT | Qt::Key_F3));
+    auto* down = tool(find_bar_, QStringLiteral(":/icons/action-next.svg"), tr("Next match"), QKeySequence(Qt::Key_F3));
+    auto* close = new QToolButton(find_bar_);
+    close->setText(tr("Close"));
+    close->setAccessibleName(tr("Close the find bar"));
+    close->setAutoRaise(true);
+    fb->addWidget(find_, 1);
+    fb->addWidget(hits_label_);
+    fb->addWidget(up);
+    fb->addWidget(down);
+    fb->addWidget(close);
+    find_bar_->hide();
+    find_timer_ = new QTimer(this);
+    find_timer_->setSingleShot(true);
+    find_timer_->setInterval(250);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
     layout->addLayout(bar);
-    layout->addWidget(scroll_, 1);
+    layout->addWidget(split_, 1);
+    layout->addWidget(find_bar_);
+
+    connect(search, &QToolButton::clicked, this, [this] { find(); });
+    connect(up, &QToolButton::clicked, this, &PdfView::findPrevious);
+    connect(down, &QToolButton::clicked, this, &PdfView::findNext);
+    connect(close, &QToolButton::clicked, this, [this] {
+        find_bar_->hide();
+        hits_.clear();
+        hit_ = -1;
+    });
+    connect(find_, &QLineEdit::textEdited, this, [this] { find_timer_->start(); });
+    connect(find_timer_, &QTimer::timeout, this, &PdfView::runSearch);
+    connect(find_, &QLineEdit::returnPressed, this, [this] {
+        if (find_timer_->isActive()) {
+            find_timer_->stop();
+            runSearch();
+        } else if (QGuiApplication::keyboardModifiers() & Qt::ShiftModifier) {
+            findPrevious();
+        } else {
+            findNext();
+        }
+    });
+    auto* esc = new QShortcut(QKeySequence(Qt::Key_Escape), find_, nullptr, nullptr, Qt::WidgetShortcut);
+    connect(esc, &QShortcut::activated, close, &QToolButton::click);
+    connect(contents_, &QToolButton::toggled, this, [this](bool on) {
+        if (on) fillOutline();
+        outline_->setVisible(on);
+    });
+    connect(outline_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item, int) {
+        const int unit = item->data(0, Qt::UserRole).toInt();
+        if (document_ && unit >= 0) showPage(document_, unit, std::nullopt);
+    });
+    connect(outline_, &QTreeWidget::itemClicked, outline_, &QTreeWidget::itemActivated);
 
     connect(prev, &QToolButton::clicked, this, &PdfView::previousPage);
     connect(next, &QToolButton::clicked, this, &PdfView::nextPage);
@@ -108,6 +199,7 @@ void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, 
     }
     page_ = std::clamp(page, 0, n - 1);
     box_ = box;
+    if (outline_->isVisible()) fillOutline();
     page_box_->blockSignals(true);
     page_box_->setMaximum(std::max(1, n));
     page_box_->setValue(page_ + 1);
@@ -118,6 +210,108 @@ void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, 
                              ? tr("of %1 (p. %2)").arg(n).arg(QString::fromStdString(label))
                              : tr("of %1").arg(n));
     Q_EMIT pageChanged(page_);
+    render();
+}
+
+void PdfView::fillOutline() {
+    if (!document_ || outline_for_ == document_->path) return;
+    outline_for_ = document_->path;
+    outline_->clear();
+    std::vector<QTreeWidgetItem*> parents;  // by level
+    for (const auto& e : document_->outline) {
+        const int level = std::max(0, e.level);
+        parents.resize(static_cast<size_t>(std::min<int>(level, static_cast<int>(parents.size()))));
+        auto* item = parents.empty() ? new QTreeWidgetItem(outline_) : new QTreeWidgetItem(parents.back());
+        item->setText(0, QString::fromStdString(e.title));
+        item->setToolTip(0, QString::fromStdString(e.title));
+        if (e.unit >= 0 && e.unit < static_cast<int>(document_->units.size())) {
+            const std::string& label = document_->units[static_cast<size_t>(e.unit)].label;
+            item->setText(1, QString::fromStdString(label.empty() ? std::to_string(e.unit + 1) : label));
+        }
+        item->setData(0, Qt::UserRole, e.unit);
+        parents.push_back(item);
+    }
+    if (document_->outline.empty()) {
+        auto* none = new QTreeWidgetItem(outline_);
+        none->setText(0, tr("This document has no outline."));
+        none->setData(0, Qt::UserRole, -1);
+        none->setFlags(Qt::NoItemFlags);
+    }
+    outline_->expandToDepth(0);
+}
+
+void PdfView::find(const QString& text) {
+    find_bar_->show();
+    if (!text.isEmpty()) find_->setText(text);
+    find_->setFocus();
+    find_->selectAll();
+    runSearch();
+}
+
+void PdfView::runSearch() {
+    hits_.clear();
+    hit_ = -1;
+    if (!document_ || find_->text().trimmed().isEmpty()) {
+        hits_label_->clear();
+        return;
+    }
+    hits_ = find_in_document(*document_, find_->text());
+    if (hits_.empty()) {
+        hits_label_->setText(tr("no match"));
+        return;
+    }
+    // The first hit at or after the current page.
+    int first = 0;
+    for (int i = 0; i < static_cast<int>(hits_.size()); ++i)
+        if (hits_[static_cast<size_t>(i)].unit >= page_) {
+            first = i;
+            break;
+        }
+    goToHit(first);
+}
+
+void PdfView::goToHit(int i) {
+    if (hits_.empty() || !document_) return;
+    const int n = static_cast<int>(hits_.size());
+    hit_ = ((i % n) + n) % n;
+    const SearchHit& h = hits_[static_cast<size_t>(hit_)];
+    hits_label_->setText(tr("%1 of %2").arg(hit_ + 1).arg(n) + (n >= 5000 ? QStringLiteral("+") : QString()));
+    hits_label_->setToolTip(h.line);
+    showPage(document_, h.unit, h.box);
+}
+
+void PdfView::findNext() {
+    if (hits_.empty()) runSearch();
+    else goToHit(hit_ + 1);
+}
+
+void PdfView::findPrevious() {
+    if (hits_.empty()) runSearch();
+    else goToHit(hit_ - 1);
+}
+
+bool PdfView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == scroll_->viewport() && event->type() == QEvent::Wheel) {
+        auto* w = static_cast<QWheelEvent*>(event);
+        if (w->modifiers() & Qt::ControlModifier) {
+            const int dy = w->angleDelta().y();
+            if (dy != 0) zoomAt(dy > 0 ? 1.25 : 1 / 1.25, w->position().toPoint());
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void PdfView::zoomAt(double factor, const QPoint& viewport_pos) {
+    if (!document_ || page_ < 0) return;
+    // The page point under the pointer, as a fraction of the canvas, stays under it after the render.
+    const QPoint on_canvas = canvas_->mapFrom(scroll_->viewport(), viewport_pos);
+    const QSize size = canvas_->size();
+    if (size.width() > 0 && size.height() > 0)
+        zoom_anchor_ = std::make_pair(QPointF(double(on_canvas.x()) / size.width(), double(on_canvas.y()) / size.height()),
+                                      viewport_pos);
+    fit_width_ = false;
+    zoom_ = std::clamp(zoom_ * factor, 0.2, 8.0);
     render();
 }
 
@@ -200,7 +394,16 @@ void PdfView::rendered(int page, const QImage& image, const QString& error) {
     canvas_->setHighlight(box_);
     canvas_->resize(canvas_->sizeHint());
     rendered_page_ = page;
-    scrollToHighlight();
+    if (zoom_anchor_) {
+        const auto [frac, at] = *zoom_anchor_;
+        zoom_anchor_.reset();
+        const QSize size = canvas_->size();
+        // The canvas is laid out by the scroll area (centred when narrower than the viewport).
+        scroll_->horizontalScrollBar()->setValue(static_cast<int>(frac.x() * size.width()) - at.x());
+        scroll_->verticalScrollBar()->setValue(static_cast<int>(frac.y() * size.height()) - at.y());
+    } else {
+        scrollToHighlight();
+    }
     Q_EMIT pageShown(page);
 }
 

@@ -1,5 +1,7 @@
-// The PDF page view: one page at a time in a scroll area, zoom (fit width, in, out), page
-// navigation, and the cited region highlighted and scrolled into view. Pages are rendered on
+// The PDF page view: one page at a time in a scroll area, zoom (fit width, in, out, Ctrl+wheel
+// around the pointer), page navigation, the outline as a side tree (Contents), find in the
+// document (Ctrl+F: hits counted, Enter / F3 to the next, the line highlighted), and the cited
+// region highlighted and scrolled into view. Pages are rendered on
 // demand by ingest's PdfPageRenderer on a single worker thread (it is not thread-safe; one pool
 // thread serialises its use); the GUI thread only paints the resulting QImage.
 #pragma once
@@ -12,10 +14,15 @@
 #include <memory>
 #include <optional>
 
+#include "app/desktop/document_search.h"
 #include "core/document/document.h"
 
 class QLabel;
+class QLineEdit;
 class QScrollArea;
+class QSplitter;
+class QTimer;
+class QTreeWidget;
 class QSpinBox;
 class QToolButton;
 
@@ -43,7 +50,16 @@ public:
     bool rendered() const { return rendered_page_ == page_ && page_ >= 0; }
     HighlightCanvas* canvas() const { return canvas_; }
 
+    // Find: opens the find bar with `text` (empty: as it was) and goes to the first hit at or
+    // after the current page. hitCount() / currentHit() (0-based, -1: none) say where it is.
+    void find(const QString& text = {});
+    int hitCount() const { return static_cast<int>(hits_.size()); }
+    int currentHit() const { return hit_; }
+    QTreeWidget* outlineTree() const { return outline_; }
+
 public Q_SLOTS:
+    void findNext();
+    void findPrevious();
     void zoomIn();
     void zoomOut();
     void fitWidth();
@@ -57,11 +73,16 @@ Q_SIGNALS:
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;  // Ctrl+wheel on the page
 
 private:
     void render();
     void rendered(int page, const QImage& image, const QString& error);
     void scrollToHighlight();
+    void runSearch();
+    void goToHit(int i);
+    void fillOutline();
+    void zoomAt(double factor, const QPoint& viewport_pos);
 
     std::shared_ptr<const doc::Document> document_;
     // The open document for renders; the holder is replaced on the GUI thread when the document
@@ -80,6 +101,18 @@ private:
     QSpinBox* page_box_;
     QLabel* page_count_;
     QLabel* zoom_label_;
+    QSplitter* split_;
+    QTreeWidget* outline_;
+    QToolButton* contents_;
+    QWidget* find_bar_;
+    QLineEdit* find_;
+    QLabel* hits_label_;
+    QTimer* find_timer_;
+    std::vector<SearchHit> hits_;
+    int hit_ = -1;
+    std::string outline_for_;  // the document whose outline the tree shows
+    // Ctrl+wheel zoom: the point of the page (fraction of the canvas) kept under the pointer.
+    std::optional<std::pair<QPointF, QPoint>> zoom_anchor_;
 };
 
 }  // namespace sl::desktop

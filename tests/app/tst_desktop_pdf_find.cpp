@@ -1,0 +1,125 @@
+// The PDF view as a reader uses it: find in the document (hits counted in reading order, the page
+// of each shown with its line highlighted, next / previous wrapping around, no match said), the
+// outline as a side tree that opens its pages, and Ctrl+wheel zoom. On R-intro.pdf as ingest reads it.
+#include <QLabel>
+#include <QScrollArea>
+#include <QTest>
+#include <QToolButton>
+#include <QTreeWidget>
+#include <QWheelEvent>
+
+#include "app/desktop/document_search.h"
+#include "app/desktop/pdf_view.h"
+#include "ingest/ingest_context.h"
+#include "ingest/reader.h"
+#include "tests/common/test_support.h"
+
+using namespace sl::desktop;
+
+class TstDesktopPdfFind : public QObject {
+    Q_OBJECT
+
+    std::shared_ptr<const sl::doc::Document> doc_;
+
+private Q_SLOTS:
+    void initTestCase() {
+        REQUIRE_ASSET(pdf, "samples/pdf/R-intro.pdf");
+        sl::ingest::IngestOptions o;
+        o.ocr = false;
+        sl::ingest::IngestContext ctx(o);
+        doc_ = std::make_shared<const sl::doc::Document>(sl::ingest::read_document(pdf.string(), ctx));
+        QVERIFY(doc_->units.size() > 100);
+    }
+
+    void searchFunction() {
+        const auto hits = find_in_document(*doc_, QStringLiteral("LINEAR MODEL"));
+        QVERIFY(hits.size() >= 3);
+        for (size_t i = 1; i < hits.size(); ++i) QVERIFY(hits[i].unit >= hits[i - 1].unit);  // reading order
+        for (const auto& h : hits) {
+            QVERIFY(h.line.contains(QStringLiteral("linear model"), Qt::CaseInsensitive));
+            QVERIFY(h.box.valid() && h.box.x1 > h.box.x0);
+        }
+        QVERIFY(find_in_document(*doc_, QStringLiteral("   ")).empty());
+        QVERIFY(find_in_document(*doc_, QStringLiteral("zqxjkvw")).empty());
+        QCOMPARE(find_in_document(*doc_, QStringLiteral("the"), 10).size(), size_t{10});
+    }
+
+    void findBar() {
+        PdfView v;
+        v.resize(800, 600);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.showPage(doc_, 0, std::nullopt);
+        const auto hits = find_in_document(*doc_, QStringLiteral("linear model"));
+        v.find(QStringLiteral("linear model"));
+        QCOMPARE(v.hitCount(), static_cast<int>(hits.size()));
+        QCOMPARE(v.currentHit(), 0);
+        QCOMPARE(v.currentPage(), hits[0].unit);
+        QVERIFY(v.highlight().has_value());
+        QCOMPARE(v.highlight()->y0, hits[0].box.y0);
+        v.findNext();
+        QCOMPARE(v.currentHit(), 1);
+        QCOMPARE(v.currentPage(), hits[1].unit);
+        v.findPrevious();
+        v.findPrevious();  // wraps to the last
+        QCOMPARE(v.currentHit(), static_cast<int>(hits.size()) - 1);
+        QCOMPARE(v.currentPage(), hits.back().unit);
+        QTRY_VERIFY(v.rendered());
+        // From a later page, the search starts there.
+        v.showPage(doc_, hits.back().unit, std::nullopt);
+        v.find(QStringLiteral("linear model"));
+        QCOMPARE(v.currentPage(), hits.back().unit);
+        v.find(QStringLiteral("zqxjkvw"));
+        QCOMPARE(v.hitCount(), 0);
+        bool said = false;
+        for (auto* l : v.findChildren<QLabel*>()) said |= l->text() == QStringLiteral("no match");
+        QVERIFY(said);
+    }
+
+    void outlineOpensPages() {
+        QVERIFY(!doc_->outline.empty());
+        PdfView v;
+        v.resize(900, 600);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.showPage(doc_, 0, std::nullopt);
+        QVERIFY(!v.outlineTree()->isVisible());
+        for (auto* b : v.findChildren<QToolButton*>())
+            if (b->text() == QStringLiteral("Contents")) b->click();
+        QVERIFY(v.outlineTree()->isVisible());
+        QVERIFY(v.outlineTree()->topLevelItemCount() > 5);
+        // The last top-level entry with a page: activating it opens that page.
+        QTreeWidgetItem* target = nullptr;
+        for (int i = v.outlineTree()->topLevelItemCount() - 1; i >= 0 && !target; --i)
+            if (v.outlineTree()->topLevelItem(i)->data(0, Qt::UserRole).toInt() > 0) target = v.outlineTree()->topLevelItem(i);
+        QVERIFY(target);
+        Q_EMIT v.outlineTree()->itemActivated(target, 0);
+        QCOMPARE(v.currentPage(), target->data(0, Qt::UserRole).toInt());
+        QVERIFY(!target->text(1).isEmpty());  // the page label beside the title
+    }
+
+    void ctrlWheelZooms() {
+        PdfView v;
+        v.resize(800, 600);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.showPage(doc_, 3, std::nullopt);
+        QTRY_VERIFY(v.rendered());
+        const double before = v.zoom();
+        QWidget* viewport = v.findChild<QScrollArea*>()->viewport();
+        const QPointF at(200, 150);
+        QWheelEvent up(at, viewport->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier,
+                       Qt::NoScrollPhase, false);
+        QApplication::sendEvent(viewport, &up);
+        QVERIFY(std::abs(v.zoom() - before * 1.25) < 1e-6);
+        QTRY_VERIFY(v.rendered());
+        // Without Ctrl the wheel scrolls and the zoom stays.
+        QWheelEvent plain(at, viewport->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                          Qt::NoScrollPhase, false);
+        QApplication::sendEvent(viewport, &plain);
+        QVERIFY(std::abs(v.zoom() - before * 1.25) < 1e-6);
+    }
+};
+
+QTEST_MAIN(TstDesktopPdfFind)
+#include "tst_desktop_pdf_find.moc"
