@@ -1,12 +1,17 @@
 #include "app/desktop/video_view.h"
 
+#include <QAudioOutput>
+#include <QComboBox>
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QListWidget>
 #include <QMediaPlayer>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QShortcut>
+#include <QSplitter>
 #include <QStyle>
 #include <QStyleOptionSlider>
 #include <QToolButton>
@@ -17,6 +22,8 @@
 #include <QVideoSink>
 
 #include <cmath>
+
+#include "app/desktop/video_panels.h"
 
 #include "app/desktop/highlight_canvas.h"
 #include "core/document/locator.h"
@@ -109,16 +116,82 @@ VideoView::VideoView(QWidget* parent) : QWidget(parent) {
     play_->setAutoRaise(true);
     time_ = new QLabel(this);
     time_->setAccessibleName(tr("Playback time"));
+    auto button = [this](const QString& text, const QString& name, const QString& tip, const QKeySequence& key) {
+        auto* b = new QToolButton(this);
+        b->setText(text);
+        b->setAccessibleName(name);
+        b->setToolTip(tip + QStringLiteral(" (") + key.toString(QKeySequence::NativeText) + QLatin1Char(')'));
+        b->setShortcut(key);
+        b->setAutoRaise(true);
+        return b;
+    };
+    auto* back = button(QStringLiteral("\u25C0|"), tr("Previous frame"), tr("One frame back"), QKeySequence(Qt::Key_Comma));
+    auto* fwd = button(QStringLiteral("|\u25B6"), tr("Next frame"), tr("One frame on"), QKeySequence(Qt::Key_Period));
+    auto* full = button(QStringLiteral("\u26F6"), tr("Full screen"), tr("Full screen"), QKeySequence(Qt::Key_F));
+    speed_ = new QComboBox(this);
+    speed_->setAccessibleName(tr("Playback speed"));
+    for (double r : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) speed_->addItem(QStringLiteral("%1\u00D7").arg(r), r);
+    speed_->setCurrentIndex(speed_->findData(1.0));
+    mute_ = new QToolButton(this);
+    mute_->setText(tr("Mute"));
+    mute_->setAccessibleName(tr("Mute"));
+    mute_->setCheckable(true);
+    mute_->setAutoRaise(true);
+    volume_ = new QSlider(Qt::Horizontal, this);
+    volume_->setAccessibleName(tr("Volume"));
+    volume_->setRange(0, 100);
+    volume_->setValue(80);
+    volume_->setMaximumWidth(90);
     auto* bar = new QHBoxLayout;
     bar->setContentsMargins(4, 2, 4, 2);
+    bar->addWidget(back);
     bar->addWidget(play_);
+    bar->addWidget(fwd);
     bar->addWidget(timeline_, 1);
     bar->addWidget(time_);
+    bar->addWidget(speed_);
+    bar->addWidget(mute_);
+    bar->addWidget(volume_);
+    bar->addWidget(full);
+
+    strip_ = new QListWidget(this);
+    strip_->setAccessibleName(tr("Sampled frames"));
+    strip_->setViewMode(QListView::IconMode);
+    strip_->setFlow(QListView::LeftToRight);
+    strip_->setWrapping(false);
+    strip_->setIconSize(QSize(96, 54));
+    strip_->setFixedHeight(96);
+    strip_->setMovement(QListView::Static);
+    strip_->hide();
+    transcript_ = new QListWidget(this);
+    transcript_->setAccessibleName(tr("Transcript"));
+    transcript_->setWordWrap(true);
+    transcript_->hide();
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(canvas_);
+    split->addWidget(transcript_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 1);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(canvas_, 1);
+    layout->addWidget(split, 1);
+    layout->addWidget(strip_);
     layout->addLayout(bar);
     connect(play_, &QToolButton::clicked, this, &VideoView::togglePlay);
+    connect(back, &QToolButton::clicked, this, [this] { stepFrames(-1); });
+    connect(fwd, &QToolButton::clicked, this, [this] { stepFrames(1); });
+    connect(full, &QToolButton::clicked, this, &VideoView::toggleFullScreen);
+    connect(speed_, &QComboBox::currentIndexChanged, this, [this] { setRate(speed_->currentData().toDouble()); });
+    connect(volume_, &QSlider::valueChanged, this, &VideoView::setVolume);
+    connect(mute_, &QToolButton::toggled, this, [this](bool on) {
+        if (audio_) audio_->setMuted(on);
+    });
+    auto seek_row = [this](QListWidgetItem* item) {
+        if (item) seekTo(item->data(Qt::UserRole).toDouble());
+    };
+    connect(strip_, &QListWidget::itemClicked, this, seek_row);
+    connect(transcript_, &QListWidget::itemClicked, this, seek_row);
+    connect(this, &VideoView::timeShown, this, &VideoView::followPanels);
     connect(timeline_, &QSlider::sliderMoved, this, [this](int ms) { seekTo(ms / 1000.0); });
 }
 
@@ -131,6 +204,11 @@ QMediaPlayer* VideoView::player() {
     player_ = new QMediaPlayer(this);
     sink_ = new QVideoSink(this);
     player_->setVideoSink(sink_);
+    audio_ = new QAudioOutput(this);
+    audio_->setVolume(static_cast<float>(volume_->value()) / 100.0f);
+    audio_->setMuted(mute_->isChecked());
+    player_->setAudioOutput(audio_);
+    player_->setPlaybackRate(rate_);
     connect(sink_, &QVideoSink::videoFrameChanged, this, &VideoView::onFrame);
     connect(player_, &QMediaPlayer::durationChanged, this, [this](qint64 ms) {
         timeline_->setRange(0, static_cast<int>(ms));
@@ -174,6 +252,8 @@ void VideoView::showAt(std::shared_ptr<const doc::Document> document, double sec
         timeline_->setRange(0, static_cast<int>(document_->duration * 1000));
     timeline_->setMarkers(std::move(markers));
     if (!same) {
+        strip_->setVisible(fill_frame_strip(strip_, *document_) > 0);
+        transcript_->setVisible(fill_transcript(transcript_, *document_) > 0);
         frame_time_ = -1;
         canvas_->setImage({});
         canvas_->setPlaceholder(tr("Loading the video ..."));
@@ -191,6 +271,48 @@ void VideoView::seekTo(double seconds) {
         // arrives, then pause on it.
         pause_after_frame_ = true;
         player_->play();
+    }
+}
+
+double VideoView::rate() const { return rate_; }
+
+void VideoView::setRate(double rate) {
+    rate_ = std::clamp(rate, 0.25, 4.0);
+    if (player_) player_->setPlaybackRate(rate_);
+    const int i = speed_->findData(rate_);
+    if (i >= 0 && i != speed_->currentIndex()) speed_->setCurrentIndex(i);
+}
+
+void VideoView::setVolume(int percent) {
+    percent = std::clamp(percent, 0, 100);
+    if (volume_->value() != percent) volume_->setValue(percent);
+    if (audio_) audio_->setVolume(static_cast<float>(percent) / 100.0f);
+}
+
+void VideoView::stepFrames(int frames) {
+    if (!document_ || frames == 0) return;
+    if (playing()) player()->pause();
+    const double from = pending_seek_ >= 0 ? pending_seek_ : frame_time_ >= 0 ? frame_time_ : position();
+    const double step = frame_interval(*document_);
+    const double end = document_->duration > 0 ? document_->duration : std::max(from, 0.0) + step * std::abs(frames);
+    seekTo(std::clamp(from + step * frames, 0.0, std::max(0.0, end - step / 2)));
+}
+
+void VideoView::toggleFullScreen() {
+    QWidget* w = window();
+    if (w->isFullScreen()) w->showNormal();
+    else w->showFullScreen();
+}
+
+void VideoView::followPanels(double seconds) {
+    for (QListWidget* list : {transcript_, strip_}) {
+        if (!list->isVisible() && list->count() == 0) continue;
+        const int row = row_at(list, seconds);
+        if (row >= 0 && row != list->currentRow()) {
+            const QSignalBlocker block(list);
+            list->setCurrentRow(row);
+            list->scrollToItem(list->item(row));
+        }
     }
 }
 

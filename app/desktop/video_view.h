@@ -1,7 +1,9 @@
 // The video player: QMediaPlayer decoding into a QVideoSink whose frames are painted by a
 // HighlightCanvas (so it works on every platform plugin, offscreen included), a timeline with a
-// marker for every citation into this video, play/pause, and seekTo() that lands on the cited
-// second and shows that frame even while paused. GUI thread only.
+// marker for every citation into this video, play/pause, frame steps (, and .), playback speed,
+// volume and mute, full screen (F), the strip of sampled frames and the transcript beside the
+// player (video_panels.h: both follow playback and seek on a click), and seekTo() that lands on
+// the cited second and shows that frame even while paused. GUI thread only.
 #pragma once
 
 #include <QSlider>
@@ -13,7 +15,10 @@
 
 #include "core/document/document.h"
 
+class QAudioOutput;
+class QComboBox;
 class QLabel;
+class QListWidget;
 class QMediaPlayer;
 class QToolButton;
 class QVideoFrame;
@@ -65,9 +70,16 @@ public:
     MarkerSlider* timeline() const { return timeline_; }
     HighlightCanvas* canvas() const { return canvas_; }
     QMediaPlayer* player();  // made on first use (the media backend loads then)
+    QListWidget* frameStrip() const { return strip_; }
+    QListWidget* transcriptList() const { return transcript_; }
+    double rate() const;
 
 public Q_SLOTS:
     void togglePlay();
+    void stepFrames(int frames);  // pauses and moves that many frames (negative: back)
+    void setRate(double rate);    // 0.25 .. 4
+    void setVolume(int percent);  // 0 .. 100
+    void toggleFullScreen();
 
 Q_SIGNALS:
     void frameShown(double seconds);  // a frame from the media is on screen
@@ -78,6 +90,7 @@ Q_SIGNALS:
 private:
     void onFrame(const QVideoFrame& frame);
     void updateTime();
+    void followPanels(double seconds);
 
     std::shared_ptr<const doc::Document> document_;
     QMediaPlayer* player_ = nullptr;
@@ -86,6 +99,13 @@ private:
     MarkerSlider* timeline_;
     QToolButton* play_;
     QLabel* time_;
+    QComboBox* speed_;
+    QToolButton* mute_;
+    QSlider* volume_;
+    QListWidget* strip_;
+    QListWidget* transcript_;
+    QAudioOutput* audio_ = nullptr;
+    double rate_ = 1.0;
     double pending_seek_ = -1;    // a seek whose frame is still to come (seconds)
     bool pause_after_frame_ = false;
     double frame_time_ = -1;
