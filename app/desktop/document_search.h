@@ -5,6 +5,8 @@
 
 #include <QString>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/document/document.h"
@@ -19,5 +21,15 @@ struct SearchHit {
 
 // At most max_hits hits; an empty or blank query finds nothing.
 std::vector<SearchHit> find_in_document(const doc::Document& d, const QString& query, size_t max_hits = 5000);
+
+}  // namespace sl::desktop
+
+namespace sl::desktop {
+
+// The lines of unit `u` inside `region` that the citation's snippet quotes (a line counts when at
+// least three of its words, or all of a shorter line's, run in the snippet in order), as one box
+// from the first to the last such line: the cited lines rather than the whole region. Nullopt
+// when no line matches (the region is then highlighted as it is).
+std::optional<doc::BBox> cited_lines(const doc::Unit& u, const doc::BBox& region, const std::string& snippet);
 
 }  // namespace sl::desktop

@@ -28,6 +28,7 @@
 #include "app/desktop/chat_history.h"
 #include "app/desktop/chat_pane.h"
 #include "app/desktop/disk_usage.h"
+#include "app/desktop/document_search.h"
 #include "app/desktop/event_loop_probe.h"
 #include "app/desktop/ingest_queue.h"
 #include "app/desktop/library_answer_service.h"
@@ -554,7 +555,12 @@ void MainWindow::openCitation(const Citation& c) {
         for (const auto& other : a.answer.citations)
             if (other.ref.document == c.ref.document && other.ref.time)
                 markers.push_back({other.ref.time->t0, QStringLiteral("[%1] %2").arg(other.number).arg(citation_place(other))});
-    viewer_->open(d, c.ref, std::move(markers));
+    // A PDF citation lights up the lines its snippet quotes within the cited region, not the whole
+    // region (document_search.h); the region when no line matches.
+    doc::SourceRef ref = c.ref;
+    if (c.kind == doc::DocumentKind::Pdf && ref.bbox && ref.unit >= 0 && ref.unit < static_cast<int>(d->units.size()))
+        if (auto lines = cited_lines(d->units[static_cast<size_t>(ref.unit)], *ref.bbox, c.snippet)) ref.bbox = lines;
+    viewer_->open(d, ref, std::move(markers));
 }
 
 void MainWindow::openLibraryItem(quint64 id) {

@@ -44,6 +44,33 @@ private Q_SLOTS:
         QCOMPARE(find_in_document(*doc_, QStringLiteral("the"), 10).size(), size_t{10});
     }
 
+    // A citation's highlight narrows from its region to the lines its snippet quotes.
+    void citedLinesNarrowTheRegion() {
+        const sl::doc::Block* block = nullptr;
+        const sl::doc::Unit* unit = nullptr;
+        for (const auto& u : doc_->units) {
+            for (const auto& b : u.blocks)
+                if (b.bbox && b.lines.size() >= 5 && b.lines[1].text.size() > 30 && b.lines[2].text.size() > 30) {
+                    block = &b;
+                    unit = &u;
+                    break;
+                }
+            if (block) break;
+        }
+        QVERIFY(block);
+        const std::string snippet = "... " + block->lines[1].text + " " + block->lines[2].text + " ...";
+        const auto box = cited_lines(*unit, *block->bbox, snippet);
+        QVERIFY(box.has_value());
+        QCOMPARE(box->y0, block->lines[1].bbox.y0);
+        QCOMPARE(box->y1, block->lines[2].bbox.y1);
+        QVERIFY(box->y1 - box->y0 < block->bbox->y1 - block->bbox->y0);
+        QVERIFY(!cited_lines(*unit, *block->bbox, "zebra quantum marmalade of the velvet").has_value());
+        QVERIFY(!cited_lines(*unit, *block->bbox, "two words").has_value());
+        // Lines outside the region do not count.
+        const sl::doc::BBox elsewhere{0.0f, 0.0f, 0.01f, 0.01f};
+        QVERIFY(!cited_lines(*unit, elsewhere, snippet).has_value());
+    }
+
     void findBar() {
         PdfView v;
         v.resize(800, 600);
