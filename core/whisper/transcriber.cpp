@@ -106,6 +106,17 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
     WhisperDecoder decoder(model);
     std::vector<int> all_tokens;
     size_t prompt_reset_since = 0;
+    if (!options.initial_prompt.empty()) {
+        const char* ws = " \t\n\r\f\v";
+        const size_t b = options.initial_prompt.find_first_not_of(ws);
+        if (b != std::string::npos) {
+            const size_t e = options.initial_prompt.find_last_not_of(ws);
+            std::string prompt(
+                1, ' ');  // built by append: GCC 12's -Wrestrict misfires on " " + substr
+            prompt.append(options.initial_prompt, b, e - b + 1);
+            all_tokens = tokenizer.encode(prompt);
+        }
+    }
     LogMel window;
     window.n_mels = c.n_mels;
     window.n_frames = window_frames;

@@ -48,6 +48,9 @@ struct TranscribeOptions {
     // Word times from cross-attention (word_timing.h); as in faster-whisper, the segments' bounds
     // then follow their words and a window resumes after its last word.
     bool word_timestamps = false;
+    // Text the first window is conditioned on, as if it had been said before (names, terms):
+    // faster-whisper's initial_prompt, encoded as " " + the trimmed text.
+    std::string initial_prompt;
     // After each window: (seconds of audio done, total seconds). Return false to stop early
     // (the segments so far are returned, with Transcript::canceled set).
     std::function<bool(double, double)> progress;

@@ -73,6 +73,7 @@ private Q_SLOTS:
     void streamsFromASource();
     void wordTimestamps();
     void beamSearch();
+    void initialPrompt();
     void wordErrorRate();
     void multilingualBaseModel();
     void progressAndCancel();
@@ -254,6 +255,15 @@ void TstTranscriber::beamSearch() {
         t.duration, seconds, ref_.value(QStringLiteral("float32_beam5_seconds")).toDouble(),
         ref_.value(QStringLiteral("int8_default_seconds")).toDouble());
     compare(t, ref_, QStringLiteral("beam5_segments"));
+}
+
+void TstTranscriber::initialPrompt() {
+    // An initial prompt conditions the first window as faster-whisper's initial_prompt does.
+    sl::whisper::TranscribeOptions o;
+    o.initial_prompt = ref_.value(QStringLiteral("initial_prompt")).toString().toStdString();
+    QVERIFY(!o.initial_prompt.empty());
+    const sl::whisper::Transcript t = sl::whisper::transcribe(*model_, *tok_, audio_, o, *pool_);
+    compare(t, ref_, QStringLiteral("prompted_segments"));
 }
 
 void TstTranscriber::wordErrorRate() {

@@ -14,7 +14,8 @@ temperature 0 (no fallback), its other defaults (timestamps, condition_on_previo
 VAD, no word timestamps), the samples passed as an array (no decoding or resampling), and
 records every segment (start, end, text, tokens, avg_logprob, no_speech_prob), then again with
 word_timestamps=True ("word_segments": segments with their words' text, times and
-probabilities) and with beam search (beam 5, "beam5_segments"). Also records
+probabilities), with beam search (beam 5, "beam5_segments") and with an initial prompt
+("prompted_segments"). Also records
 faster-whisper's default int8 transcription (beam 5) text and its run time, and the float32 run's
 time, for the side-by-side report.
 
@@ -36,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("SIGHTLINE_CACHE", Path.home() / ".cache" / "sightline"))
 CLIPS = ["0870", "0880", "0890", "0920", "0930"]
 GAP = 8000  # 0.5 s of zeros after each clip
+INITIAL_PROMPT = "  Sense and Sensibility, by Jane Austen. Mr. John Dashwood, ill-disposed.  "
 
 
 def read_wav(path: Path) -> np.ndarray:
@@ -113,6 +115,14 @@ def main() -> None:
     out["beam5_segments"] = [{"start": s.start, "end": s.end, "text": s.text, "tokens": list(s.tokens),
                               "avg_logprob": s.avg_logprob, "no_speech_prob": s.no_speech_prob}
                              for s in segs]
+
+    # An initial prompt (faster-whisper's initial_prompt).
+    segments, _ = m.transcribe(audio, beam_size=1, temperature=0.0, language=lang,
+                               initial_prompt=INITIAL_PROMPT)
+    out["initial_prompt"] = INITIAL_PROMPT
+    out["prompted_segments"] = [{"start": s.start, "end": s.end, "text": s.text,
+                                 "tokens": list(s.tokens), "avg_logprob": s.avg_logprob,
+                                 "no_speech_prob": s.no_speech_prob} for s in segments]
 
     # The same with word timestamps (cross-attention alignment).
     t = time.time()
