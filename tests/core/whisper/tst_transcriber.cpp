@@ -109,7 +109,9 @@ void TstTranscriber::initTestCase() {
             audio_.insert(audio_.end(), 8000, 0.0f);
         }
     }
-    pool_ = std::make_unique<sl::ThreadPool>(2);
+    // Two threads (the target machine's cores); SIGHTLINE_TEST_THREADS overrides for timing.
+    const int threads = qEnvironmentVariableIntValue("SIGHTLINE_TEST_THREADS");
+    pool_ = std::make_unique<sl::ThreadPool>(threads > 0 ? threads : 2);
     model_ = std::make_unique<sl::whisper::WhisperModel>(sl::whisper::WhisperModel::open(dir));
     const auto& c = model_->config();
     tok_ = std::make_unique<sl::whisper::WhisperTokenizer>(
