@@ -127,7 +127,7 @@ VideoView::VideoView(QWidget* parent) : QWidget(parent) {
     };
     auto* back = button(QStringLiteral("\u25C0|"), tr("Previous frame"), tr("One frame back"), QKeySequence(Qt::Key_Comma));
     auto* fwd = button(QStringLiteral("|\u25B6"), tr("Next frame"), tr("One frame on"), QKeySequence(Qt::Key_Period));
-    auto* full = button(QStringLiteral("\u26F6"), tr("Full screen"), tr("Full screen"), QKeySequence(Qt::Key_F));
+    auto* full = button(tr("Full screen"), tr("Full screen"), tr("Full screen"), QKeySequence(Qt::Key_F));
     speed_ = new QComboBox(this);
     speed_->setAccessibleName(tr("Playback speed"));
     for (double r : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) speed_->addItem(QStringLiteral("%1\u00D7").arg(r), r);

@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QListWidget>
 #include <QScreen>
 #include <QSignalSpy>
 #include <QStyleFactory>
@@ -14,11 +15,14 @@
 #include <QToolButton>
 
 #include "app/desktop/chat_pane.h"
+#include "app/desktop/disk_usage.h"
 #include "app/desktop/highlight_canvas.h"
 #include "app/desktop/library_answer_service.h"
 #include "app/desktop/model_manager.h"
 #include "app/desktop/pdf_view.h"
+#include "app/desktop/plan_dialog.h"
 #include "app/desktop/slide_view.h"
+#include "app/desktop/video_view.h"
 #include "app/desktop/viewer_pane.h"
 #include "core/document/locator.h"
 #include "core/util/assets.h"
@@ -38,6 +42,11 @@ private Q_SLOTS:
     void slideWithNotes();
     void darkPalette();
     void modelManager();
+    void twentyCitationsStayOnScreen();
+    void captionsFollowAndFind();
+    void videoControls();
+    void planAndDisk();
+    void chatSurvivesRestart();  // last: it replaces the window
 
 private:
     QString shot(QWidget* w, const QString& name);
@@ -221,6 +230,109 @@ void TstDesktopScreenshots::modelManager() {
     QVERIFY2(dlg.info().error.isEmpty(), qPrintable(dlg.info().error));
     QVERIFY(dlg.info().summary.contains(QStringLiteral("llama")));
     QVERIFY(QFile::exists(shot(&dlg, QStringLiteral("05-model-manager.png"))));
+}
+
+// An answer citing 20 places: the chips wrap and scroll, the window stays on the screen.
+void TstDesktopScreenshots::twentyCitationsStayOnScreen() {
+    const auto pdf = sl::test::document_of(window_->library(), pdf_);
+    QVERIFY(pdf && pdf->units.size() > 40);
+    ChatAnswer a;
+    a.answer.question = "Which pages discuss data frames?";
+    std::vector<sl::Support> supports;
+    for (int i = 0; i < 20; ++i) supports.push_back(sl::test::support(i, 0.05));
+    sl::test::add_sentence(a.answer, "Data frames come up on many pages.", supports);
+    for (int i = 0; i < 20; ++i) {
+        sl::Citation c;
+        c.number = i + 1;
+        c.kind = sl::doc::DocumentKind::Pdf;
+        c.ref.document = pdf->id;
+        c.ref.unit = 20 + i;
+        c.path = pdf->path;
+        c.locator = sl::doc::full_locator(*pdf, pdf->units[static_cast<size_t>(20 + i)]);
+        a.answer.citations.push_back(c);
+    }
+    a.method = "citations set by hand for the screenshot";
+    window_->chat()->addAnswer(a);
+    settle();
+    const QRect screen = window_->screen()->availableGeometry();
+    QVERIFY2(screen.contains(window_->frameGeometry()) || window_->width() <= screen.width(),
+             qPrintable(QStringLiteral("window %1x%2 on a %3x%4 screen")
+                            .arg(window_->width()).arg(window_->height()).arg(screen.width()).arg(screen.height())));
+    QVERIFY(window_->width() <= 1520 && window_->height() <= 940);
+    QVERIFY(QFile::exists(shot(window_.get(), QStringLiteral("06-twenty-citations.png"))));
+}
+
+// The caption follows the pages; Ctrl+F finds and the outline opens beside the page.
+void TstDesktopScreenshots::captionsFollowAndFind() {
+    QTest::mouseClick(chip(1), Qt::LeftButton);
+    ViewerPane* viewer = window_->viewer();
+    QCOMPARE(viewer->mode(), ViewerPane::Mode::Pdf);
+    const QString before = viewer->caption();
+    viewer->pdfView()->nextPage();
+    QVERIFY2(viewer->caption() != before && viewer->caption().startsWith(QStringLiteral("R-intro.pdf p. ")),
+             qPrintable(before + QStringLiteral(" -> ") + viewer->caption()));
+    viewer->pdfView()->find(QStringLiteral("data frame"));
+    QVERIFY(viewer->pdfView()->hitCount() > 3);
+    for (auto* b : viewer->pdfView()->findChildren<QToolButton*>())
+        if (b->text() == QStringLiteral("Contents")) b->click();
+    QTRY_VERIFY_WITH_TIMEOUT(viewer->pdfView()->rendered(), 30000);
+    QVERIFY(viewer->caption().startsWith(QStringLiteral("R-intro.pdf p. ")));
+    QVERIFY(QFile::exists(shot(window_.get(), QStringLiteral("07-pdf-find-outline.png"))));
+}
+
+// The video with its frame strip and controls (vtest.avi has no speech: no transcript panel).
+void TstDesktopScreenshots::videoControls() {
+    // The hand-made answer citing the video is the one before the 20-citation answer.
+    const auto& answers = window_->chat()->answers();
+    int index = -1;
+    for (int i = 0; i < static_cast<int>(answers.size()); ++i)
+        if (answers[static_cast<size_t>(i)].answer.question == "When do people cross the square?") index = i;
+    QVERIFY(index >= 0);
+    window_->chat()->activateCitation(index, 2);
+    VideoView* v = window_->viewer()->videoView();
+    QTRY_VERIFY_WITH_TIMEOUT(v->shownFrameTime() > 50 && !v->playing(), 30000);
+    QVERIFY(v->frameStrip()->isVisible() && v->frameStrip()->count() >= 4);
+    QVERIFY(QFile::exists(shot(window_.get(), QStringLiteral("08-video-controls.png"))));
+}
+
+// The context plan of the pipeline's answer, and the library's disk use.
+void TstDesktopScreenshots::planAndDisk() {
+    const ChatAnswer& first = window_->chat()->answers().front();
+    QVERIFY2(!first.plan.empty(), "the pipeline's answer has no plan");
+    PlanDialog plan(first, sl::Effort::Medium, 2048, 8192, window_.get());
+    plan.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plan));
+    QVERIFY(plan.planText().contains(QStringLiteral("R-intro.pdf")));
+    QVERIFY(QFile::exists(shot(&plan, QStringLiteral("09-context-plan.png"))));
+    plan.close();
+    DiskDialog disk(dir_.filePath(QStringLiteral("library")).toStdString(), qint64{2} << 30, nullptr, window_.get());
+    disk.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&disk));
+    QTRY_VERIFY_WITH_TIMEOUT(disk.usage().database > 0, 10000);
+    QVERIFY(QFile::exists(shot(&disk, QStringLiteral("10-disk-use.png"))));
+}
+
+// A new window on the same library restores the pipeline's answer with its citations.
+void TstDesktopScreenshots::chatSurvivesRestart() {
+    const std::string question = window_->chat()->answers().front().answer.question;
+    const size_t citations = window_->chat()->answers().front().answer.citations.size();
+    window_.reset();
+    MainWindowOptions o;
+    o.settings_file = dir_.filePath(QStringLiteral("sightline.conf"));
+    o.library_dir = dir_.filePath(QStringLiteral("library"));
+    o.background_prefill = false;
+    window_ = std::make_unique<MainWindow>(o);
+    QSignalSpy restored(window_.get(), &MainWindow::chatHistoryRestored);
+    window_->resize(1500, 920);
+    window_->move(20, 20);
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    QTRY_VERIFY_WITH_TIMEOUT(restored.size() >= 1, 60000);
+    const auto& answers = window_->chat()->answers();
+    QVERIFY(!answers.empty());
+    QCOMPARE(answers.front().answer.question, question);  // hand-made answers were not stored
+    QCOMPARE(answers.front().answer.citations.size(), citations);
+    QVERIFY(QFile::exists(shot(window_.get(), QStringLiteral("11-chat-after-restart.png"))));
 }
 
 QTEST_MAIN(TstDesktopScreenshots)
