@@ -1,6 +1,6 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
 //  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
-//  [--json] [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
+//  [--temp T] [--threads N] [--json] [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
 // unit ranked for the question, the best that fit read; or the library's own prefill plus the best
 // units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
 // a terminal; one line per 10% otherwise), streams the answer, then prints it with inline citation
@@ -40,7 +40,7 @@ namespace {
 const char* kUsage =
     "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
     "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-    "[--preselect N] [--kv-cap SIZE] [--json]\n"
+    "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--json]\n"
     "       [--engine URL [--engine-model NAME] [--api-key-env VAR]]   (a remote OpenAI-compatible server answers)\n";
 
 int usage() {
@@ -110,7 +110,15 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--no-library-prefill")) o.use_library_prefill = false;
         else if (a == QLatin1String("--preselect")) o.preselect_tokens = value().toLongLong();
         else if (a == QLatin1String("--json")) json = true;
-        else if (a == QLatin1String("--engine")) engine_url = value();
+        else if (a == QLatin1String("--temp")) {
+            bool ok = false;
+            o.temperature = value().toFloat(&ok);
+            if (!ok || o.temperature < 0 || o.temperature > 2) return usage();
+        } else if (a == QLatin1String("--threads")) {
+            bool ok = false;
+            o.threads = value().toInt(&ok);
+            if (!ok || o.threads < 0 || o.threads > 1024) return usage();
+        } else if (a == QLatin1String("--engine")) engine_url = value();
         else if (a == QLatin1String("--engine-model")) engine_model = value();
         else if (a == QLatin1String("--api-key-env")) key_env = value().toUtf8();
         else if (a == QLatin1String("--kv-cap")) {

@@ -1,5 +1,7 @@
 #include "app/desktop/app_settings.h"
 
+#include <algorithm>
+
 #include "core/util/paths.h"
 
 namespace sl::desktop {
@@ -32,6 +34,14 @@ int AppSettings::answerContext() const {
     return v > 0 ? v : 0;
 }
 void AppSettings::setAnswerContext(int tokens) { settings_->setValue(QStringLiteral("answer/n_ctx"), tokens > 0 ? tokens : 0); }
+
+double AppSettings::temperature() const {
+    return std::clamp(settings_->value(QStringLiteral("answer/temperature"), 0.0).toDouble(), 0.0, 2.0);
+}
+void AppSettings::setTemperature(double t) { settings_->setValue(QStringLiteral("answer/temperature"), std::clamp(t, 0.0, 2.0)); }
+
+int AppSettings::threads() const { return std::clamp(settings_->value(QStringLiteral("engine/threads"), 0).toInt(), 0, 1024); }
+void AppSettings::setThreads(int n) { settings_->setValue(QStringLiteral("engine/threads"), std::clamp(n, 0, 1024)); }
 
 bool AppSettings::ocr() const { return settings_->value(QStringLiteral("ingest/ocr"), true).toBool(); }
 void AppSettings::setOcr(bool on) { settings_->setValue(QStringLiteral("ingest/ocr"), on); }

@@ -24,6 +24,10 @@ public:
     void setEffort(const QString& e);
     int answerContext() const;                 // tokens a question's context may hold (0: the model's own)
     void setAnswerContext(int tokens);
+    double temperature() const;                // answers' sampling temperature, 0 (greedy, the default) .. 2
+    void setTemperature(double t);
+    int threads() const;                       // the engine's threads (0: all cores)
+    void setThreads(int n);
     bool ocr() const;
     void setOcr(bool on);
     qint64 contextBudget() const;              // tokens the library may fill (default 1,000,000)

@@ -53,6 +53,8 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     o.effort = effort;
     o.n_ctx = options_.n_ctx;
     o.kv_cap_bytes = options_.kv_cap_bytes;
+    o.temperature = options_.temperature;
+    o.threads = options_.threads;
     o.cancel = cancel;
     o.embedder = embedder();
     std::string streamed;

@@ -37,6 +37,8 @@ struct LibraryAnswerOptions {
     std::string engine_url;
     std::string engine_model;  // empty: the server's first
     std::string api_key;       // empty: $SIGHTLINE_API_KEY
+    float temperature = 0;     // AskOptions::temperature (0: greedy)
+    int threads = 0;           // AskOptions::threads (0: all cores)
 };
 
 class LibraryAnswerService : public AskService {

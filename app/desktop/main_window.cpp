@@ -291,6 +291,8 @@ void MainWindow::applyModel() {
         LibraryAnswerOptions lo;
         lo.kv_cap_bytes = settings_->kvCacheCap();
         lo.n_ctx = settings_->answerContext();
+        lo.temperature = static_cast<float>(settings_->temperature());
+        lo.threads = settings_->threads();
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();
         lo.api_key = settings_->remoteApiKey().toStdString();

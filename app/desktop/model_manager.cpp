@@ -2,18 +2,21 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
-#include <QUrl>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTableWidget>
+#include <QThread>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <QtConcurrent>
 
@@ -123,6 +126,19 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     engine_key_->setEchoMode(QLineEdit::Password);
     engine_key_->setPlaceholderText(tr("from $SIGHTLINE_API_KEY when empty"));
 
+    temperature_ = new QDoubleSpinBox(this);
+    temperature_->setAccessibleName(tr("Temperature"));
+    temperature_->setRange(0.0, 2.0);
+    temperature_->setSingleStep(0.1);
+    temperature_->setDecimals(2);
+    temperature_->setSpecialValueText(tr("0 (greedy: the same answer every time)"));
+    temperature_->setValue(settings_->temperature());
+    threads_ = new QSpinBox(this);
+    threads_->setAccessibleName(tr("Threads"));
+    threads_->setRange(0, 1024);
+    threads_->setSpecialValueText(tr("all cores (%1)").arg(QThread::idealThreadCount()));
+    threads_->setValue(settings_->threads());
+
     auto* row = new QHBoxLayout;
     row->addWidget(path_, 1);
     row->addWidget(browse);
@@ -132,6 +148,8 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     form->addRow(QString(), summary_);
     form->addRow(tr("Device:"), device_);
     form->addRow(QString(), gpu_label);
+    form->addRow(tr("Temperature:"), temperature_);
+    form->addRow(tr("Threads:"), threads_);
     form->addRow(tr("Remote engine:"), engine_url_);
     form->addRow(tr("Remote model:"), engine_model_);
     form->addRow(tr("API key:"), engine_key_);
@@ -165,6 +183,11 @@ void ModelManagerDialog::setEngine(const QString& url, const QString& model, con
     engine_url_->setText(url);
     engine_model_->setText(model);
     engine_key_->setText(key);
+}
+
+void ModelManagerDialog::setSampling(double temperature, int threads) {
+    temperature_->setValue(temperature);
+    threads_->setValue(threads);
 }
 
 void ModelManagerDialog::browse() {
@@ -218,6 +241,8 @@ void ModelManagerDialog::accept() {
     }
     settings_->setModelPath(path_->text());
     settings_->setDevice(device());
+    settings_->setTemperature(temperature_->value());
+    settings_->setThreads(threads_->value());
     settings_->setRemoteEngineUrl(url);
     settings_->setRemoteEngineModel(engine_model_->text());
     settings_->setRemoteApiKey(engine_key_->text().toUtf8());

@@ -14,6 +14,8 @@
 #include "app/desktop/app_settings.h"
 
 class QComboBox;
+class QDoubleSpinBox;
+class QSpinBox;
 class QLabel;
 class QLineEdit;
 class QTableWidget;
@@ -44,6 +46,7 @@ public:
     Device device() const;
     QString engineUrl() const;
     void setEngine(const QString& url, const QString& model, const QString& key);
+    void setSampling(double temperature, int threads);
     const ModelInfo& info() const { return info_; }
     void loadInfo(const QString& path);  // asynchronous; infoLoaded() when done
 
@@ -65,6 +68,8 @@ private:
     QLineEdit* engine_url_;
     QLineEdit* engine_model_;
     QLineEdit* engine_key_;
+    QDoubleSpinBox* temperature_;
+    QSpinBox* threads_;
     QFutureWatcher<ModelInfo>* watcher_ = nullptr;
 };
 

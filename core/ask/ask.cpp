@@ -138,7 +138,8 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     prefill_checked(session, q, o, {});
     GenerateOptions gen;
     gen.max_tokens = effort.answer_tokens;
-    gen.sampling.greedy = true;
+    gen.sampling.greedy = o.temperature <= 0;
+    if (o.temperature > 0) gen.sampling.temperature = o.temperature;
     gen.stop = model.chat->stop_strings();
     AnswerGuard guard;
     // A reasoning model's thinking stays out of the answer, the chat and the report; the attention
@@ -257,6 +258,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     MsaAttention* msa = nullptr;
     std::unique_ptr<Attention> attention = make_attention(o.msa, mc, msa);
     SessionOptions so;
+    so.n_threads = o.threads;
     so.kv_block = mc.block_size;
     so.device = "cpu";  // restores a saved context: CPU sessions only (core/runtime/session.h)
     // The file may grow while we read it (a background prefill): leave room for all of it.
@@ -411,6 +413,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     MsaAttention* msa = nullptr;
     std::unique_ptr<Attention> attention = make_attention(o.msa, att.config, msa);
     SessionOptions so;
+    so.n_threads = o.threads;
     so.n_ctx = static_cast<int>(longest);
     so.kv_block = o.block_size;
     Session session(model, so, std::move(attention));

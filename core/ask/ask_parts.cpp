@@ -79,6 +79,7 @@ void store_chat(Library& lib, const AskOptions& o, const TokenStream& ts, const 
     JsonWriter w;
     w.begin_object();
     w.key("effort"), w.value(to_string(o.effort));
+    if (o.temperature > 0) w.key("temperature"), w.value(static_cast<double>(o.temperature));
     engine_fields(w);
     w.key("context_tokens"), w.value(ts.prefix_tokens);
     w.key("restored"), w.value(r.restored);

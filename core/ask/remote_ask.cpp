@@ -127,7 +127,7 @@ AskResult ask_remote(Library& lib, const LoadedModel& local, ChatEngine& engine,
     ChatRequest req;
     req.messages = remote_messages(co.instructions, ts, texts, o.question);
     req.max_tokens = effort.answer_tokens;
-    req.temperature = 0;
+    req.temperature = o.temperature > 0 ? o.temperature : 0;
     req.logprobs = true;
 
     // The answer, streamed.

@@ -204,6 +204,19 @@ private Q_SLOTS:
         QVERIFY2(r.out.contains("\"citations\":["), r.out.constData());
     }
 
+    // The local engine with a sampling temperature and one thread (and out-of-range values refused).
+    void localAskSampling() {
+        const Run r = cli({QStringLiteral("ask"), QStringLiteral("--library"), lib_, QStringLiteral("--ctx"), QStringLiteral("1024"),
+                           QStringLiteral("--effort"), QStringLiteral("low"), QStringLiteral("--temp"), QStringLiteral("0.8"),
+                           QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--no-cache"), QStringLiteral("What is R?")});
+        QVERIFY2(r.exit_code == 0 && r.out.contains("Answer with citations:"), r.out.constData());
+        for (const char* bad : {"--temp", "--threads"}) {
+            const Run b = cli({QStringLiteral("ask"), QStringLiteral("--library"), lib_, QString::fromLatin1(bad), QStringLiteral("-1"),
+                               QStringLiteral("What is R?")});
+            QCOMPARE(b.exit_code, 2);
+        }
+    }
+
     // queue 1: one running, one waiting, the third gets 429; ask --engine waits it out and answers.
     void busyServer429AndRetry() {
         const QByteArray body = "{\"model\":\"" + raw_.toUtf8() +

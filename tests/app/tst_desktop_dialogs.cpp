@@ -103,8 +103,11 @@ void TstDesktopDialogs::remoteEngineSettings() {
     {
         ModelManagerDialog dlg(&settings);
         dlg.setEngine(QStringLiteral(" http://127.0.0.1:1/v1 "), QStringLiteral("big-model"), QStringLiteral("k3y"));
+        dlg.setSampling(0.7, 1);
         dlg.accept();
     }
+    QCOMPARE(settings.temperature(), 0.7);
+    QCOMPARE(settings.threads(), 1);
     QCOMPARE(settings.remoteEngineUrl(), QStringLiteral("http://127.0.0.1:1/v1"));
     QCOMPARE(settings.remoteEngineModel(), QStringLiteral("big-model"));
     QCOMPARE(settings.remoteApiKey(), QByteArray("k3y"));
