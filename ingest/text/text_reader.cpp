@@ -93,6 +93,7 @@ void text_to_sections(const std::string& s, bool markdown, text::SectionBuilder&
         while (line.size() > text::kSectionChars) {  // one enormous line
             size_t cut = text::kSectionChars;
             while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+            if (cut == 0) cut = text::kSectionChars;  // not UTF-8 after all: cut anywhere, still progress
             para.append(line.substr(0, cut));
             flush();
             line.remove_prefix(cut);
