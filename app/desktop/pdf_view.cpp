@@ -6,11 +6,13 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTimer>
 #include <QToolButton>
 #include <QTreeWidget>
@@ -97,9 +99,21 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     outline_->header()->setStretchLastSection(false);
     outline_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
     outline_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
-    outline_->hide();
+    pages_ = new QListWidget(this);
+    pages_->setAccessibleName(tr("Page thumbnails"));
+    pages_->setViewMode(QListView::IconMode);
+    pages_->setFlow(QListView::TopToBottom);
+    pages_->setWrapping(false);
+    pages_->setMovement(QListView::Static);
+    pages_->setIconSize(QSize(96, 128));
+    pages_->setUniformItemSizes(true);
+    side_ = new QTabWidget(this);
+    side_->setAccessibleName(tr("Contents"));
+    side_->addTab(outline_, tr("Outline"));
+    side_->addTab(pages_, tr("Pages"));
+    side_->hide();
     split_ = new QSplitter(Qt::Horizontal, this);
-    split_->addWidget(outline_);
+    split_->addWidget(side_);
     split_->addWidget(scroll_);
     split_->setStretchFactor(1, 1);
     split_->setSizes({220, 600});
@@ -159,8 +173,17 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     auto* esc = new QShortcut(QKeySequence(Qt::Key_Escape), find_, nullptr, nullptr, Qt::WidgetShortcut);
     connect(esc, &QShortcut::activated, close, &QToolButton::click);
     connect(contents_, &QToolButton::toggled, this, [this](bool on) {
-        if (on) fillOutline();
-        outline_->setVisible(on);
+        if (on) {
+            fillOutline();
+            fillPages();
+        }
+        side_->setVisible(on);
+        if (on) QTimer::singleShot(0, this, &PdfView::renderVisibleThumbnails);
+    });
+    connect(side_, &QTabWidget::currentChanged, this, [this] { QTimer::singleShot(0, this, &PdfView::renderVisibleThumbnails); });
+    connect(pages_->verticalScrollBar(), &QScrollBar::valueChanged, this, &PdfView::renderVisibleThumbnails);
+    connect(pages_, &QListWidget::itemClicked, this, [this](QListWidgetItem* item) {
+        if (document_) showPage(document_, pages_->row(item), std::nullopt);
     });
     connect(outline_, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem* item, int) {
         const int unit = item->data(0, Qt::UserRole).toInt();
@@ -199,7 +222,15 @@ void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, 
     }
     page_ = std::clamp(page, 0, n - 1);
     box_ = box;
-    if (outline_->isVisible()) fillOutline();
+    if (side_->isVisible()) {
+        fillOutline();
+        fillPages();
+        if (page_ < pages_->count()) {
+            const QSignalBlocker block(pages_);
+            pages_->setCurrentRow(page_);
+            pages_->scrollToItem(pages_->item(page_));
+        }
+    }
     page_box_->blockSignals(true);
     page_box_->setMaximum(std::max(1, n));
     page_box_->setValue(page_ + 1);
@@ -238,6 +269,54 @@ void PdfView::fillOutline() {
         none->setFlags(Qt::NoItemFlags);
     }
     outline_->expandToDepth(0);
+}
+
+void PdfView::fillPages() {
+    if (!document_ || pages_for_ == document_->path) return;
+    pages_for_ = document_->path;
+    pages_->clear();
+    thumb_asked_.assign(document_->units.size(), false);
+    QPixmap blank(72, 96);
+    blank.fill(Qt::white);
+    for (const auto& u : document_->units)
+        new QListWidgetItem(QIcon(blank), QString::fromStdString(u.label.empty() ? std::to_string(u.index + 1) : u.label), pages_);
+    QTimer::singleShot(0, this, &PdfView::renderVisibleThumbnails);
+}
+
+// Thumbnails of the pages in view (and a few beyond), each rendered once, on the render thread.
+void PdfView::renderVisibleThumbnails() {
+    if (!document_ || !side_->isVisible() || side_->currentWidget() != pages_ || pages_->count() == 0) return;
+    QListWidgetItem* top = pages_->itemAt(4, 4);
+    int first = top ? pages_->row(top) : 0;
+    QListWidgetItem* bottom = pages_->itemAt(4, pages_->viewport()->height() - 4);
+    int last = bottom ? pages_->row(bottom) : std::min(pages_->count() - 1, first + 8);
+    first = std::max(0, first - 2);
+    last = std::min(pages_->count() - 1, last + 4);
+    const std::string path = document_->path;
+    auto renderer = renderer_;
+    for (int p = first; p <= last; ++p) {
+        if (thumb_asked_[static_cast<size_t>(p)]) continue;
+        thumb_asked_[static_cast<size_t>(p)] = true;
+        const doc::Unit& u = document_->units[static_cast<size_t>(p)];
+        const double width_pt = u.width > 0 ? u.width : 612.0;
+        const int dpi = std::max(6, static_cast<int>(96.0 * 72.0 / width_pt));  // ~96 px wide
+        auto* watcher = new QFutureWatcher<QImage>(this);
+        connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, p, path] {
+            watcher->deleteLater();
+            const QImage img = watcher->future().result();
+            if (img.isNull() || pages_for_ != path || p >= pages_->count()) return;
+            pages_->item(p)->setIcon(QIcon(QPixmap::fromImage(img)));
+        });
+        // Runs on pool_'s single thread, after the page render queued before it.
+        watcher->setFuture(QtConcurrent::run(&pool_, [renderer, path, p, dpi]() -> QImage {
+            try {
+                if (!*renderer) *renderer = std::make_shared<ingest::PdfPageRenderer>(path);
+                return (*renderer)->render(p, dpi);
+            } catch (const std::exception&) {
+                return {};
+            }
+        }));
+    }
 }
 
 void PdfView::find(const QString& text) {

@@ -1,5 +1,6 @@
 // The PDF page view: one page at a time in a scroll area, zoom (fit width, in, out, Ctrl+wheel
-// around the pointer), page navigation, the outline as a side tree (Contents), find in the
+// around the pointer), page navigation, a side panel (Contents) with the outline tree and the
+// page thumbnails (rendered as they scroll into view, on the render thread), find in the
 // document (Ctrl+F: hits counted, Enter / F3 to the next, the line highlighted), and the cited
 // region highlighted and scrolled into view. Pages are rendered on
 // demand by ingest's PdfPageRenderer on a single worker thread (it is not thread-safe; one pool
@@ -20,7 +21,9 @@
 class QLabel;
 class QLineEdit;
 class QScrollArea;
+class QListWidget;
 class QSplitter;
+class QTabWidget;
 class QTimer;
 class QTreeWidget;
 class QSpinBox;
@@ -56,6 +59,8 @@ public:
     int hitCount() const { return static_cast<int>(hits_.size()); }
     int currentHit() const { return hit_; }
     QTreeWidget* outlineTree() const { return outline_; }
+    QListWidget* pageList() const { return pages_; }
+    QTabWidget* sidePanel() const { return side_; }
 
 public Q_SLOTS:
     void findNext();
@@ -82,6 +87,8 @@ private:
     void runSearch();
     void goToHit(int i);
     void fillOutline();
+    void fillPages();
+    void renderVisibleThumbnails();
     void zoomAt(double factor, const QPoint& viewport_pos);
 
     std::shared_ptr<const doc::Document> document_;
@@ -103,6 +110,10 @@ private:
     QLabel* zoom_label_;
     QSplitter* split_;
     QTreeWidget* outline_;
+    QListWidget* pages_;
+    QTabWidget* side_;
+    std::string pages_for_;          // the document whose pages the list shows
+    std::vector<bool> thumb_asked_;  // per page: a thumbnail render was requested
     QToolButton* contents_;
     QWidget* find_bar_;
     QLineEdit* find_;

@@ -2,6 +2,8 @@
 // of each shown with its line highlighted, next / previous wrapping around, no match said), the
 // outline as a side tree that opens its pages, and Ctrl+wheel zoom. On R-intro.pdf as ingest reads it.
 #include <QLabel>
+#include <QListWidget>
+#include <QTabWidget>
 #include <QScrollArea>
 #include <QTest>
 #include <QToolButton>
@@ -123,6 +125,27 @@ private Q_SLOTS:
         Q_EMIT v.outlineTree()->itemActivated(target, 0);
         QCOMPARE(v.currentPage(), target->data(0, Qt::UserRole).toInt());
         QVERIFY(!target->text(1).isEmpty());  // the page label beside the title
+    }
+
+    // Page thumbnails in the side panel: rendered as they come into view; a click opens the page.
+    void pageThumbnails() {
+        PdfView v;
+        v.resize(900, 700);
+        v.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&v));
+        v.showPage(doc_, 0, std::nullopt);
+        for (auto* b : v.findChildren<QToolButton*>())
+            if (b->text() == QStringLiteral("Contents")) b->click();
+        v.sidePanel()->setCurrentWidget(v.pageList());
+        QCOMPARE(v.pageList()->count(), static_cast<int>(doc_->units.size()));
+        auto rendered = [&](int row) { return v.pageList()->item(row)->icon().actualSize(QSize(96, 128)).width() > 80; };
+        QTRY_VERIFY_WITH_TIMEOUT(rendered(0), 30000);
+        QVERIFY(!rendered(static_cast<int>(doc_->units.size()) - 1));  // far below: not yet
+        Q_EMIT v.pageList()->itemClicked(v.pageList()->item(5));
+        QCOMPARE(v.currentPage(), 5);
+        v.pageList()->scrollToBottom();
+        QTRY_VERIFY_WITH_TIMEOUT(rendered(static_cast<int>(doc_->units.size()) - 1), 30000);
+        QCOMPARE(v.pageList()->item(0)->text(), QString::fromStdString(doc_->units[0].label.empty() ? "1" : doc_->units[0].label));
     }
 
     void ctrlWheelZooms() {
