@@ -26,14 +26,16 @@ std::string summary(const sl::doc::Document& d, double seconds) {
         for (const auto& b : u.blocks)
             if (b.role == sl::doc::BlockRole::Transcript && b.time) transcript_s += b.time->t1 - b.time->t0;
     }
-    char buf[512];
+    const auto it = d.metadata.find("transcript");
+    const std::string engine = it != d.metadata.end() && transcript_s > 0 ? " (" + it->second + ")" : std::string();
+    char buf[768];
     std::snprintf(buf, sizeof buf,
                   "%s: %s, %zu %s%s, %zu blocks, %zu characters, %zu visuals (%zu frames), "
-                  "%.1f s transcript, %.2f s\n",
+                  "%.1f s transcript%s, %.2f s\n",
                   d.path.c_str(), sl::doc::to_string(d.kind), d.units.size(),
                   d.units.empty() ? "units" : sl::doc::to_string(d.units.front().kind),
                   d.units.size() == 1 ? "" : "s", d.block_count(), d.text_chars(), d.visual_count(), frames,
-                  transcript_s, seconds);
+                  transcript_s, engine.c_str(), seconds);
     return buf;
 }
 

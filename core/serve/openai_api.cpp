@@ -206,6 +206,7 @@ std::string answer_extra_json(const Answer& a, const std::string& read_summary, 
         w.key("unit"), w.value(c.ref.unit);
         if (c.kind == doc::DocumentKind::Pdf) w.key("page"), w.value(c.ref.unit + 1);
         if (c.kind == doc::DocumentKind::Slides) w.key("slide"), w.value(c.ref.unit + 1);
+        if (c.kind == doc::DocumentKind::Text) w.key("section"), w.value(c.ref.unit + 1);
         if (c.ref.time) {
             w.key("t0"), w.value(c.ref.time->t0);
             w.key("t1"), w.value(c.ref.time->t1);

@@ -4,7 +4,8 @@
 //
 // Sightline's answers carry their citations in an extra member "sightline" of the response (and of
 // the last streamed chunk): {"question", "citations": [{"number", "locator", "path", "kind",
-// "unit", "page" (PDF), "slide" (slides), "t0"/"t1" (video/audio, seconds), "snippet", "weak"}],
+// "unit", "page" (PDF), "slide" (slides), "section" (DOCX, Markdown, HTML, EPUB, text), "t0"/"t1"
+// (video/audio, seconds), "snippet", "weak"}],
 // "read", "chat_id"}; the text carries inline markers ("... lm() [1].").
 #pragma once
 

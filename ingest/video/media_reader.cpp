@@ -9,6 +9,7 @@
 
 #include "ingest/audio/audio_track.h"
 #include "ingest/audio/speech_to_text.h"
+#include "ingest/audio/whisper_speech.h"
 #include "ingest/ingest_error.h"
 #include "ingest/video/media_input.h"
 #include "ingest/video/subtitle_track.h"
@@ -83,7 +84,8 @@ private:
     int video_index_ = -1, audio_index_ = -1;
     std::unique_ptr<VideoTrack> video_;
     std::unique_ptr<AudioTrack> audio_;
-    std::unique_ptr<SpeechToText> stt_;
+    std::unique_ptr<SpeechToText> stt_;      // pocketsphinx, when no Whisper model is installed
+    std::unique_ptr<WhisperSpeech> whisper_;
     std::vector<std::unique_ptr<SubtitleTrack>> subs_;  // indexed by stream
     std::vector<doc::Block> blocks_;
     int64_t packets_ = 0, corrupt_ = 0;
@@ -146,21 +148,31 @@ void MediaDocumentBuilder::open_tracks() {
         const bool audio_only = video_index_ < 0 && sub_codecs.empty();
         if (o.transcribe || options_.decode_audio || audio_only) {
             if (o.transcribe) {
-                std::string why_not;
-                stt_ = SpeechToText::create(why_not);
-                if (!stt_) doc_.metadata["transcript"] = "unavailable: " + why_not;
+                // Whisper when a model is installed; pocketsphinx otherwise. The document says
+                // which engine heard the audio (metadata "transcript").
+                std::string why_not_whisper, why_not;
+                whisper_ = WhisperSpeech::create(why_not_whisper);
+                if (whisper_) {
+                    doc_.metadata["transcript"] = whisper_->engine();
+                } else {
+                    stt_ = SpeechToText::create(why_not);
+                    doc_.metadata["transcript"] = stt_ ? "pocketsphinx (" + why_not_whisper + ")" : "unavailable: " + why_not;
+                }
             }
             SpeechToText* stt = stt_.get();
+            WhisperSpeech* whisper = whisper_.get();
             try {
                 audio_ =
                     std::make_unique<AudioTrack>(name, st, in_.start_offset(), o.max_duration_s,
-                                                 [stt](const int16_t* s, size_t n, double t) {
-                                                     if (stt) stt->feed(s, n, t);
+                                                 [stt, whisper](const int16_t* s, size_t n, double t) {
+                                                     if (whisper) whisper->feed(s, n, t);
+                                                     else if (stt) stt->feed(s, n, t);
                                                  });
                 st->discard = AVDISCARD_DEFAULT;
             } catch (const IngestError& e) {
                 doc_.metadata["audio_decoder"] = e.what();
                 stt_.reset();
+                whisper_.reset();
             }
         }
     }
@@ -215,6 +227,22 @@ void MediaDocumentBuilder::finish_tracks() {
     if (stt_) {
         std::vector<doc::Block> transcript = stt_->finish();
         doc_.metadata["transcript_seconds"] = number(stt_->seconds_fed(), 1);
+        doc_.add_note("speech transcribed by " + doc_.metadata["transcript"] + ": " + std::to_string(transcript.size()) +
+                      (transcript.size() == 1 ? " utterance" : " utterances"));
+        for (auto& b : transcript) blocks_.push_back(std::move(b));
+    }
+    if (whisper_) {
+        const std::string& name = in_.name();
+        bool stopped = false;
+        std::vector<doc::Block> transcript = whisper_->finish([&](double done, double total) {
+            ctx_.progress(total > 0 ? done / total : 1.0, "transcribing speech (" + whisper_->engine() + ")");
+            stopped = ctx_.cancelled();
+            return !stopped;
+        });
+        if (stopped) ctx_.check_cancelled(name);
+        doc_.metadata["transcript_seconds"] = number(whisper_->seconds_fed(), 1);
+        doc_.add_note("speech transcribed by " + whisper_->engine() + ": " + std::to_string(transcript.size()) +
+                      (transcript.size() == 1 ? " phrase" : " phrases"));
         for (auto& b : transcript) blocks_.push_back(std::move(b));
     }
     if (video_) corrupt_ += video_->corrupt_packets();

@@ -5,7 +5,8 @@
 // their reference transcripts) on a silent audio track, one clip every kSpacing = 45 s after kLead
 // s of silence, so the speech spans almost four minutes and at least 37 s of silence parts any two
 // clips; the picture is generated (testsrc). No subtitle track: the words in the library are our
-// own speech-to-text (pocketsphinx, through the video reader as `sightline-cli add` runs it), which
+// own speech-to-text (Whisper tiny.en when installed, else pocketsphinx, through the video reader as
+// `sightline-cli add` runs it), which
 // transcribes the target clips well enough (checked before asking: the question's key words are in
 // the transcript of the target clip and in no other). The transcript depends on the layout (with
 // 120 s spacing "selfish" comes out as "self shh"), hence the check names the words it needs.
@@ -42,6 +43,7 @@
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
+#include "ingest/audio/whisper_speech.h"
 #include "ingest/ingest_context.h"
 #include "ingest/reader.h"
 #include "tests/common/test_support.h"
@@ -208,6 +210,21 @@ void TstAskVideo::initTestCase() {
               qPrintable(c.text));
     QVERIFY2(sl::test::all_blocks(doc_, sl::doc::BlockRole::Subtitle).empty(),
              "the video has no subtitles");
+    // With Whisper (installed by scripts/setup.sh) the transcript's phrases start and end when
+    // they are said: within 1 s of each clip's true span (word times), not at the silence before.
+    if (!sl::ingest::WhisperSpeech::model_dir().empty()) {
+        for (const auto& c : clips_) {
+            double t0 = 1e9, t1 = -1;
+            for (const auto& b : sl::test::all_blocks(doc_, sl::doc::BlockRole::Transcript)) {
+                const double mid = (b.time->t0 + b.time->t1) / 2;
+                if (mid < c.start - 1 || mid > c.end + 1) continue;
+                t0 = std::min(t0, b.time->t0);
+                t1 = std::max(t1, b.time->t1);
+            }
+            QVERIFY2(std::abs(t0 - c.start) <= 1.0 && std::abs(t1 - c.end) <= 1.0,
+                     qPrintable(QStringLiteral("clip %1 %2 heard at %3").arg(c.id, range(c.start, c.end), range(t0, t1))));
+        }
+    }
 
     model_ = sl::load_model(model_path);
 }

@@ -1,0 +1,159 @@
+#include "ingest/audio/whisper_speech.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "core/runtime/thread_pool.h"
+#include "core/util/error.h"
+#include "core/whisper/audio_source.h"
+#include "core/whisper/transcriber.h"
+#include "core/whisper/whisper_model.h"
+#include "core/whisper/whisper_tokenizer.h"
+
+namespace sl::ingest {
+
+namespace fs = std::filesystem;
+
+struct WhisperSpeech::Shared {
+    whisper::WhisperModel model;
+    whisper::WhisperTokenizer tokenizer;
+};
+
+namespace {
+
+constexpr double kMaxGapSeconds = 4 * 3600.0;  // a jump further than this in media time is not padded
+
+// The temporary file as an AudioSource: s16 samples read back as floats, window by window.
+class FileAudioSource final : public whisper::AudioSource {
+public:
+    FileAudioSource(std::FILE* f, int64_t n) : f_(f), n_(n) {}
+    int64_t size() const override { return n_; }
+    void read(int64_t begin, int64_t n, float* out) override {
+        if (begin < 0 || n < 0 || begin + n > n_) throw Error("the transcript's audio: a read outside the recording");
+        buf_.resize(static_cast<size_t>(n));
+        if (std::fseek(f_, static_cast<long>(begin * 2), SEEK_SET) != 0 ||
+            std::fread(buf_.data(), 2, static_cast<size_t>(n), f_) != static_cast<size_t>(n))
+            throw IoError("the transcript's audio: cannot read the temporary file back");
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(buf_[static_cast<size_t>(i)]) / 32768.0f;
+    }
+
+private:
+    std::FILE* f_;
+    int64_t n_;
+    std::vector<int16_t> buf_;
+};
+
+// One model per folder per process (the last one asked for).
+std::shared_ptr<const WhisperSpeech::Shared> load_shared(const std::string& dir) {
+    static std::mutex mu;
+    static std::string loaded_dir;
+    static std::shared_ptr<const WhisperSpeech::Shared> loaded;
+    std::lock_guard lock(mu);
+    if (loaded && loaded_dir == dir) return loaded;
+    auto model = whisper::WhisperModel::open(dir);
+    const auto& c = model.config();
+    auto tokenizer = whisper::WhisperTokenizer::open(dir, c.n_vocab, model.tokens().eot);
+    loaded = std::make_shared<const WhisperSpeech::Shared>(WhisperSpeech::Shared{std::move(model), std::move(tokenizer)});
+    loaded_dir = dir;
+    return loaded;
+}
+
+}  // namespace
+
+std::string WhisperSpeech::model_dir() {
+    const char* env = std::getenv("SIGHTLINE_WHISPER_MODEL");
+    std::string dir = env && *env ? env : whisper::WhisperModel::default_dir().string();
+    if (dir == "off") return {};
+    std::error_code ec;
+    return fs::exists(fs::path(dir) / "model.bin", ec) ? dir : std::string();
+}
+
+std::unique_ptr<WhisperSpeech> WhisperSpeech::create(std::string& why_not) {
+    const std::string dir = model_dir();
+    if (dir.empty()) {
+        why_not = "no Whisper model installed (" + whisper::WhisperModel::default_dir().string() + ")";
+        return nullptr;
+    }
+    std::shared_ptr<const Shared> model;
+    try {
+        model = load_shared(dir);
+    } catch (const Error& e) {
+        why_not = e.what();
+        return nullptr;
+    }
+    std::FILE* f = std::tmpfile();
+    if (!f) {
+        why_not = "no temporary file for the audio";
+        return nullptr;
+    }
+    return std::unique_ptr<WhisperSpeech>(new WhisperSpeech(std::move(model), f, dir));
+}
+
+WhisperSpeech::WhisperSpeech(std::shared_ptr<const Shared> model, std::FILE* file, std::string dir)
+    : model_(std::move(model)), file_(file), dir_(std::move(dir)) {}
+
+WhisperSpeech::~WhisperSpeech() {
+    if (file_) std::fclose(file_);
+}
+
+std::string WhisperSpeech::engine() const {
+    std::string name = fs::path(dir_).filename().string();
+    if (name.rfind("whisper-", 0) == 0) name.erase(0, 8);
+    return "whisper " + name;
+}
+
+void WhisperSpeech::feed(const int16_t* samples, size_t n, double t) {
+    if (!file_ || n == 0) return;
+    // Silence up to the sample's media time, so file offsets stay media time.
+    const double gap = t - static_cast<double>(written_) / kSampleRate;
+    if (gap > 0.05 && gap < kMaxGapSeconds) {
+        const auto zeros = static_cast<int64_t>(std::llround(gap * kSampleRate));
+        const std::vector<int16_t> silence(static_cast<size_t>(std::min<int64_t>(zeros, kSampleRate)), 0);
+        for (int64_t left = zeros; left > 0;) {
+            const auto k = static_cast<size_t>(std::min<int64_t>(left, kSampleRate));
+            if (std::fwrite(silence.data(), 2, k, file_) != k) throw IoError("the transcript's audio: cannot write the temporary file");
+            written_ += static_cast<int64_t>(k);
+            left -= static_cast<int64_t>(k);
+        }
+    }
+    if (std::fwrite(samples, 2, n, file_) != n) throw IoError("the transcript's audio: cannot write the temporary file");
+    written_ += static_cast<int64_t>(n);
+}
+
+std::vector<doc::Block> WhisperSpeech::finish(const std::function<bool(double, double)>& progress) {
+    std::vector<doc::Block> blocks;
+    if (!file_ || written_ < kSampleRate / 10) return blocks;
+    std::fflush(file_);
+    FileAudioSource source(file_, written_);
+    whisper::TranscribeOptions o;
+    o.progress = progress;
+    // Word times from cross-attention: a segment's bounds follow its first and last words, so a
+    // phrase after a long silence starts when it is said (without them Whisper's first timestamp
+    // of a window may sit at the start of the silence).
+    o.word_timestamps = true;
+    ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const whisper::Transcript t = whisper::transcribe(model_->model, model_->tokenizer, source, o, pool);
+    for (const auto& s : t.segments) {
+        std::string text = s.text;
+        const size_t b = text.find_first_not_of(" \t\n");
+        if (b == std::string::npos) continue;
+        text = text.substr(b);
+        while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
+        doc::Block blk;
+        blk.role = doc::BlockRole::Transcript;
+        blk.text = std::move(text);
+        // Within the audio fed: the last window's final timestamp may point past its end.
+        const double end = seconds_fed();
+        const double t0 = std::min(s.start, end), t1 = std::min(std::max(s.end, s.start + 0.01), end);
+        blk.time = doc::TimeRange{t0, std::max(t1, t0)};
+        blk.confidence = static_cast<float>(std::clamp(std::exp(s.avg_logprob), 0.0, 1.0));
+        blocks.push_back(std::move(blk));
+    }
+    return blocks;
+}
+
+}  // namespace sl::ingest
