@@ -3,6 +3,8 @@
 #include <QPromise>
 #include <QtConcurrent>
 
+#include <algorithm>
+
 #include "app/common/byte_args.h"
 #include "core/library/library.h"
 #include "core/util/error.h"
@@ -84,17 +86,25 @@ void IngestQueue::loadStored() {
         Q_EMIT loaded();
         return;
     }
+    // The stored files in the order they were added (document ids), ready and failed alike, so the
+    // library reads the same after a restart as before it.
+    struct Entry {
+        QString path;
+        std::shared_ptr<const doc::Document> document;  // null: failed, `reason` says why
+        QString reason;
+    };
     struct Stored {
-        std::vector<std::shared_ptr<const doc::Document>> documents;
-        QStringList failed, reasons;
+        std::vector<Entry> entries;
         QString error;
     };
     auto* w = new QFutureWatcher<Stored>(this);
     connect(w, &QFutureWatcherBase::finished, this, [this, w] {
         w->deleteLater();
         const Stored s = w->result();
-        for (const auto& d : s.documents) model_->setReady(model_->add(decode_arg(d->path.c_str())), d);
-        for (int i = 0; i < s.failed.size(); ++i) model_->setFailed(model_->add(s.failed[i]), s.reasons[i]);
+        for (const auto& e : s.entries) {
+            if (e.document) model_->setReady(model_->add(e.path), e.document);
+            else model_->setFailed(model_->add(e.path), e.reason);
+        }
         if (!s.error.isEmpty()) qWarning("library store: %s", qPrintable(s.error));
         Q_EMIT loaded();
     });
@@ -103,13 +113,14 @@ void IngestQueue::loadStored() {
         Stored s;
         try {
             Library lib = Library::open(dir);
-            for (const auto& info : lib.list_documents()) {
+            std::vector<DocumentInfo> infos = lib.list_documents();
+            std::sort(infos.begin(), infos.end(), [](const DocumentInfo& a, const DocumentInfo& b) { return a.id < b.id; });
+            for (const auto& info : infos) {
                 if (info.state == DocumentState::Ready)
-                    s.documents.push_back(std::make_shared<const doc::Document>(lib.load_document(info.id)));
-                else if (info.state == DocumentState::Failed) {
-                    s.failed << decode_arg(info.path.c_str());
-                    s.reasons << QString::fromStdString(info.error);
-                }
+                    s.entries.push_back({decode_arg(info.path.c_str()),
+                                         std::make_shared<const doc::Document>(lib.load_document(info.id)), {}});
+                else if (info.state == DocumentState::Failed)
+                    s.entries.push_back({decode_arg(info.path.c_str()), nullptr, QString::fromStdString(info.error)});
             }
         } catch (const std::exception& e) {
             s.error = QString::fromUtf8(e.what());

@@ -3,6 +3,7 @@
 // unchanged file is loaded back, not read again; removing it removes it from the store; and the
 // chat answers through LibraryAnswerService (one context, MSA selections as citations, verified),
 // the core's sl::Answer kept whole in the chat, its citations opening the viewer.
+#include <QFile>
 #include <QSignalSpy>
 #include <QTest>
 #include <QTextBrowser>
@@ -28,6 +29,7 @@ private Q_SLOTS:
     void initTestCase() { sl::test::use_ffmpeg_media_backend(); }
     void storedDocumentsComeBack();
     void answersFromLibraryContext();
+    void orderSurvivesRestart();
 
 private:
     std::unique_ptr<MainWindow> window(const QTemporaryDir& dir, std::shared_ptr<AskService> service = {});
@@ -111,6 +113,47 @@ void TstDesktopStore::answersFromLibraryContext() {
     QVERIFY(c.locator.rfind("R-intro.pdf p. ", 0) == 0);
     w->chat()->activateCitation(0, c.number);
     QCOMPARE(w->viewer()->mode(), ViewerPane::Mode::Pdf);
+}
+
+// The library reads in the order files were added, after a restart too (ready and stored failures
+// alike; not sorted by name, failed ones not moved to the end).
+void TstDesktopStore::orderSurvivesRestart() {
+    REQUIRE_ASSET(pdf, "samples/pdf/helloworld.pdf");
+    QTemporaryDir dir;
+    const QString z = dir.filePath(QStringLiteral("zebra.pdf")), a = dir.filePath(QStringLiteral("aardvark-broken.pdf")),
+                  m = dir.filePath(QStringLiteral("mongoose.pdf"));
+    QVERIFY(QFile::copy(QString::fromStdString(pdf.string()), z));
+    QVERIFY(QFile::copy(QString::fromStdString(pdf.string()), m));
+    {
+        QFile f(m);  // other bytes than zebra.pdf (the same bytes would be one document)
+        QVERIFY(f.open(QIODevice::Append));
+        f.write("\n% mongoose\n");
+    }
+    {
+        QFile f(a);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("%PDF-1.4 truncated");
+    }
+    QStringList before;
+    {
+        auto w = window(dir);
+        QVERIFY(sl::test::drop_files(w.get(), {z, a, m}));
+        QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), m), ItemState::Ready, 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), a), ItemState::Failed, 60000);
+        for (const auto& it : w->library()->items()) before << it.path;
+    }
+    QCOMPARE(before, (QStringList{z, a, m}));
+    auto w = window(dir);
+    QSignalSpy loaded(w->ingestQueue(), &IngestQueue::loaded);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 30000);
+    QStringList after;
+    for (const auto& it : w->library()->items()) after << it.path;
+    // Stored in the order added (by name "mongoose" would come before "zebra"); a file that failed
+    // before anything was stored is not kept.
+    QStringList stored = before;
+    if (sl::test::state_of(w->library(), a) != ItemState::Failed) stored.removeAll(a);
+    QCOMPARE(after, stored);
+    QVERIFY(after.contains(z) && after.contains(m));
 }
 
 QTEST_MAIN(TstDesktopStore)
