@@ -18,12 +18,11 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <QWheelEvent>
-#include <QtConcurrent>
 
 #include <cmath>
 
 #include "app/desktop/highlight_canvas.h"
-#include "ingest/pdf/pdf_render.h"
+#include "app/desktop/pdf_page_stack.h"
 
 namespace sl::desktop {
 
@@ -39,15 +38,11 @@ QToolButton* tool(QWidget* parent, const QString& icon, const QString& text, con
     return b;
 }
 
-struct RenderResult {
-    QImage image;
-    QString error;
-};
+constexpr double kMinZoom = 0.2;
 
 }  // namespace
 
 PdfView::PdfView(QWidget* parent) : QWidget(parent) {
-    pool_.setMaxThreadCount(1);
     auto* bar = new QHBoxLayout;
     bar->setContentsMargins(4, 2, 4, 2);
     auto* prev = tool(this, QStringLiteral(":/icons/action-prev.svg"), tr("Previous page"), QKeySequence(Qt::Key_PageUp));
@@ -82,15 +77,29 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(fit);
     bar->addWidget(search);
 
-    canvas_ = new HighlightCanvas;
-    canvas_->setAccessibleName(tr("PDF page"));
-    canvas_->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+    stack_ = new PdfPageStack(&queue_);
     scroll_ = new QScrollArea(this);
     scroll_->setAccessibleName(tr("PDF page view"));
     scroll_->setAlignment(Qt::AlignHCenter | Qt::AlignTop);
     scroll_->setBackgroundRole(QPalette::Dark);
-    scroll_->setWidget(canvas_);
+    // Always there, so that fitting the width does not make it appear and the width change.
+    scroll_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
+    scroll_->setWidget(stack_);
     scroll_->viewport()->installEventFilter(this);
+    setFocusProxy(scroll_);  // focusing the view focuses the pages (Page Up / Down, arrows)
+    // Any scroll (the user's, a navigation, a layout) brings the pages in view their renders;
+    // only the user's scrolling (wheel, keys, the scroll bars) moves the current page.
+    connect(scroll_->verticalScrollBar(), &QScrollBar::valueChanged, this, &PdfView::updateWindow);
+    connect(scroll_->verticalScrollBar(), &QScrollBar::actionTriggered, this,
+            &PdfView::followScroll);
+    connect(scroll_->horizontalScrollBar(), &QScrollBar::actionTriggered, this,
+            &PdfView::followScroll);
+    connect(stack_, &PdfPageStack::pageRendered, this, [this](int page) {
+        if (page == page_) Q_EMIT pageShown(page);
+    });
+    connect(stack_, &PdfPageStack::renderFailed, this, [this](int page, const QString& message) {
+        if (page == page_) Q_EMIT renderFailed(message);
+    });
 
     outline_ = new QTreeWidget(this);
     outline_->setAccessibleName(tr("Outline"));
@@ -176,6 +185,11 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
         if (on) {
             fillOutline();
             fillPages();
+            if (page_ >= 0 && page_ < pages_->count()) {
+                const QSignalBlocker block(pages_);
+                pages_->setCurrentRow(page_);
+                pages_->scrollToItem(pages_->item(page_));
+            }
         }
         side_->setVisible(on);
         if (on) QTimer::singleShot(0, this, &PdfView::renderVisibleThumbnails);
@@ -201,38 +215,78 @@ PdfView::PdfView(QWidget* parent) : QWidget(parent) {
     });
 }
 
-PdfView::~PdfView() {
-    ++request_;
-    pool_.waitForDone();
-}
+PdfView::~PdfView() = default;
 
 std::optional<doc::BBox> PdfView::highlight() const { return box_; }
 
+bool PdfView::rendered() const {
+    return document_ && page_ >= 0 && stack_->rendered(page_);
+}
+
+HighlightCanvas* PdfView::canvas() const {
+    return page_ >= 0 ? stack_->canvas(page_) : nullptr;
+}
+
+int PdfView::heldImages() const {
+    return stack_->heldImages();
+}
+
 void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, std::optional<doc::BBox> box) {
     if (!document) return;
-    if (!document_ || document_->path != document->path || !renderer_)
-        renderer_ = std::make_shared<std::shared_ptr<ingest::PdfPageRenderer>>();
+    // The same file again (a citation in the open document, perhaps read anew) keeps its layout
+    // and renders.
+    const bool opened = !document_ || document_->path != document->path ||
+                        document_->units.size() != document->units.size();
     document_ = std::move(document);
+    if (opened) {
+        queue_.open(document_->path);
+        stack_->setDocument(*document_);
+        page_box_->blockSignals(true);
+        page_box_->setMaximum(std::max<int>(1, static_cast<int>(document_->units.size())));
+        page_box_->blockSignals(false);
+    }
     const int n = static_cast<int>(document_->units.size());
+    if (opened) layoutPages();
     if (n == 0) {
         page_ = -1;
-        canvas_->setImage({});
-        canvas_->setPlaceholder(tr("%1 has no pages.").arg(QString::fromStdString(document_->path)));
+        box_.reset();
         return;
     }
     page_ = std::clamp(page, 0, n - 1);
     box_ = box;
-    if (side_->isVisible()) {
+    stack_->setHighlight(page_, box_);
+    if (side_->isVisible()) {  // another document: its outline and pages
         fillOutline();
         fillPages();
-        if (page_ < pages_->count()) {
-            const QSignalBlocker block(pages_);
-            pages_->setCurrentRow(page_);
-            pages_->scrollToItem(pages_->item(page_));
-        }
+    }
+    if (!box_) {
+        // The page's top, with half the gap above it in view.
+        anchor_ = Anchor{page_, {0.5, 0.0}, {0.5, 0.0}, {0.0, PdfPageStack::kGap / 2.0}};
+    } else if (opened || !highlightInView()) {
+        // The highlight's centre a third down the viewport.
+        anchor_ = Anchor{page_,
+                         {(box_->x0 + box_->x1) / 2.0, (box_->y0 + box_->y1) / 2.0},
+                         {0.5, 1.0 / 3.0},
+                         {}};
+    } else {
+        anchor_ = anchorAt(page_, {0.5, 0.0}, {0.0, 0.0});  // in view already: the view stays
+    }
+    applyAnchor();
+    updateWindow();
+    setCurrentPage(page_);
+}
+
+// The current page is `page` now: the page box, its label, the thumbnails and the caption follow.
+void PdfView::setCurrentPage(int page) {
+    page_ = page;
+    if (!document_ || page_ < 0 || page_ >= static_cast<int>(document_->units.size())) return;
+    const int n = static_cast<int>(document_->units.size());
+    if (side_->isVisible() && page_ < pages_->count()) {
+        const QSignalBlocker block(pages_);
+        pages_->setCurrentRow(page_);
+        pages_->scrollToItem(pages_->item(page_));
     }
     page_box_->blockSignals(true);
-    page_box_->setMaximum(std::max(1, n));
     page_box_->setValue(page_ + 1);
     page_box_->blockSignals(false);
     // The physical page number in the box; the printed label ("p. 66") beside it when it differs.
@@ -241,7 +295,88 @@ void PdfView::showPage(std::shared_ptr<const doc::Document> document, int page, 
                              ? tr("of %1 (p. %2)").arg(n).arg(QString::fromStdString(label))
                              : tr("of %1").arg(n));
     Q_EMIT pageChanged(page_);
-    render();
+    if (stack_->rendered(page_)) Q_EMIT pageShown(page_);
+}
+
+// The anchor of page `page` at the viewport point view_frac * size + view_px, as scrolled now.
+PdfView::Anchor PdfView::anchorAt(int page, QPointF view_frac, QPointF view_px) const {
+    Anchor a;
+    a.page = page;
+    a.view_frac = view_frac;
+    a.view_px = view_px;
+    const QRect r = stack_->pageRect(page);
+    if (r.isEmpty()) return a;
+    const QSize v = scroll_->viewport()->size();
+    const QPointF at(
+        view_frac.x() * v.width() + view_px.x() + scroll_->horizontalScrollBar()->value(),
+        view_frac.y() * v.height() + view_px.y() + scroll_->verticalScrollBar()->value());
+    a.on_page = {(at.x() - r.x()) / r.width(), (at.y() - r.y()) / r.height()};
+    return a;
+}
+
+void PdfView::applyAnchor() {
+    const QRect r = stack_->pageRect(anchor_.page);
+    if (r.isEmpty()) return;
+    const QSize v = scroll_->viewport()->size();
+    const QPointF on_stack(r.x() + anchor_.on_page.x() * r.width(),
+                           r.y() + anchor_.on_page.y() * r.height());
+    const QPointF in_view(anchor_.view_frac.x() * v.width() + anchor_.view_px.x(),
+                          anchor_.view_frac.y() * v.height() + anchor_.view_px.y());
+    // The stack is never narrower than the viewport and starts at its top: scroll values are
+    // stack coordinates of the viewport's top left.
+    scroll_->horizontalScrollBar()->setValue(
+        static_cast<int>(std::lround(on_stack.x() - in_view.x())));
+    scroll_->verticalScrollBar()->setValue(
+        static_cast<int>(std::lround(on_stack.y() - in_view.y())));
+}
+
+bool PdfView::highlightInView() const {
+    const QRect h = stack_->highlightRect();
+    if (h.isEmpty()) return false;
+    const QRect view(
+        QPoint(scroll_->horizontalScrollBar()->value(), scroll_->verticalScrollBar()->value()),
+        scroll_->viewport()->size());
+    return view.contains(h);
+}
+
+// The pages near the viewport get (or keep) their renders; the others let theirs go.
+void PdfView::updateWindow() {
+    if (!document_ || page_ < 0) return;
+    const int top = scroll_->verticalScrollBar()->value();
+    stack_->setWindow(top, top + scroll_->viewport()->height(), page_);
+}
+
+// The user scrolled: the current page is the one covering most of the viewport, and the reading
+// position is where the viewport's top now meets it. The slider's position is already the new
+// one (the value follows right after this signal).
+void PdfView::followScroll() {
+    if (!document_ || stack_->pageCount() == 0) return;
+    const int top = scroll_->verticalScrollBar()->sliderPosition();
+    const int page = stack_->mostVisiblePage(top, scroll_->viewport()->height());
+    if (page < 0) return;
+    const QRect r = stack_->pageRect(page);
+    const double x =
+        scroll_->horizontalScrollBar()->sliderPosition() + scroll_->viewport()->width() / 2.0;
+    anchor_ =
+        Anchor{page, {(x - r.x()) / r.width(), double(top - r.y()) / r.height()}, {0.5, 0.0}, {}};
+    if (page != page_) setCurrentPage(page);
+}
+
+// Lays the pages out at the zoom (recomputed when fitting the width).
+void PdfView::layoutPages() {
+    const int vw = scroll_->viewport()->width();
+    if (fit_width_) zoom_ = (vw - 2 * PdfPageStack::kMargin) / stack_->widestPagePoints();
+    zoom_ = std::min(std::max(zoom_, kMinZoom), stack_->maxZoom());
+    zoom_label_->setText(QStringLiteral("%1%").arg(static_cast<int>(std::lround(zoom_ * 100))));
+    stack_->setZoom(zoom_, vw);
+}
+
+// Lays the pages out and restores the reading position.
+void PdfView::relayout() {
+    layoutPages();
+    if (!document_ || page_ < 0) return;
+    applyAnchor();
+    updateWindow();
 }
 
 void PdfView::fillOutline() {
@@ -293,29 +428,17 @@ void PdfView::renderVisibleThumbnails() {
     first = std::max(0, first - 2);
     last = std::min(pages_->count() - 1, last + 4);
     const std::string path = document_->path;
-    auto renderer = renderer_;
     for (int p = first; p <= last; ++p) {
         if (thumb_asked_[static_cast<size_t>(p)]) continue;
         thumb_asked_[static_cast<size_t>(p)] = true;
         const doc::Unit& u = document_->units[static_cast<size_t>(p)];
         const double width_pt = u.width > 0 ? u.width : 612.0;
         const int dpi = std::max(6, static_cast<int>(96.0 * 72.0 / width_pt));  // ~96 px wide
-        auto* watcher = new QFutureWatcher<QImage>(this);
-        connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, p, path] {
-            watcher->deleteLater();
-            const QImage img = watcher->future().result();
+        // On the GUI thread, after the worker rendered it (after the page renders asked before).
+        queue_.render(p, dpi, [this, p, path](const QImage& img, const QString&) {
             if (img.isNull() || pages_for_ != path || p >= pages_->count()) return;
             pages_->item(p)->setIcon(QIcon(QPixmap::fromImage(img)));
         });
-        // Runs on pool_'s single thread, after the page render queued before it.
-        watcher->setFuture(QtConcurrent::run(&pool_, [renderer, path, p, dpi]() -> QImage {
-            try {
-                if (!*renderer) *renderer = std::make_shared<ingest::PdfPageRenderer>(path);
-                return (*renderer)->render(p, dpi);
-            } catch (const std::exception&) {
-                return {};
-            }
-        }));
     }
 }
 
@@ -370,45 +493,59 @@ void PdfView::findPrevious() {
 }
 
 bool PdfView::eventFilter(QObject* watched, QEvent* event) {
-    if (watched == scroll_->viewport() && event->type() == QEvent::Wheel) {
-        auto* w = static_cast<QWheelEvent*>(event);
-        if (w->modifiers() & Qt::ControlModifier) {
-            const int dy = w->angleDelta().y();
-            if (dy != 0) zoomAt(dy > 0 ? 1.25 : 1 / 1.25, w->position().toPoint());
-            return true;
+    if (watched == scroll_->viewport()) {
+        if (event->type() == QEvent::Wheel) {
+            auto* w = static_cast<QWheelEvent*>(event);
+            if (w->modifiers() & Qt::ControlModifier) {
+                const int dy = w->angleDelta().y();
+                if (dy != 0) zoomAt(dy > 0 ? 1.25 : 1 / 1.25, w->position().toPoint());
+                return true;
+            }
+        } else if (event->type() == QEvent::Resize) {
+            relayout();
         }
     }
     return QWidget::eventFilter(watched, event);
 }
 
+void PdfView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    relayout();  // the sizes are known now: the reading position laid out while hidden comes back
+}
+
+// The page point under the pointer stays under it.
 void PdfView::zoomAt(double factor, const QPoint& viewport_pos) {
     if (!document_ || page_ < 0) return;
-    // The page point under the pointer, as a fraction of the canvas, stays under it after the render.
-    const QPoint on_canvas = canvas_->mapFrom(scroll_->viewport(), viewport_pos);
-    const QSize size = canvas_->size();
-    if (size.width() > 0 && size.height() > 0)
-        zoom_anchor_ = std::make_pair(QPointF(double(on_canvas.x()) / size.width(), double(on_canvas.y()) / size.height()),
-                                      viewport_pos);
+    const int y = scroll_->verticalScrollBar()->value() + viewport_pos.y();
+    const int page = std::max(0, stack_->pageAt(y));
+    anchor_ = anchorAt(page, {0.0, 0.0}, QPointF(viewport_pos));
     fit_width_ = false;
-    zoom_ = std::clamp(zoom_ * factor, 0.2, 8.0);
-    render();
+    zoom_ *= factor;
+    relayout();
+    // Zoomed around a point of another page, the current one may have left the view.
+    const int top = scroll_->verticalScrollBar()->value();
+    const QRect r = stack_->pageRect(page_);
+    if (r.bottom() < top || r.top() >= top + scroll_->viewport()->height()) {
+        const int now = stack_->mostVisiblePage(top, scroll_->viewport()->height());
+        if (now >= 0) setCurrentPage(now);
+    }
 }
 
 void PdfView::zoomIn() {
     fit_width_ = false;
     zoom_ = std::min(zoom_ * 1.25, 8.0);
-    render();
+    relayout();
 }
 
 void PdfView::zoomOut() {
     fit_width_ = false;
-    zoom_ = std::max(zoom_ / 1.25, 0.2);
-    render();
+    zoom_ = std::max(zoom_ / 1.25, kMinZoom);
+    relayout();
 }
 
 void PdfView::fitWidth() {
     fit_width_ = true;
-    render();
+    relayout();
 }
 
 void PdfView::nextPage() {
@@ -417,83 +554,6 @@ void PdfView::nextPage() {
 
 void PdfView::previousPage() {
     if (document_ && page_ > 0) showPage(document_, page_ - 1, std::nullopt);
-}
-
-void PdfView::resizeEvent(QResizeEvent* event) {
-    QWidget::resizeEvent(event);
-    if (fit_width_ && document_ && page_ >= 0) render();
-}
-
-void PdfView::render() {
-    if (!document_ || page_ < 0 || page_ >= static_cast<int>(document_->units.size())) return;
-    const doc::Unit& u = document_->units[static_cast<size_t>(page_)];
-    const double width_pt = u.width > 0 ? u.width : 612.0;
-    if (fit_width_) {
-        const int avail = scroll_->viewport()->width() - 24;
-        zoom_ = std::clamp(avail / width_pt, 0.2, 8.0);
-    }
-    zoom_label_->setText(QStringLiteral("%1%").arg(static_cast<int>(std::lround(zoom_ * 100))));
-    const double dpr = devicePixelRatioF();
-    const int dpi = std::max(18, static_cast<int>(std::lround(72.0 * zoom_ * dpr)));
-    const quint64 request = ++request_;
-    const int page = page_;
-    const std::string path = document_->path;
-    auto renderer = renderer_;
-    auto* watcher = new QFutureWatcher<RenderResult>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, request, page, dpr] {
-        watcher->deleteLater();
-        if (request != request_) return;                     // a newer request is on its way
-        RenderResult r = watcher->future().result();
-        r.image.setDevicePixelRatio(dpr);
-        rendered(page, r.image, r.error);
-    });
-    // Runs on pool_'s single thread; never touches widgets.
-    watcher->setFuture(QtConcurrent::run(&pool_, [renderer, path, page, dpi]() -> RenderResult {
-        RenderResult r;
-        try {
-            if (!*renderer) *renderer = std::make_shared<ingest::PdfPageRenderer>(path);
-            r.image = (*renderer)->render(page, dpi);
-            if (r.image.isNull()) r.error = QString::fromStdString(path) + QStringLiteral(": page %1 did not render").arg(page + 1);
-        } catch (const std::exception& e) {
-            r.error = QString::fromUtf8(e.what());
-        }
-        return r;
-    }));
-}
-
-void PdfView::rendered(int page, const QImage& image, const QString& error) {
-    if (!error.isEmpty()) {
-        canvas_->setImage({});
-        canvas_->setPlaceholder(error);
-        canvas_->resize(scroll_->viewport()->size());
-        Q_EMIT renderFailed(error);
-        return;
-    }
-    canvas_->setImage(image);
-    canvas_->setHighlight(box_);
-    canvas_->resize(canvas_->sizeHint());
-    rendered_page_ = page;
-    if (zoom_anchor_) {
-        const auto [frac, at] = *zoom_anchor_;
-        zoom_anchor_.reset();
-        const QSize size = canvas_->size();
-        // The canvas is laid out by the scroll area (centred when narrower than the viewport).
-        scroll_->horizontalScrollBar()->setValue(static_cast<int>(frac.x() * size.width()) - at.x());
-        scroll_->verticalScrollBar()->setValue(static_cast<int>(frac.y() * size.height()) - at.y());
-    } else {
-        scrollToHighlight();
-    }
-    Q_EMIT pageShown(page);
-}
-
-void PdfView::scrollToHighlight() {
-    const QRect h = canvas_->highlightRect();
-    if (h.isEmpty()) {
-        scroll_->verticalScrollBar()->setValue(0);
-        return;
-    }
-    scroll_->ensureVisible(h.center().x(), h.center().y(), scroll_->viewport()->width() / 2 - 10,
-                           scroll_->viewport()->height() / 3);
 }
 
 }  // namespace sl::desktop

@@ -1,21 +1,23 @@
-// The PDF page view: one page at a time in a scroll area, zoom (fit width, in, out, Ctrl+wheel
-// around the pointer), page navigation, a side panel (Contents) with the outline tree and the
-// page thumbnails (rendered as they scroll into view, on the render thread), find in the
+// The PDF view: the pages stacked in one scroll area (continuous mode, PdfPageStack), the current
+// page following the scroll position (the page covering most of the viewport), zoom (fit width,
+// in, out, Ctrl+wheel around the pointer) keeping the reading position, page navigation (Page
+// Up / Down, the page box, the outline, the thumbnails) to page tops, a side panel (Contents)
+// with the outline tree and the page thumbnails (rendered as they scroll into view), find in the
 // document (Ctrl+F: hits counted, Enter / F3 to the next, the line highlighted), and the cited
-// region highlighted and scrolled into view. Pages are rendered on
-// demand by ingest's PdfPageRenderer on a single worker thread (it is not thread-safe; one pool
-// thread serialises its use); the GUI thread only paints the resulting QImage.
+// region highlighted and scrolled into view. Pages and thumbnails are rendered by one
+// PdfRenderQueue (a single worker thread; ingest's PdfPageRenderer is not thread-safe) only as
+// they come near the viewport; the worker never touches widgets, the GUI thread paints the
+// resulting QImages. GUI thread only.
 #pragma once
 
-#include <QFutureWatcher>
-#include <QImage>
-#include <QThreadPool>
+#include <QPointF>
 #include <QWidget>
 
 #include <memory>
 #include <optional>
 
 #include "app/desktop/document_search.h"
+#include "app/desktop/pdf_render_queue.h"
 #include "core/document/document.h"
 
 class QLabel;
@@ -29,13 +31,10 @@ class QTreeWidget;
 class QSpinBox;
 class QToolButton;
 
-namespace sl::ingest {
-class PdfPageRenderer;
-}
-
 namespace sl::desktop {
 
 class HighlightCanvas;
+class PdfPageStack;
 
 class PdfView : public QWidget {
     Q_OBJECT
@@ -44,14 +43,20 @@ public:
     explicit PdfView(QWidget* parent = nullptr);
     ~PdfView() override;
 
-    // Shows `page` (0-based) of `document`, highlighting `box` (normalized) and scrolling to it.
+    // Makes `page` (0-based) of `document` the current page: scrolls to its top or, with `box`
+    // (normalized), highlights that region and scrolls it into view (where it is not already).
     void showPage(std::shared_ptr<const doc::Document> document, int page, std::optional<doc::BBox> box);
 
     int currentPage() const { return page_; }
     std::optional<doc::BBox> highlight() const;
-    double zoom() const { return zoom_; }     // 1.0 = 72 dpi; fit width recomputes it
-    bool rendered() const { return rendered_page_ == page_ && page_ >= 0; }
-    HighlightCanvas* canvas() const { return canvas_; }
+    double zoom() const { return zoom_; }  // 1.0 = 72 dpi; fit width recomputes it
+    bool rendered() const;                 // the current page shows its render at this zoom
+    // The current page's canvas (its render and highlight); null when no page is shown.
+    HighlightCanvas* canvas() const;
+    PdfPageStack* pageStack() const { return stack_; }
+    QScrollArea* scrollArea() const { return scroll_; }
+    int heldImages() const;  // page renders held (thumbnails aside)
+    int rendersDone() const { return queue_.rendersDone(); }  // renders made, thumbnails included
 
     // Find: opens the find bar with `text` (empty: as it was) and goes to the first hit at or
     // after the current page. hitCount() / currentHit() (0-based, -1: none) say where it is.
@@ -77,13 +82,28 @@ Q_SIGNALS:
     void renderFailed(const QString& message);
 
 protected:
-    void resizeEvent(QResizeEvent* event) override;
-    bool eventFilter(QObject* watched, QEvent* event) override;  // Ctrl+wheel on the page
+    void showEvent(QShowEvent* event) override;
+    // On the viewport: Ctrl+wheel zooms; a resize lays the pages out again.
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    void render();
-    void rendered(int page, const QImage& image, const QString& error);
-    void scrollToHighlight();
+    // The reading position: the point `on_page` of page `page` (fractions of its size; may lie
+    // outside [0, 1]) shows at `view_frac` of the viewport's size plus `view_px` pixels. Set by
+    // navigation, zoom and the user's scrolling; restored after every layout (zoom, resize, show).
+    struct Anchor {
+        int page = 0;
+        QPointF on_page;
+        QPointF view_frac;
+        QPointF view_px;
+    };
+    void setCurrentPage(int page);
+    void layoutPages();
+    void relayout();
+    void applyAnchor();
+    void updateWindow();
+    void followScroll();
+    Anchor anchorAt(int page, QPointF view_frac, QPointF view_px) const;
+    bool highlightInView() const;
     void runSearch();
     void goToHit(int i);
     void fillOutline();
@@ -92,19 +112,17 @@ private:
     void zoomAt(double factor, const QPoint& viewport_pos);
 
     std::shared_ptr<const doc::Document> document_;
-    // The open document for renders; the holder is replaced on the GUI thread when the document
-    // changes, its content is created and used only on pool_'s thread.
-    std::shared_ptr<std::shared_ptr<ingest::PdfPageRenderer>> renderer_;
-    QThreadPool pool_;
+    // Renders pages and thumbnails on its worker. A member, so it is gone (its worker joined)
+    // before the child widgets whose callbacks it runs.
+    PdfRenderQueue queue_;
     int page_ = -1;
-    int rendered_page_ = -1;
     double zoom_ = 1.0;
     bool fit_width_ = true;
-    quint64 request_ = 0;
     std::optional<doc::BBox> box_;
+    Anchor anchor_;
 
     QScrollArea* scroll_;
-    HighlightCanvas* canvas_;
+    PdfPageStack* stack_;
     QSpinBox* page_box_;
     QLabel* page_count_;
     QLabel* zoom_label_;
@@ -122,8 +140,6 @@ private:
     std::vector<SearchHit> hits_;
     int hit_ = -1;
     std::string outline_for_;  // the document whose outline the tree shows
-    // Ctrl+wheel zoom: the point of the page (fraction of the canvas) kept under the pointer.
-    std::optional<std::pair<QPointF, QPoint>> zoom_anchor_;
 };
 
 }  // namespace sl::desktop
