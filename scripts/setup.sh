@@ -38,10 +38,11 @@ apt_packages=(
   qt6-base-dev qt6-multimedia-dev libqt6sql6-sqlite libqt6svg6 qt6-qpa-plugins
   libpoppler-qt6-dev poppler-utils qpdf qt6-image-formats-plugins
   libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev ffmpeg
-  libzip-dev libtesseract-dev tesseract-ocr-eng
+  libzip-dev zlib1g-dev libtesseract-dev tesseract-ocr-eng
   libpocketsphinx-dev libsphinxbase-dev pocketsphinx-en-us
   libsqlite3-dev libbenchmark-dev
   xvfb xauth
+  espeak-ng
 )
 
 if [ "${SIGHTLINE_SKIP_APT:-0}" != 1 ]; then
@@ -212,6 +213,10 @@ samples=(
   "pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/transcription|samples/audio/librivox/transcription"
   "pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/fileids|samples/audio/librivox/fileids"
 )
+samples+=("pocketsphinx-testdata|usr/share/pocketsphinx/test/data/cards/cards.transcription|samples/audio/cards/cards.transcription")
+for id in 001 002 003 004 005; do
+  samples+=("pocketsphinx-testdata|usr/share/pocketsphinx/test/data/cards/$id.wav|samples/audio/cards/$id.wav")
+done
 for id in 0870 0880 0890 0920 0930; do
   samples+=("pocketsphinx-testdata|usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-$id.wav|samples/audio/librivox/sense_and_sensibility_01_austen_64kb-$id.wav")
 done

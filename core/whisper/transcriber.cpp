@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <random>
 
 #include "core/util/error.h"
 #include "core/whisper/beam_search.h"
 #include "core/whisper/log_mel.h"
+#include "core/whisper/sampling.h"
 #include "core/whisper/whisper_decoder.h"
 
 namespace sl::whisper {
@@ -80,6 +82,58 @@ bool blank(const std::string& s) {
     });
 }
 
+struct Decoded {
+    GreedyResult result;
+    double avg_logprob = 0;
+    float temperature = 0;
+    double compression_ratio = 0;
+};
+
+// faster-whisper's generate_with_fallback: each temperature in turn until a result passes.
+Decoded decode_with_fallback(WhisperDecoder& decoder, const WhisperTokenizer& tokenizer,
+                             const std::vector<int>& prompt, const GreedyOptions& gopt,
+                             const TranscribeOptions& options, std::mt19937_64& rng,
+                             ThreadPool& pool, int& fallbacks) {
+    std::vector<float> temperatures = options.temperatures;
+    if (temperatures.empty()) temperatures.push_back(0.0f);
+    std::vector<Decoded> all, below_cr;
+    for (size_t i = 0; i < temperatures.size(); ++i) {
+        const float t = temperatures[i];
+        if (i > 0) ++fallbacks;
+        Decoded d;
+        d.temperature = t;
+        d.result = t > 0.0f ? sample_decode(decoder, prompt, gopt, t, std::max(1, options.best_of),
+                                            rng, pool)
+                            : decode(decoder, prompt, gopt, pool);
+        d.avg_logprob =
+            d.result.sum_logprob / static_cast<double>(d.result.tokens.size() + 1);
+        std::string text = tokenizer.decode_text(d.result.tokens);
+        const size_t b = text.find_first_not_of(" \t\n\r\f\v");
+        const size_t e = text.find_last_not_of(" \t\n\r\f\v");
+        d.compression_ratio =
+            b == std::string::npos ? 0.0 : compression_ratio(std::string_view(text).substr(b, e - b + 1));
+        bool needs_fallback = false;
+        if (options.compression_ratio_threshold > 0 &&
+            d.compression_ratio > options.compression_ratio_threshold)
+            needs_fallback = true;
+        else
+            below_cr.push_back(d);
+        if (d.avg_logprob < options.log_prob_threshold) needs_fallback = true;
+        // Silence: no fallback (the window is skipped).
+        if (d.result.no_speech_prob > options.no_speech_threshold &&
+            d.avg_logprob < options.log_prob_threshold)
+            needs_fallback = false;
+        if (!needs_fallback) return d;
+        all.push_back(std::move(d));
+    }
+    const std::vector<Decoded>& pool_of = below_cr.empty() ? all : below_cr;
+    Decoded best = *std::max_element(
+        pool_of.begin(), pool_of.end(),
+        [](const Decoded& a, const Decoded& b) { return a.avg_logprob < b.avg_logprob; });
+    best.temperature = temperatures.back();  // as faster-whisper: the last temperature tried
+    return best;
+}
+
 }  // namespace
 
 Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokenizer,
@@ -128,6 +182,7 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
     gopt.max_initial_timestamp_index =
         static_cast<int>(std::lround(options.max_initial_timestamp / kTimePrecision));
 
+    std::mt19937_64 rng(options.seed);
     int lang_token = -1;               // multilingual models: the language's token, once known
     double last_speech_timestamp = 0;  // word timing: where the speech heard so far ended
     int seek = 0;
@@ -177,8 +232,10 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
         }
         if (!options.timestamps) prompt.push_back(tk.no_timestamps);
 
-        const GreedyResult r = decode(decoder, prompt, gopt, pool);
-        const double avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
+        const Decoded dec = decode_with_fallback(decoder, tokenizer, prompt, gopt, options, rng,
+                                                 pool, out.fallbacks);
+        const GreedyResult& r = dec.result;
+        const double avg_logprob = dec.avg_logprob;
         const bool skip = r.no_speech_prob > options.no_speech_threshold &&
                           !(avg_logprob > options.log_prob_threshold);
         if (skip) {
@@ -207,11 +264,13 @@ Transcript transcribe(const WhisperModel& model, const WhisperTokenizer& tokeniz
                 std::string text = tokenizer.decode_text(s.tokens);
                 if (s.start == s.end || blank(text)) continue;
                 all_tokens.insert(all_tokens.end(), s.tokens.begin(), s.tokens.end());
-                out.segments.push_back(TranscriptSegment{s.start, s.end, std::move(text),
-                                                         std::move(s.tokens), avg_logprob,
-                                                         r.no_speech_prob, std::move(s.words)});
+                out.segments.push_back(TranscriptSegment{
+                    s.start, s.end, std::move(text), std::move(s.tokens), avg_logprob,
+                    r.no_speech_prob, dec.temperature, dec.compression_ratio, std::move(s.words)});
             }
-            if (!options.condition_on_previous_text) prompt_reset_since = all_tokens.size();
+            if (!options.condition_on_previous_text ||
+                dec.temperature > options.prompt_reset_on_temperature)
+                prompt_reset_since = all_tokens.size();
         }
         if (options.progress &&
             !options.progress(

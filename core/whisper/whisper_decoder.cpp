@@ -9,6 +9,7 @@
 #include "core/util/error.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/gemm_f32.h"
+#include "kernels/cpu/gemm_s8.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 
@@ -240,6 +241,21 @@ void WhisperDecoder::forward(std::span<const int> tokens, std::span<const int> l
     for (int64_t r = 0; r < R; ++r)
         std::copy_n(x + logit_rows[static_cast<size_t>(r)] * d, d, hn + r * d);
     WhisperModel::layer_norm(hn, R, d, model_.decoder_norm(), pool);
+    if (model_.int8()) {
+        // int8 rows: every requested row at once, the vocabulary split across the pool in panels.
+        const kernels::S8Weights& w = model_.token_embedding_s8();
+        std::vector<uint8_t> hq(static_cast<size_t>(kernels::s8_row_bytes(d) * R));
+        std::vector<float> hs(static_cast<size_t>(R));
+        kernels::quantize_tokens(hn, d, R, d, hq.data(), hs.data());
+        pool.parallel_for(
+            c.n_vocab,
+            [&](int64_t c0, int64_t c1, int) {
+                kernels::gemm_s8(hq.data(), hs.data(), R, w, nullptr, logits.data(), c.n_vocab, c0,
+                                 c1);
+            },
+            kernels::kS8Panel);
+        return;
+    }
     if (!model_.token_embedding_q8().empty()) {
         // Q8_0: all rows at once, vocabulary rows spread over the pool.
         const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, d);

@@ -35,8 +35,9 @@ std::vector<float> vec(const Ct2Model& f, const std::string& name, int64_t n) {
 
 // A linear layer; the first `scaled_rows` output rows (weights and bias) multiplied by `scale`:
 // the attention's 1 / sqrt(head_dim) folded into the query projection.
+// With `int8`, the weights are kept as int8 rows (gemm_s8) instead of packed f32 panels.
 Linear linear(const Ct2Model& f, const std::string& prefix, int64_t out, int64_t in,
-              int64_t scaled_rows = 0, float scale = 1.0f) {
+              int64_t scaled_rows = 0, float scale = 1.0f, bool int8 = false) {
     const std::string wname = prefix + "/weight";
     f.get(wname, Shape{u(out), u(in)});
     std::vector<float> w = f.to_f32(wname);
@@ -50,6 +51,10 @@ Linear linear(const Ct2Model& f, const std::string& prefix, int64_t out, int64_t
     for (int64_t r = 0; r < scaled_rows; ++r) {
         for (int64_t k = 0; k < in; ++k) w[static_cast<size_t>(r * in + k)] *= scale;
         l.b[static_cast<size_t>(r)] *= scale;
+    }
+    if (int8) {
+        l.s8 = kernels::quantize_weights(w.data(), in, out, in);
+        return l;
     }
     l.wp.resize(kernels::packed_size(out, in));
     kernels::pack_panels(w.data(), out, in, l.wp.data());
@@ -242,6 +247,8 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
     expect_flag(f, "decoder/scale_embeddings", 0, "unscaled embeddings");
     m.tok_ = WhisperTokens::for_vocab(c.n_vocab);
 
+    // int8 only where the product has a vector tier: the reference tier would be slower than f32.
+    const bool int8 = options.int8 && kernels::s8_gemm_fast();
     m.conv1_ = conv(f, "encoder/conv1", d, c.n_mels);
     m.conv2_ = conv(f, "encoder/conv2", d, d);
     f.get("encoder/position_encodings/encodings", Shape{u(c.n_audio_ctx), u(d)});
@@ -252,18 +259,25 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         const std::string p = "encoder/layer_" + std::to_string(L);
         EncoderLayer l;
         l.ln_attn = norm(f, p + "/self_attention/layer_norm", d);
-        l.qkv = linear(f, p + "/self_attention/linear_0", 3 * d, d, d, enc_scale);
-        l.out = linear(f, p + "/self_attention/linear_1", d, d);
+        l.qkv = linear(f, p + "/self_attention/linear_0", 3 * d, d, d, enc_scale, int8);
+        l.out = linear(f, p + "/self_attention/linear_1", d, d, 0, 1.0f, int8);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
-        l.up = linear(f, p + "/ffn/linear_0", c.n_ffn, d);
-        l.down = linear(f, p + "/ffn/linear_1", d, c.n_ffn);
+        l.up = linear(f, p + "/ffn/linear_0", c.n_ffn, d, 0, 1.0f, int8);
+        l.down = linear(f, p + "/ffn/linear_1", d, c.n_ffn, 0, 1.0f, int8);
         m.enc_layers_.push_back(std::move(l));
     }
     m.enc_ln_ = norm(f, "encoder/layer_norm", d);
 
     f.get("decoder/embeddings/weight", Shape{u(c.n_vocab), u(d)});
     m.tok_emb_ = f.to_f32("decoder/embeddings/weight");
-    if (options.q8_decoder) {
+    if (int8) {
+        m.tok_emb_s8_ = kernels::quantize_weights(m.tok_emb_.data(), d, c.n_vocab, d);
+        // The input embeddings as the int8 rows say (CTranslate2 looks them up from the same
+        // int8 table), so the tied input and output see one set of weights.
+        for (int64_t v = 0; v < c.n_vocab; ++v)
+            for (int64_t k = 0; k < d; ++k)
+                m.tok_emb_[static_cast<size_t>(v * d + k)] = kernels::s8_weight(m.tok_emb_s8_, v, k);
+    } else if (options.q8_decoder) {
         if (d % kernels::kQK8_0 != 0)
             throw FormatError(f.name() + ": d_model " + std::to_string(d) +
                               " is not a multiple of 32 (Q8_0)");
@@ -279,12 +293,12 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
     for (int L = 0; L < c.n_text_layers; ++L) {
         const std::string p = "decoder/layer_" + std::to_string(L);
         DecoderLayer l;
-        // Per-token linears (Q8_0 when asked); cross_kv runs once per window over 1500 rows and
-        // stays f32.
+        // Per-token linears (int8 or Q8_0 when asked); cross_kv runs once per window over 1500
+        // rows and is int8 with the rest, f32 otherwise.
         auto per_token = [&](const std::string& name, int64_t out_dim, int64_t in_dim,
                              int64_t scaled_rows = 0) {
-            Linear l0 = linear(f, p + name, out_dim, in_dim, scaled_rows, dec_scale);
-            return options.q8_decoder
+            Linear l0 = linear(f, p + name, out_dim, in_dim, scaled_rows, dec_scale, int8);
+            return options.q8_decoder && !int8
                        ? quantized(std::move(l0), f, p + name, scaled_rows, dec_scale)
                        : l0;
         };
@@ -293,7 +307,7 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         l.self_out = per_token("/self_attention/linear_1", d, d);
         l.ln_cross = norm(f, p + "/attention/layer_norm", d);
         l.cross_q = per_token("/attention/linear_0", d, d, d);
-        l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d);
+        l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d, 0, 1.0f, int8);
         l.cross_out = per_token("/attention/linear_2", d, d);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
         l.up = per_token("/ffn/linear_0", c.n_ffn, d);
@@ -348,6 +362,25 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
 
 void WhisperModel::apply(const Linear& l, const float* x, int64_t n_tokens, float* y,
                          ThreadPool& pool) {
+    if (!l.s8.empty()) {
+        // int8: each token's activations quantized once (rows spread over the pool), then the
+        // columns split across the pool in whole panels.
+        const int64_t row_bytes = kernels::s8_row_bytes(l.in);
+        std::vector<uint8_t> xq(static_cast<size_t>(row_bytes * n_tokens));
+        std::vector<float> xs(static_cast<size_t>(n_tokens));
+        pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) {
+            kernels::quantize_tokens(x + t0 * l.in, l.in, t1 - t0, l.in, xq.data() + t0 * row_bytes,
+                                     xs.data() + t0);
+        });
+        pool.parallel_for(
+            l.out,
+            [&](int64_t c0, int64_t c1, int) {
+                kernels::gemm_s8(xq.data(), xs.data(), n_tokens, l.s8, l.b.data(), y, l.out, c0,
+                                 c1);
+            },
+            kernels::kS8Panel);
+        return;
+    }
     if (!l.q8.empty()) {
         // Q8_0: activations quantized once, weight rows spread over the pool (multiples of 16).
         const size_t row_bytes = kernels::activation_row_bytes(kernels::TensorType::Q8_0, l.in);

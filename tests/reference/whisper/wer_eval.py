@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Word error rate of Sightline's speech transcription beside faster-whisper, in one run.
+
+    /work/fw-venv/bin/python tests/reference/whisper/wer_eval.py --cli build/ci/app/sightline-cli
+
+Sets (each file has a reference transcript):
+  librivox  pocketsphinx-testdata's five LibriVox clips (scripts/setup.sh installs them)
+  cards     pocketsphinx-testdata's five "cards" recordings (short commands: "ten of clubs")
+  espeak    three spoken tracks (~40 s each, over one 30 s window) that espeak-ng makes from
+            espeak_sentences.txt (our own sentences), three voices and speeds; needs espeak-ng
+Sightline: `sightline-cli ingest --json FILE` (what `add` stores: greedy with the temperature
+fallback and word times), once with the float32 model (the default) and once with
+SIGHTLINE_WHISPER_COMPUTE=int8. faster-whisper (PyPI, when importable;
+same model folder, 2 CPU threads, int8): greedy with word times (as ingest runs), and its
+defaults (beam 5, no word times), both with the temperature fallback. Text is compared after lower-casing, dropping punctuation, splitting hyphens and
+spelling out numbers up to 99. Prints one table (errors / words per set) and the seconds each
+engine spent (Sightline's include starting the CLI and loading the model for every file).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+CACHE = Path(os.environ.get("SIGHTLINE_CACHE", Path.home() / ".cache" / "sightline"))
+ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen " \
+       "fifteen sixteen seventeen eighteen nineteen".split()
+TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def spell(n: int) -> str:
+    if n < 20:
+        return ONES[n]
+    if n < 100:
+        return TENS[n // 10] + ("" if n % 10 == 0 else " " + ONES[n % 10])
+    return str(n)
+
+
+def words(text: str) -> list:
+    text = text.lower().replace("-", " ")
+    text = re.sub(r"\d+", lambda m: " " + spell(int(m.group())) + " ", text)
+    text = re.sub(r"[^a-z' ]", " ", text).replace("mr ", "mister ")
+    return text.split()
+
+
+def edit_distance(ref: list, hyp: list) -> int:
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1]
+
+
+def librivox() -> list:
+    d = CACHE / "samples" / "audio" / "librivox"
+    refs = {}
+    for line in (d / "transcription").read_text().splitlines():
+        m = re.match(r"(.*)\((.*)\)\s*$", line)
+        if m:
+            refs[m.group(2).strip()] = m.group(1).replace("<s>", "").replace("</s>", "").strip()
+    return [(wav, refs[wav.stem]) for wav in sorted(d.glob("*.wav")) if wav.stem in refs]
+
+
+def cards() -> list:
+    d = CACHE / "samples" / "audio" / "cards"
+    if not (d / "cards.transcription").exists():
+        return []
+    out = []
+    for line in (d / "cards.transcription").read_text().splitlines():
+        m = re.match(r"(.*)\((.*)\)\s*$", line)
+        if m:
+            text = m.group(1).replace("<s>", "").replace("</s>", "").strip()
+            out.append((d / (m.group(2).strip() + ".wav"), text))
+    return out
+
+
+def espeak(tmp: Path) -> list:
+    sentences = (Path(__file__).parent / "espeak_sentences.txt").read_text().split("\n")
+    sentences = [s.strip() for s in sentences if s.strip()]
+    voices = [("en-us", 160), ("en-gb", 150), ("en-us+f3", 175)]
+    out = []
+    per = (len(sentences) + len(voices) - 1) // len(voices)
+    for i, (voice, speed) in enumerate(voices):
+        text = " ".join(sentences[i * per:(i + 1) * per])
+        wav = tmp / f"espeak-{i}.wav"
+        subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(wav), text], check=True)
+        out.append((wav, text))
+    return out
+
+
+def sightline(cli: str, wav: Path, compute: str) -> str:
+    env = dict(os.environ, SIGHTLINE_WHISPER_COMPUTE=compute)
+    r = subprocess.run([cli, "ingest", "--json", str(wav)], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"{cli} ingest {wav}: {r.stderr}")
+    doc = json.loads(r.stdout)
+    return " ".join(b["text"] for u in doc["units"] for b in u["blocks"] if b.get("role") == "transcript")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=str(ROOT / "build" / "ci" / "app" / "sightline-cli"))
+    ap.add_argument("--model", default=str(CACHE / "models" / "whisper-tiny.en"))
+    ap.add_argument("--show", action="store_true", help="print each file's hypotheses")
+    args = ap.parse_args()
+    try:
+        from faster_whisper import WhisperModel
+        fw = WhisperModel(args.model, device="cpu", compute_type="int8", cpu_threads=2)
+    except ImportError:
+        fw = None
+        print("faster-whisper is not importable: its columns are left out")
+    engines = {
+        "Sightline float32": lambda wav: sightline(args.cli, wav, "float32"),
+        "Sightline int8": lambda wav: sightline(args.cli, wav, "int8"),
+    }
+    if fw:
+        def run_fw(wav, beam):
+            segments, _ = fw.transcribe(str(wav), beam_size=beam, language="en", word_timestamps=beam == 1)
+            return " ".join(s.text for s in segments)
+        engines["faster-whisper int8 greedy+words"] = lambda wav: run_fw(wav, 1)
+        engines["faster-whisper int8 beam 5"] = lambda wav: run_fw(wav, 5)
+    with tempfile.TemporaryDirectory() as tmp:
+        sets = {"librivox": librivox(), "cards": cards()}
+        try:
+            sets["espeak"] = espeak(Path(tmp))
+        except FileNotFoundError:
+            print("espeak-ng is not installed: the espeak set is left out")
+        errors = {e: {s: 0 for s in sets} for e in engines}
+        seconds = {e: 0.0 for e in engines}
+        n_words = {s: 0 for s in sets}
+        for name, files in sets.items():
+            for wav, ref in files:
+                ref_words = words(ref)
+                n_words[name] += len(ref_words)
+                for e, run in engines.items():
+                    t = time.time()
+                    hyp = run(wav)
+                    seconds[e] += time.time() - t
+                    errors[e][name] += edit_distance(ref_words, words(hyp))
+                    if args.show:
+                        print(f"{e:28s} {wav.name}: {hyp.strip()}")
+    print("%-28s" % "engine" + "".join("%18s" % s for s in sets) + "%18s%10s" % ("all", "seconds"))
+    total_words = sum(n_words.values())
+    for e in engines:
+        cells = "".join("%18s" % ("%d/%d %.1f%%" % (errors[e][s], n_words[s], 100.0 * errors[e][s] / max(1, n_words[s])))
+                        for s in sets)
+        tot = sum(errors[e].values())
+        print("%-28s" % e + cells + "%18s%10.1f" % ("%d/%d %.2f%%" % (tot, total_words, 100.0 * tot / total_words), seconds[e]))
+
+
+if __name__ == "__main__":
+    main()
