@@ -2,7 +2,7 @@
 // (kernels::gemm_s8, the activations' quantization included), one thread, the active ISA tier.
 // Shapes are Whisper tiny's: 1500 encoder positions through 384 -> 1152 (fused QKV), 384 -> 1536
 // and 1536 -> 384 (FFN); a decoded token (1 or 5 beams) through the 51,864-word output
-// projection. Counters: GFLOP/s (2 n d per token) and us per token.
+// projection. Counter: GFLOP/s (2 n d per token).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -25,9 +25,6 @@ void counters(benchmark::State& state, int64_t tokens, int64_t n, int64_t d) {
     const double flop = 2.0 * static_cast<double>(tokens * n * d);
     state.counters["GFLOP/s"] =
         benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-    state.counters["us/token"] = benchmark::Counter(
-        1e6 / static_cast<double>(tokens),
-        benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // Args: tokens, n (inputs), d (outputs).
