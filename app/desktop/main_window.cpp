@@ -358,28 +358,52 @@ void MainWindow::updateStatus() {
 
 void MainWindow::addPaths(const QStringList& paths) {
     QStringList files;
+    last_skipped_.clear();
     for (const QString& p : paths) {
         const QFileInfo fi(p);
         if (is_dir(p)) {
             // Walked by bytes: names that are not UTF-8 stay findable (byte escapes).
             QStringList inside;
             std::error_code ec;
+            const std::filesystem::path root = arg_bytes(fi.absoluteFilePath());
             for (auto it = std::filesystem::recursive_directory_iterator(
-                     arg_bytes(fi.absoluteFilePath()), std::filesystem::directory_options::skip_permission_denied, ec);
+                     root, std::filesystem::directory_options::skip_permission_denied, ec);
                  !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
                 std::error_code fe;
                 if (!it->is_regular_file(fe)) continue;
                 const QString f = decode_arg(it->path().c_str());
-                if (guess_kind(f) != FileKind::Unknown) inside << f;
+                if (guess_kind(f) != FileKind::Unknown) {
+                    inside << f;
+                    continue;
+                }
+                const QString shown = fi.fileName() + QLatin1Char('/') +
+                                      decode_arg(it->path().lexically_relative(root).c_str());
+                const QString ext = QFileInfo(f).suffix().toLower();
+                last_skipped_ << (ext.isEmpty() ? tr("%1: no extension, not a format Sightline reads").arg(shown)
+                                                : tr("%1: not a format Sightline reads (.%2)").arg(shown, ext));
             }
+            if (ec) last_skipped_ << tr("%1: %2").arg(fi.fileName(), QString::fromStdString(ec.message()));
             inside.sort();
             files << inside;
         } else {
             files << fi.absoluteFilePath();  // unknown kinds too: the reader says why it fails
         }
     }
+    last_skipped_.sort();
+    if (!last_skipped_.isEmpty()) {
+        // The first few by name, the rest counted (lastSkipped() has them all).
+        QStringList names;
+        for (qsizetype i = 0; i < last_skipped_.size() && i < 3; ++i)
+            names << last_skipped_[i].section(QLatin1Char(':'), 0, 0);
+        QString msg = (last_skipped_.size() == 1 ? tr("Skipped 1 file Sightline does not read: ")
+                                                  : tr("Skipped %1 files Sightline does not read: ").arg(last_skipped_.size())) +
+                      names.join(QStringLiteral(", "));
+        if (last_skipped_.size() > 3) msg += tr(" and %1 more").arg(last_skipped_.size() - 3);
+        statusBar()->showMessage(msg, 15000);
+    }
     if (files.isEmpty()) {
-        statusBar()->showMessage(tr("Nothing to add: no PDFs, decks, images or videos there."), 5000);
+        if (last_skipped_.isEmpty())
+            statusBar()->showMessage(tr("Nothing to add: no documents, decks, images or media there."), 5000);
         return;
     }
     QList<quint64> ids;
@@ -426,8 +450,9 @@ void MainWindow::enqueueAll(const QList<quint64>& ids, double frames_per_minute)
 void MainWindow::addFilesDialog() {
     const QStringList files = QFileDialog::getOpenFileNames(
         this, tr("Add files"), settings_->lastDirectory(),
-        tr("Documents and media (*.pdf *.pptx *.png *.jpg *.jpeg *.webp *.tif *.tiff *.bmp *.gif *.mp4 *.mkv *.webm *.avi "
-           "*.mov *.wav *.mp3 *.flac *.ogg);;All files (*)"));
+        tr("Documents and media (*.pdf *.pptx *.docx *.txt *.md *.markdown *.html *.htm *.xhtml *.epub *.png *.jpg "
+           "*.jpeg *.webp *.tif *.tiff *.bmp *.gif *.mp4 *.mkv *.webm *.avi *.mov *.m4v *.wav *.mp3 *.flac *.ogg "
+           "*.m4a *.opus);;All files (*)"));
     if (files.isEmpty()) return;
     settings_->setLastDirectory(QFileInfo(files.front()).absolutePath());
     addPaths(files);

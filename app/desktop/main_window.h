@@ -51,8 +51,11 @@ public:
     ~MainWindow() override;
 
     // Adds files, and the readable files inside folders (recursively); shows the budget dialog
-    // first when the addition is heavy and the settings ask for it.
+    // first when the addition is heavy and the settings ask for it. Files of a folder in formats
+    // Sightline does not read are left out and said in the status bar (lastSkipped() lists them:
+    // "folder/name: why").
     void addPaths(const QStringList& paths);
+    const QStringList& lastSkipped() const { return last_skipped_; }
     // Writes the chat as a report (format by extension); reportWritten() says how it went.
     void exportReport(const QString& path);
     // Opens a citation in the viewer (what clicking it in the chat does).
@@ -112,6 +115,7 @@ private:
     MainWindowOptions options_;
     std::unique_ptr<AppSettings> settings_;
     LibraryModel* library_ = nullptr;
+    QStringList last_skipped_;  // of the last addPaths()
     IngestQueue* queue_ = nullptr;
     LibraryPane* library_pane_ = nullptr;
     ViewerPane* viewer_ = nullptr;

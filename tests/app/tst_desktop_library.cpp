@@ -1,11 +1,12 @@
 // The library pane on real files: a drop ingests a PDF to "ready", a folder drop adds only the
-// readable files inside, a broken file and an unsupported one show the reader's reason, a
+// readable files inside and says what it skipped, a broken file and an unsupported one show the reader's reason, a
 // running ingest can be cancelled and removed, and progress reaches the model while a big PDF
 // is read (on a worker; the GUI thread keeps processing events).
 #include <QApplication>
 #include <QFile>
 #include <QListView>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTest>
 
 #include "app/desktop/ingest_queue.h"
@@ -68,10 +69,28 @@ void TstDesktopLibrary::dropFolderAddsReadableFiles() {
     QVERIFY(notes.open(QIODevice::WriteOnly));
     notes.write("not a document Sightline reads\n");
     notes.close();
+    QFile readme(dir.filePath(QStringLiteral("docs/sub/README")));
+    QVERIFY(readme.open(QIODevice::WriteOnly));
+    readme.write("no extension\n");
+    readme.close();
     auto w = sl::test::make_window(dir);
     QVERIFY(sl::test::drop_files(w.get(), {dir.filePath(QStringLiteral("docs"))}));
-    QCOMPARE(w->library()->rowCount(), 1);  // the .xyz inside a folder is skipped
+    QCOMPARE(w->library()->rowCount(), 1);  // the .xyz and README inside a folder are skipped
+    // ... and said: each by its place in the dropped folder and why, the status bar naming them.
+    QCOMPARE(w->lastSkipped(),
+             QStringList({QStringLiteral("docs/notes.xyz: not a format Sightline reads (.xyz)"),
+                          QStringLiteral("docs/sub/README: no extension, not a format Sightline reads")}));
+    const QString msg = w->statusBar()->currentMessage();
+    QVERIFY2(msg.contains(QStringLiteral("Skipped 2 files")) && msg.contains(QStringLiteral("docs/notes.xyz")) &&
+                 msg.contains(QStringLiteral("docs/sub/README")),
+             qPrintable(msg));
     QTRY_COMPARE_WITH_TIMEOUT(sl::test::state_of(w->library(), copy), ItemState::Ready, 60000);
+    // A folder with nothing readable adds nothing and says what it skipped.
+    QVERIFY(QDir(dir.path()).mkpath(QStringLiteral("junk")));
+    QVERIFY(QFile::copy(dir.filePath(QStringLiteral("docs/notes.xyz")), dir.filePath(QStringLiteral("junk/a.zip"))));
+    w->addPaths({dir.filePath(QStringLiteral("junk"))});
+    QCOMPARE(w->library()->rowCount(), 1);
+    QCOMPARE(w->lastSkipped(), QStringList({QStringLiteral("junk/a.zip: not a format Sightline reads (.zip)")}));
 }
 
 void TstDesktopLibrary::brokenFileShowsReason() {
