@@ -287,4 +287,9 @@ float vec_dot(TensorType wtype, int64_t n, const void* w_row, const void* act_ro
     return out;
 }
 
+DotTileFn dot_tile_fn(TensorType wtype, Isa isa) {
+    if (isa != Isa::Avx512 || static_cast<int>(isa) > static_cast<int>(max_supported_isa())) return nullptr;
+    return avx512::dot_tile_fn(wtype);
+}
+
 }  // namespace sl::kernels

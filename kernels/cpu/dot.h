@@ -28,6 +28,14 @@ constexpr int kMaxDotTokens = 4;
 using VecDotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out,
                           size_t out_stride);
 
+// out[t * out_stride + r] = w_r · act_t for r in [0, rows), t in [0, nt): `rows` weight rows
+// (w_r = (const char*)w + r * w_stride bytes) against nt activation rows, 1 <= nt <= kMaxDotTokens.
+// A tier may offer it for types whose per-activation-block work (scale conversions) is worth
+// sharing across rows; matmul uses it where it exists, VecDotFn row by row elsewhere. Results
+// equal the VecDotFn's of the same tier.
+using DotTileFn = void (*)(int64_t n, const void* w, size_t w_stride, int rows, const void* act, size_t act_stride,
+                           int nt, float* out, size_t out_stride);
+
 // The activation format for a weight type; throws std::invalid_argument when there is none.
 TensorType vec_dot_type(TensorType wtype);
 bool can_vec_dot(TensorType wtype);
@@ -37,6 +45,8 @@ float vec_dot(TensorType wtype, int64_t n, const void* w_row, const void* act_ro
 
 // The multi-row kernel for a tier (Isa::Scalar gives the reference); nullptr when unsupported.
 VecDotFn vec_dot_fn(TensorType wtype, Isa isa);
+// The tile kernel for a tier; nullptr when the tier has none for the type.
+DotTileFn dot_tile_fn(TensorType wtype, Isa isa);
 
 namespace ref {
 VecDotFn vec_dot_fn(TensorType wtype);
@@ -47,6 +57,7 @@ VecDotFn vec_dot_fn(TensorType wtype);
 }  // namespace avx2
 namespace avx512 {
 VecDotFn vec_dot_fn(TensorType wtype);
+DotTileFn dot_tile_fn(TensorType wtype);  // dot_tile_avx512.cpp: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1
 }  // namespace avx512
 
 }  // namespace sl::kernels

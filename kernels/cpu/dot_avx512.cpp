@@ -8,46 +8,19 @@
 // use |w| x sign(y, w). Horizontal sums happen once per row, at the end.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/dot_avx512_helpers.h"
 #include "kernels/cpu/quant_common.h"
 
 namespace sl::kernels::avx512 {
 
 namespace {
 
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-
-template <typename A>
-inline const A* row(const void* act, size_t stride, int t) {
-    return reinterpret_cast<const A*>(static_cast<const char*>(act) + static_cast<size_t>(t) * stride);
-}
-
-inline __m512i load2x32(const void* a, const void* b) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(a))),
-                              _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
-}
-
-// s0 in lanes 0..7, s1 in lanes 8..15.
-inline __m512 scale2(float s0, float s1) {
-    return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
-}
-
-// Two Q4 blocks' 16 nibble bytes each -> 64 bytes 0..15: [b0 lo, b0 hi, b1 lo, b1 hi].
-inline __m512i nibbles2(const uint8_t* q0, const uint8_t* q1) {
-    const __m512i v = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)))),
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1))), 1);
-    return _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0F));
-}
-
-// One Q4 block's 16 nibble bytes -> 32 bytes 0..15: [lo, hi].
-inline __m256i nibbles1(const uint8_t* q) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
+using namespace helpers;
 
 // Signed w (|w| <= 127) times signed y, summed in groups of 4 into int32 lanes.
 inline __m512i dot_ss(__m512i aw, __mmask64 neg, __m512i y) {
@@ -61,16 +34,6 @@ inline __m256i dot_ss(__m256i w, __m256i y) {
 template <int NT>
 inline void finish(const __m512 (&acc)[NT], float* out, size_t out_stride) {
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
-}
-
-// The 32 high bits of a Q5 block as a mask (bit j: element j).
-inline uint32_t q5_bits(const uint8_t* qh) {
-    uint32_t h;
-    std::memcpy(&h, qh, sizeof h);
-    return h;
-}
-inline __mmask64 q5_bits2(const uint8_t* qh0, const uint8_t* qh1) {
-    return static_cast<__mmask64>(q5_bits(qh0)) | (static_cast<__mmask64>(q5_bits(qh1)) << 32);
 }
 
 // Weight blocks that pair with Q8_0 activations.
@@ -151,7 +114,9 @@ void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float
             const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, load2x32(y[t][ib].qs, y[t][ib + 1].qs));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), scale2(dx0 * h2f(y[t][ib].d), dx1 * h2f(y[t][ib + 1].d)),
                                      acc[t]);
-            summs[t] += mx0 * h2f(y[t][ib].s) + mx1 * h2f(y[t][ib + 1].s);
+            // Fused, block after block (as the tile kernel's lanes: dot_tile_avx512.cpp).
+            summs[t] = std::fma(mx0, h2f(y[t][ib].s), summs[t]);
+            summs[t] = std::fma(mx1, h2f(y[t][ib + 1].s), summs[t]);
         }
     }
     if (ib < nb) {
@@ -165,7 +130,7 @@ void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float
                                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][ib].qs)));
             const __m256 s = _mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * h2f(y[t][ib].d)));
             acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(s));
-            summs[t] += mx * h2f(y[t][ib].s);
+            summs[t] = std::fma(mx, h2f(y[t][ib].s), summs[t]);
         }
     }
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * os] = _mm512_reduce_add_ps(acc[t]) + summs[t];

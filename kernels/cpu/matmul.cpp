@@ -16,6 +16,9 @@ namespace {
 
 // Rows per tile: their weights stay in L1 while every token group passes over them.
 constexpr int64_t kRowTile = 8;
+// With a tile kernel (dot.h DotTileFn), which converts a token group's activation scales once per
+// call: more rows share that work (32 rows of 576 Q4_1 weights: 12 KB, still in L1).
+constexpr int64_t kTileKernelRows = 32;
 
 size_t row_bytes(TensorType type, int64_t n) {
     const TensorTypeInfo info = tensor_type_info(type);
@@ -43,18 +46,24 @@ void quantize_one(TensorType atype, const float* x, void* dst, int64_t n) {
     }
 }
 
-void rows_with(VecDotFn fn, TensorType wtype, const void* W, int64_t n, const void* Xq, int64_t n_tokens, float* Y,
-               int64_t ldy, int64_t row_begin, int64_t row_end) {
+void rows_with(VecDotFn fn, DotTileFn tile, TensorType wtype, const void* W, int64_t n, const void* Xq,
+               int64_t n_tokens, float* Y, int64_t ldy, int64_t row_begin, int64_t row_end) {
     const size_t wbytes = row_bytes(wtype, n);
     const size_t abytes = activation_row_bytes(wtype, n);
     const auto* w = static_cast<const char*>(W);
     const auto* xq = static_cast<const char*>(Xq);
     const auto ld = static_cast<size_t>(ldy);
-    for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
-        const int64_t r1 = std::min(row_end, r0 + kRowTile);
+    const int64_t row_tile = tile ? kTileKernelRows : kRowTile;
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += row_tile) {
+        const int64_t r1 = std::min(row_end, r0 + row_tile);
         for (int64_t t = 0; t < n_tokens; t += kMaxDotTokens) {
             const int nt = static_cast<int>(std::min<int64_t>(kMaxDotTokens, n_tokens - t));
             const char* act = xq + static_cast<size_t>(t) * abytes;
+            if (tile) {
+                tile(n, w + static_cast<size_t>(r0) * wbytes, wbytes, static_cast<int>(r1 - r0), act, abytes, nt,
+                     Y + static_cast<size_t>(t) * ld + r0, ld);
+                continue;
+            }
             for (int64_t r = r0; r < r1; ++r) {
                 fn(n, w + static_cast<size_t>(r) * wbytes, act, abytes, nt, Y + static_cast<size_t>(t) * ld + r, ld);
             }
@@ -85,7 +94,8 @@ void quantize_activations(TensorType wtype, const float* X, int64_t n_tokens, in
 void matmul_rows(TensorType wtype, const void* W, int64_t n, const void* Xq, int64_t n_tokens, float* Y, int64_t ldy,
                  int64_t row_begin, int64_t row_end) {
     check_n(wtype, n);
-    rows_with(vec_dot_fn(wtype, active_isa()), wtype, W, n, Xq, n_tokens, Y, ldy, row_begin, row_end);
+    const Isa isa = active_isa();
+    rows_with(vec_dot_fn(wtype, isa), dot_tile_fn(wtype, isa), wtype, W, n, Xq, n_tokens, Y, ldy, row_begin, row_end);
 }
 
 void matmul(TensorType wtype, const void* W, int64_t d, int64_t n, const float* X, int64_t n_tokens, float* Y) {

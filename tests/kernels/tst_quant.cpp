@@ -172,6 +172,7 @@ private Q_SLOTS:
     void vecDotMatchesFloat64();
     void matmulMatchesFloat64_data();
     void matmulMatchesFloat64();
+    void tileEqualsRowKernel();
     void rejectsBadInput();
     void cleanup() { set_active_isa(max_supported_isa()); }
 };
@@ -422,6 +423,40 @@ void TstQuant::matmulMatchesFloat64() {
         ref::matmul(t, w.p, d, n, x.data(), nt, yr.data());
         QVERIFY(normalized(yr, want) < 1e-5);
     }
+}
+
+void TstQuant::tileEqualsRowKernel() {
+    // The AVX-512 tile kernels (dot_tile_avx512.cpp: the activation scales converted once per
+    // tile) give the row kernels' bits: every type that has one, an odd and an even block count,
+    // tiles of 1..8 rows, 1..4 tokens.
+    if (max_supported_isa() != Isa::Avx512) QSKIP("no AVX-512 on this CPU: there are no tile kernels to check");
+    int checked = 0;
+    for (const TensorType t : kWeightTypes) {
+        const DotTileFn tile = dot_tile_fn(t, Isa::Avx512);
+        if (!tile) continue;
+        const VecDotFn rowfn = vec_dot_fn(t, Isa::Avx512);
+        for (const int64_t n : {int64_t{96}, int64_t{608}}) {
+            const int64_t d = 8;
+            const size_t wb = row_bytes(t, n), ab = activation_row_bytes(t, n);
+            Buf w(wb * d, type_align(t));
+            fill_random(t, n * d, w.p);
+            const std::vector<float> x = gaussian(static_cast<size_t>(n * 4));
+            std::vector<uint8_t> xq(ab * 4 + 4);
+            void* xqp = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(xq.data()) + 3) & ~uintptr_t{3});
+            quantize_activations(t, x.data(), 4, n, xqp);
+            for (int nt = 1; nt <= 4; ++nt)
+                for (int rows = 1; rows <= d; ++rows) {
+                    std::vector<float> a(static_cast<size_t>(4 * d), 7.0f), b(a.size(), 7.0f);
+                    tile(n, w.p, wb, rows, xqp, ab, nt, a.data(), static_cast<size_t>(d));
+                    for (int r = 0; r < rows; ++r)
+                        rowfn(n, w.p + static_cast<size_t>(r) * wb, xqp, ab, nt, b.data() + r, static_cast<size_t>(d));
+                    QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * 4) == 0,
+                             qPrintable(QStringLiteral("%1 n=%2 nt=%3 rows=%4").arg(tensor_type_info(t).name).arg(n).arg(nt).arg(rows)));
+                }
+            ++checked;
+        }
+    }
+    QCOMPARE(checked, 10);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 x two sizes
 }
 
 void TstQuant::rejectsBadInput() {
