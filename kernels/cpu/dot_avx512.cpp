@@ -150,18 +150,26 @@ void dot_q4_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
         accm[t] = _mm256_setzero_ps();
     }
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    // Lane j of permutation k picks scale 2k (j < 16) or 2k + 1 (int16 lanes of the 8 scales).
+    __m512i idx[4];
+    for (int k = 0; k < 4; ++k) {
+        alignas(64) int16_t ix[32];
+        for (int j = 0; j < 32; ++j) ix[j] = static_cast<int16_t>(2 * k + j / 16);
+        idx[k] = _mm512_load_si512(ix);
+    }
     for (int64_t i = 0; i < nb; ++i) {
-        alignas(16) uint8_t sc[16], mn[16];
-        q4k_unpack_scales(x[i].scales, sc, mn);
+        uint64_t sc, mn;
+        q4k_scale_min_words(x[i].scales, &sc, &mn);
         // Each min applies to two bsums (16 values each): m0 m0 m1 m1 ... as int16.
-        const __m128i m8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn));
+        const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn));
         const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+        const __m512i sc512 = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
         __m512i q[4], sv[4];
         for (int k = 0; k < 4; ++k) {
             const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs + 32 * k));
             q[k] = _mm512_and_si512(
                 _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1), m4);
-            sv[k] = _mm512_inserti64x4(_mm512_set1_epi16(sc[2 * k]), _mm256_set1_epi16(sc[2 * k + 1]), 1);
+            sv[k] = _mm512_permutexvar_epi16(idx[k], sc512);
         }
         const float dx = h2f(x[i].d), dmx = h2f(x[i].dmin);
         for (int t = 0; t < NT; ++t) {

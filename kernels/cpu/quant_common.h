@@ -36,9 +36,28 @@ static inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* 
     }
 }
 
+// All 8 scales and 8 mins of a Q4_K block as two little-endian words of 8 bytes (byte j: sub-block
+// j), computed four sub-blocks at a time on 32-bit words (q4k_scale_min's bit layout: the low six
+// bits of bytes 0..7 for j < 4, the nibbles of bytes 8..11 with bytes 0..7's top two bits for j >= 4).
+static inline void q4k_scale_min_words(const uint8_t* packed, uint64_t* scales8, uint64_t* mins8) {
+    uint32_t w0, w1, w2;
+    std::memcpy(&w0, packed, 4);
+    std::memcpy(&w1, packed + 4, 4);
+    std::memcpy(&w2, packed + 8, 4);
+    constexpr uint32_t k6 = 0x3f3f3f3fu, k4 = 0x0f0f0f0fu, k2 = 0x03030303u;
+    const uint32_t sc_lo = w0 & k6, mn_lo = w1 & k6;
+    const uint32_t sc_hi = (w2 & k4) | (((w0 >> 6) & k2) << 4);
+    const uint32_t mn_hi = ((w2 >> 4) & k4) | (((w1 >> 6) & k2) << 4);
+    *scales8 = static_cast<uint64_t>(sc_lo) | (static_cast<uint64_t>(sc_hi) << 32);
+    *mins8 = static_cast<uint64_t>(mn_lo) | (static_cast<uint64_t>(mn_hi) << 32);
+}
+
 // All 8 scales and 8 mins of a Q4_K block, unpacked to bytes.
 static inline void q4k_unpack_scales(const uint8_t* packed, uint8_t* scales8, uint8_t* mins8) {
-    for (int j = 0; j < 8; ++j) q4k_scale_min(j, packed, scales8 + j, mins8 + j);
+    uint64_t sc, mn;
+    q4k_scale_min_words(packed, &sc, &mn);
+    std::memcpy(scales8, &sc, 8);  // little-endian: byte j is sub-block j
+    std::memcpy(mins8, &mn, 8);
 }
 
 // The 16 signed scales (sc - 32, in -32..31) of a Q3_K block: low 4 bits from the nibbles of
