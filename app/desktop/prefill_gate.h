@@ -1,8 +1,9 @@
 // While a question is answered the background prefill stands still: the CPU is the bottleneck,
 // and the answer reads what the prefill saved so far. PrefillGate is the meeting point: an answer
 // holds it for its duration (PausingAnswerService does so around any AskService), the prefill
-// controller's worker stops at the next chunk boundary (the chunk in flight is saved and recorded
-// in the library) and starts again, resuming from the saved file, when the last hold is released.
+// controller's worker stops within the chunk in flight (at its next 256-token step; what it
+// prefilled is saved and recorded in the library) and starts again, resuming from the saved file,
+// when the last hold is released.
 //
 // Threading: every method may be called from any thread. The listener and the canceller run on
 // the thread that calls hold()/release(), under the gate's lock: they must only post work or set
@@ -22,7 +23,7 @@ namespace sl::desktop {
 class PrefillGate {
 public:
     // ---- answer side ----
-    void hold();     // pauses the prefill: cancels a running one (it stops after its chunk in flight)
+    void hold();     // pauses the prefill: cancels a running one (it stops within its chunk in flight)
     void release();  // the last release lets the prefill resume
     bool held() const;
     // Waits until no prefill runs (stopped and recorded, or none was running), at most `max`, and

@@ -83,7 +83,7 @@ public:
 
     void start();                    // background thread; resumes from the saved file when it can
     void run();                      // the same on the calling thread
-    void cancel();                   // stops after the chunk in flight, which is saved
+    void cancel();                   // stops within the chunk in flight, saving what it prefilled
     void wait();
     bool running() const;
     PrefillStatus status() const;

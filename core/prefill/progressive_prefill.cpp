@@ -144,6 +144,11 @@ void ProgressivePrefill::resume() {
     status_.note = note;
 }
 
+namespace {
+// Tokens prefilled between checks of cancel() inside a chunk (the session's default batch).
+constexpr int64_t kCancelStep = 256;
+}  // namespace
+
 void ProgressivePrefill::run() {
     running_.store(true);
     try {
@@ -162,8 +167,16 @@ void ProgressivePrefill::run() {
         while (!cancel_.load()) {
             const auto done = static_cast<int64_t>(session_.tokens().size());
             if (done >= total) break;
-            const int64_t n = std::min(step, total - done);
-            session_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(done), static_cast<size_t>(n)));
+            const int64_t n0 = std::min(step, total - done);
+            // The chunk in steps of kCancelStep tokens (the session's batches), so that cancel()
+            // stops within it: what was prefilled is saved below, a valid prefix like any other.
+            int64_t n = 0;
+            while (n < n0 && !cancel_.load()) {
+                const int64_t m = std::min(kCancelStep, n0 - n);
+                session_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(done + n), static_cast<size_t>(m)));
+                n += m;
+            }
+            if (n == 0) break;
             session_.save(path_);
             const double secs = now_seconds() - t0;
             {

@@ -9,7 +9,7 @@
 //   ProgressivePrefill p(session, stream.tokens, library_dir / "kv/context.slkv");
 //   p.on_progress = [](const PrefillStatus& s) { ... };   // prefill thread, throttled
 //   p.start();            // background thread; or p.run() on the calling thread
-//   ...; p.cancel();      // stops after the chunk in flight, which is saved first
+//   ...; p.cancel();      // stops within the chunk in flight (<= 256 tokens on), saving what it prefilled
 //   p.wait();
 //
 // A file that does not hold a prefix of `tokens` (another library state), or that Session::restore
@@ -74,7 +74,8 @@ public:
     void run();
     // Runs on a background thread. Call once.
     void start();
-    // Asks the run to stop after the chunk in flight (which is saved). Any thread.
+    // Asks the run to stop: within the chunk in flight, at the next 256-token step, after saving
+    // what the chunk prefilled so far (a valid prefix). Any thread.
     void cancel() { cancel_.store(true); }
     // Joins the background thread (no-op without one).
     void wait();

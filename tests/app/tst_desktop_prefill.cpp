@@ -14,6 +14,7 @@
 //     prefill runs answers from what is prefilled so far and shows "Read: ..." under the answer.
 #include <QDateTime>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -77,12 +78,14 @@ private Q_SLOTS:
     void controllerPausesResumesAndRestarts();
     void windowShowsProgressAndPausesWhileAnswering();
     void answersFromPartialPrefill();
+    void quitMidPrefillStopsWithinTheChunk();
 
 private:
     void storePages(const QString& dir);
 
     std::filesystem::path model_path_, pdf_path_, hello_path_;
     sl::doc::Document pages_;
+    std::vector<sl::doc::Unit> all_pages_;
 };
 
 void TstDesktopPrefill::initTestCase() {
@@ -101,6 +104,7 @@ void TstDesktopPrefill::initTestCase() {
     pages_ = sl::ingest::read_document(pdf_path_.string(), ctx);
     const std::vector<sl::doc::Unit> all = pages_.units;
     QVERIFY(all.size() > 66);
+    all_pages_ = all;
     pages_.units = {all[10], all[33]};
 }
 
@@ -328,6 +332,61 @@ void TstDesktopPrefill::answersFromPartialPrefill() {
     QVERIFY2(a.method.find("the library's prefill") != std::string::npos, a.method.c_str());
     QVERIFY(w->chat()->transcript()->toPlainText().contains(QStringLiteral("Read: ")));
     QTRY_VERIFY_WITH_TIMEOUT(w->statusPrefillText().startsWith(QStringLiteral("Context: ready")), kLong);
+}
+
+void TstDesktopPrefill::quitMidPrefillStopsWithinTheChunk() {
+    // Quitting (what Ctrl+Q does: cancelWork, then the window's destructor) while the background
+    // prefill is inside a long chunk: the chunk is cancelled, not run to its end (the issue: the
+    // process ran 20 s more while a prefill stopped). The whole context (8,192 tokens of R-intro)
+    // is one chunk; quit half a second after it starts: it stops at its next 256-token step (it
+    // ran to its end before: 44 s here), the part prefilled saved and recorded as Partial; the
+    // time the window took to go is printed.
+    QTemporaryDir tmp;
+    const QString dir = tmp.filePath(QStringLiteral("library"));
+    {
+        sl::Library lib = sl::Library::open(dir.toStdString());
+        sl::doc::Document d = pages_;
+        d.units = all_pages_;
+        sl::Library::FileInfo fi;
+        fi.path = pdf_path_.string();
+        lib.store_document(d, fi);
+    }
+    const QString ini = tmp.filePath(QStringLiteral("sightline.conf"));
+    {
+        AppSettings s(ini);
+        s.setConfirmHeavyIngest(false);
+        s.setModelPath(QString::fromStdString(model_path_.string()));
+        s.sync();
+    }
+    MainWindowOptions o;
+    o.settings_file = ini;
+    o.library_dir = dir;
+    o.prefill = small_options();
+    o.prefill.prefill.save_every = 8192;
+    o.prefill.prefill.max_tokens = 8192;
+    auto w = std::make_unique<MainWindow>(o);
+    QVERIFY(w->prefill());
+    // "Preparing" with the context's size known: its first (and only) chunk is running; progress
+    // comes at chunk ends.
+    QTRY_VERIFY_WITH_TIMEOUT(w->prefill()->progress().state == PrefillState::Preparing &&
+                                 w->prefill()->progress().total > 0,
+                             120000);
+    QCOMPARE(w->prefill()->progress().done, qint64{0});
+    QTest::qWait(500);  // half a second into a chunk of ~8,000 tokens (~30 s of work here)
+    QCOMPARE(w->prefill()->progress().done, qint64{0});
+    QElapsedTimer quit;
+    quit.start();
+    w->cancelWork();
+    w.reset();
+    const double quit_s = quit.nsecsElapsed() / 1e9;
+    qInfo("quit half a second into an 8,192-token chunk: window gone in %.2f s", quit_s);
+    // The chunk stopped at a 256-token step, what it had prefilled saved and recorded (a valid
+    // prefix), far from its end.
+    const std::vector<sl::KvCacheRecord> recs = records(dir);
+    QCOMPARE(recs.size(), size_t{1});
+    QCOMPARE(recs[0].state, sl::KvCacheState::Partial);
+    QVERIFY2(recs[0].n_tokens > 0 && recs[0].n_tokens % 256 == 0 && recs[0].n_tokens < recs[0].total_tokens,
+             qPrintable(QStringLiteral("%1 of %2").arg(recs[0].n_tokens).arg(recs[0].total_tokens)));
 }
 
 QTEST_MAIN(TstDesktopPrefill)
