@@ -22,25 +22,10 @@ namespace {
 
 using namespace helpers;
 
-// Signed w (|w| <= 127) times signed y, summed in groups of 4 into int32 lanes.
-inline __m512i dot_ss(__m512i aw, __mmask64 neg, __m512i y) {
-    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sy);
-}
-inline __m256i dot_ss(__m256i w, __m256i y) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
-}
-
 template <int NT>
 inline void finish(const __m512 (&acc)[NT], float* out, size_t out_stride) {
     for (int t = 0; t < NT; ++t) out[static_cast<size_t>(t) * out_stride] = _mm512_reduce_add_ps(acc[t]);
 }
-
-// Weight blocks that pair with Q8_0 activations.
-enum class W0 { Q8_0, Q4_0, Q5_0 };
-
-template <W0 K>
-using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
 
 // ---- Q8_0, Q4_0 and Q5_0 weights, Q8_0 activations --------------------------------------------
 template <int NT, W0 K>

@@ -1,5 +1,5 @@
 // Inline helpers shared by the AVX-512 dot kernels (dot_avx512.cpp, dot_tile_avx512.cpp): block
-// loads, nibble unpacking and scale vectors. Include only from files compiled with the AVX-512
+// loads, nibble unpacking, scale vectors, signed dots and the Q8_0-family block types. Include only from files compiled with the AVX-512
 // flags (*_avx512.cpp).
 #pragma once
 
@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include "kernels/cpu/tensor_types.h"
 
 namespace sl::kernels::avx512::helpers {
 
@@ -51,5 +54,20 @@ inline uint32_t q5_bits(const uint8_t* qh) {
 inline __mmask64 q5_bits2(const uint8_t* qh0, const uint8_t* qh1) {
     return static_cast<__mmask64>(q5_bits(qh0)) | (static_cast<__mmask64>(q5_bits(qh1)) << 32);
 }
+
+// Signed w (|w| <= 127) times signed y, summed in groups of 4 into int32 lanes.
+inline __m512i dot_ss(__m512i aw, __mmask64 neg, __m512i y) {
+    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sy);
+}
+inline __m256i dot_ss(__m256i w, __m256i y) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
+}
+
+// Weight blocks that pair with Q8_0 activations.
+enum class W0 { Q8_0, Q4_0, Q5_0 };
+
+template <W0 K>
+using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
 
 }  // namespace sl::kernels::avx512::helpers

@@ -55,18 +55,6 @@ void prepare(const void* act, size_t stride, int64_t nb, Scales& sc) {
     }
 }
 
-enum class W0 { Q8_0, Q4_0, Q5_0 };
-template <W0 K>
-using W0Block = std::conditional_t<K == W0::Q8_0, BlockQ8_0, std::conditional_t<K == W0::Q4_0, BlockQ4_0, BlockQ5_0>>;
-
-inline __m512i dot_ss(__m512i aw, __mmask64 neg, __m512i y) {
-    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), aw, sy);
-}
-inline __m256i dot_ss(__m256i w, __m256i y) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(y, w));
-}
-
 // ---- Q8_0, Q4_0, Q5_0 weights x Q8_0 activations ---------------------------------------------
 template <int NT, W0 K>
 void tile_q8_0(int64_t n, const void* wv, size_t wbytes, int rows, const void* act, size_t stride, float* out,
