@@ -140,7 +140,8 @@ void TstGemmS8::matchesReference() {
             if (j < c0 || j >= c1) QCOMPARE(got[static_cast<size_t>(t * ldy + j)], 7.0f);
     // vs the reference: the same integer sums, the same scaling: equal up to float rounding. vs
     // float64 over the dequantized operands: float rounding. vs the float product: the
-    // quantization error (int8 x int8 of uniform values: ~1 % relative RMS).
+    // quantization error (int8 x int8 of uniform values: ~1 % relative RMS; up to ~3.5 % for a
+    // single token, whose outlier of 9 coarsens its scale; a wrong sum is off by ~100 %).
     std::vector<float> g, r, deq, exact;
     for (int64_t t = 0; t < tokens; ++t)
         for (int64_t j = c0; j < c1; ++j) {
@@ -160,7 +161,7 @@ void TstGemmS8::matchesReference() {
     const double e_exact = sl::test::normalized_error(g.data(), exact.data(), g.size());
     QVERIFY2(e_ref < 1e-7, qPrintable(QStringLiteral("vs reference %1").arg(e_ref)));
     QVERIFY2(e_deq < 1e-6, qPrintable(QStringLiteral("vs dequantized %1").arg(e_deq)));
-    QVERIFY2(e_exact < 3e-2, qPrintable(QStringLiteral("vs float %1").arg(e_exact)));
+    QVERIFY2(e_exact < 8e-2, qPrintable(QStringLiteral("vs float %1").arg(e_exact)));
 }
 
 QTEST_GUILESS_MAIN(TstGemmS8)
