@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numbers>
 
 #include "core/util/error.h"
@@ -96,21 +98,39 @@ void SpanAudioSource::read(int64_t begin, int64_t n, float* out) {
 
 namespace {
 
-// Scratch and tables of one feature computation.
-struct MelWork {
-    explicit MelWork(int n_mels_) : n_mels(n_mels_) {
+// The mel filter bank for n_mels, packed for gemm_f32; built once per n_mels (under a lock),
+// read-only afterwards (the vectors never move: std::map keeps its nodes).
+const std::vector<float>& packed_filters(int n_mels) {
+    static std::mutex mutex;
+    static std::map<int, std::vector<float>> cache;
+    const std::lock_guard lock(mutex);
+    auto it = cache.find(n_mels);
+    if (it == cache.end()) {
         const std::vector<float> filters = mel_filters(n_mels);
-        packed_filters.resize(kernels::packed_size(n_mels, kNBins));
-        kernels::pack_panels(filters.data(), n_mels, kNBins, packed_filters.data());
-        frames.resize(static_cast<size_t>(kBlockFrames) * kNFft);
-        spectrum.resize(static_cast<size_t>(kBlockFrames) * kDftCols);
-        power.resize(static_cast<size_t>(kBlockFrames) * kNBins);
-        mel.resize(static_cast<size_t>(kBlockFrames) * n_mels);
+        std::vector<float> p(kernels::packed_size(n_mels, kNBins));
+        kernels::pack_panels(filters.data(), n_mels, kNBins, p.data());
+        it = cache.emplace(n_mels, std::move(p)).first;
+    }
+    return it->second;
+}
+
+// Scratch of one feature computation: `block` frames at a time (at most kBlockFrames, fewer
+// when the computation has fewer frames, so a short window does not clear 1.6 MB of scratch).
+struct MelWork {
+    MelWork(int n_mels_, int64_t frames)
+        : n_mels(n_mels_),
+          block(std::clamp<int64_t>(frames, 1, kBlockFrames)),
+          filters(packed_filters(n_mels_)) {
+        this->frames.resize(static_cast<size_t>(block) * kNFft);
+        spectrum.resize(static_cast<size_t>(block) * kDftCols);
+        power.resize(static_cast<size_t>(block) * kNBins);
+        mel.resize(static_cast<size_t>(block) * n_mels);
     }
     int n_mels;
-    std::vector<float> packed_filters;
-    std::vector<float> frames, spectrum, power, mel;  // (B, kNFft), (B, kDftCols), (B, kNBins),
-                                                      // (B, n_mels)
+    int64_t block;
+    const std::vector<float>& filters;
+    std::vector<float> frames, spectrum, power, mel;  // (block, kNFft), (block, kDftCols),
+                                                      // (block, kNBins), (block, n_mels)
 };
 
 // log10(max(mel, 1e-10)) of frames [f0, f0 + nf) of a signal of n samples, from `chunk`, its
@@ -122,8 +142,8 @@ float raw_frames(MelWork& w, std::span<const float> chunk, int64_t c0, int64_t n
     const int n_mels = w.n_mels;
     const auto c_end = c0 + static_cast<int64_t>(chunk.size());
     float max_log = -std::numeric_limits<float>::infinity();
-    for (int64_t t0 = f0; t0 < f0 + nf; t0 += kBlockFrames) {
-        const int64_t nb = std::min(kBlockFrames, f0 + nf - t0);
+    for (int64_t t0 = f0; t0 < f0 + nf; t0 += w.block) {
+        const int64_t nb = std::min(w.block, f0 + nf - t0);
         for (int64_t b = 0; b < nb; ++b) {
             float* row = w.frames.data() + b * kNFft;
             const int64_t start = (t0 + b) * kHopLength - kPad;
@@ -147,7 +167,7 @@ float raw_frames(MelWork& w, std::span<const float> chunk, int64_t c0, int64_t n
             for (int j = 0; j < kNBins; ++j)
                 p[j] = sp[2 * j] * sp[2 * j] + sp[2 * j + 1] * sp[2 * j + 1];
         }
-        kernels::gemm_f32(w.power.data(), kNBins, nb, kNBins, w.packed_filters.data(), n_mels,
+        kernels::gemm_f32(w.power.data(), kNBins, nb, kNBins, w.filters.data(), n_mels,
                           nullptr, w.mel.data(), n_mels, 0, n_mels);
         for (int64_t b = 0; b < nb; ++b) {
             for (int m = 0; m < n_mels; ++m) {
@@ -178,7 +198,7 @@ void frame_span(int64_t f0, int64_t nf, int64_t n, int64_t& c0, int64_t& c1) {
 }  // namespace
 
 LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels) {
-    MelWork w(n_mels);
+    MelWork w(n_mels, static_cast<int64_t>(audio.size()) / kHopLength);
     LogMel out;
     out.n_mels = n_mels;
     const auto n = static_cast<int64_t>(audio.size());
@@ -193,11 +213,12 @@ LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels) {
 }
 
 float log_mel_max(AudioSource& source, int n_mels) {
-    MelWork w(n_mels);
     const int64_t n = source.size();
     const int64_t frames = n / kHopLength;
     constexpr int64_t kStep = kChunkFrames;  // 30 s of frames per read
-    std::vector<float> chunk, out(static_cast<size_t>(n_mels) * kStep);
+    const int64_t step = std::min(kStep, std::max<int64_t>(frames, 1));
+    MelWork w(n_mels, step);
+    std::vector<float> chunk, out(static_cast<size_t>(n_mels) * step);
     float max_log = -std::numeric_limits<float>::infinity();
     for (int64_t f0 = 0; f0 < frames; f0 += kStep) {
         const int64_t nf = std::min(kStep, frames - f0);
@@ -205,7 +226,7 @@ float log_mel_max(AudioSource& source, int n_mels) {
         frame_span(f0, nf, n, c0, c1);
         chunk.resize(static_cast<size_t>(c1 - c0));
         source.read(c0, c1 - c0, chunk.data());
-        max_log = std::max(max_log, raw_frames(w, chunk, c0, n, f0, nf, out.data(), kStep, f0));
+        max_log = std::max(max_log, raw_frames(w, chunk, c0, n, f0, nf, out.data(), step, f0));
     }
     return max_log;
 }
@@ -218,7 +239,7 @@ LogMel log_mel_window(AudioSource& source, int64_t frame_begin, int64_t n_frames
                     std::to_string(frame_begin + n_frames) + ") outside the " +
                     std::to_string(n / kHopLength) + " frames of the audio");
     }
-    MelWork w(n_mels);
+    MelWork w(n_mels, n_frames);
     LogMel out;
     out.n_mels = n_mels;
     out.n_frames = n_frames;
