@@ -88,7 +88,8 @@ TilePlan plan_tiles(const VisionConfig& c, int width, int height, int longest_ed
     if (width <= 0 || height <= 0 || width > kMaxEdge || height > kMaxEdge)
         throw FormatError("image of " + std::to_string(width) + " x " + std::to_string(height) +
                           " pixels: sizes must be in [1, " + std::to_string(kMaxEdge) + "]");
-    const int L = longest_edge < 0 ? c.longest_edge : longest_edge;
+    // Gemma 3 takes every image as one tile (pan & scan off, as llama.cpp runs it).
+    const int L = c.gemma3() ? 0 : longest_edge < 0 ? c.longest_edge : longest_edge;
     TilePlan p;
     if (L == 0) return p;
     if (L < c.image_size || L > VisionLimits::kMaxLongestEdge)

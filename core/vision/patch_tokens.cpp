@@ -17,6 +17,8 @@ namespace {
 
 constexpr const char* kFake = "<fake_token_around_image>";
 constexpr const char* kGlobal = "<global-img>";
+constexpr const char* kGemmaStart = "<start_of_image>";
+constexpr const char* kGemmaEnd = "<end_of_image>";
 
 void text(ImageTokenLayout& l, std::string t) {
     l.pieces.push_back({ImagePiece::Kind::Text, std::move(t), -1, 0});
@@ -50,6 +52,14 @@ ImageTokenLayout image_token_layout(const VisionConfig& c, int width, int height
     l.plan = plan_tiles(c, width, height, longest_edge);
     const int T = c.tokens_per_tile();
     if (timestamp) text(l, frame_prefix(*timestamp));
+    if (c.gemma3()) {
+        text(l, "\n\n");
+        text(l, kGemmaStart);
+        embeddings(l, 0, T);
+        text(l, kGemmaEnd);
+        text(l, "\n\n");
+        return l;
+    }
     if (l.plan.rows > 0) {
         for (int r = 0; r < l.plan.rows; ++r) {
             for (int col = 0; col < l.plan.cols; ++col) {

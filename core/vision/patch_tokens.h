@@ -11,6 +11,9 @@
 //   single:  <fake_token_around_image> <global-img> <img>xT <fake_token_around_image>
 //   frames:  prefixed by the text "Frame from MM:SS:" (SmolVLM2's video prompt), which carries
 //            the frame's timestamp into the context; provenance keeps the exact time.
+// Gemma 3 layout (Gemma3Processor's full_image_sequence; T = 256 for the released models):
+//   [frame prefix] "\n\n" <start_of_image> <img>xT <end_of_image> "\n\n"
+// ("\n\n" and both markers are single tokens in Gemma 3's vocabulary).
 // Each wrapper piece is one token in SmolVLM's vocabulary (they are added tokens), so
 // image_tokens() is exact for that family. A language model whose vocabulary lacks a piece gets it
 // encoded as text (count_positions() then gives the exact number for that tokenizer).

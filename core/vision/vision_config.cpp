@@ -45,8 +45,8 @@ void validate_vision_config(const VisionConfig& c, const std::string& where) {
             fail(where, std::string(what) + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
                             std::to_string(hi) + "]");
     };
-    if (c.projector != "idefics3")
-        fail(where, "projector type '" + c.projector + "' is not supported (supported: idefics3)");
+    if (c.projector != "idefics3" && c.projector != "gemma3")
+        fail(where, "projector type '" + c.projector + "' is not supported (supported: idefics3, gemma3)");
     range("image_size", c.image_size, 1, L::kMaxImageSize);
     range("patch_size", c.patch_size, 1, L::kMaxPatchSize);
     if (c.image_size % c.patch_size)
@@ -63,7 +63,7 @@ void validate_vision_config(const VisionConfig& c, const std::string& where) {
     range("projector.scale_factor", c.scale_factor, 1, L::kMaxScale);
     if (c.grid() % c.scale_factor)
         fail(where, "patch grid " + std::to_string(c.grid()) + " is not a multiple of projector.scale_factor " +
-                        std::to_string(c.scale_factor));
+                        std::to_string(c.scale_factor) + (c.gemma3() ? " (gemma3's pool side)" : ""));
     if (static_cast<int64_t>(c.n_embd) * c.scale_factor * c.scale_factor > L::kMaxFf)
         fail(where, "pixel-shuffled width " + std::to_string(int64_t{c.n_embd} * c.scale_factor * c.scale_factor) +
                         " is too large");
@@ -76,6 +76,7 @@ void validate_vision_config(const VisionConfig& c, const std::string& where) {
     }
     if (c.n_embd_out != 0) range("projection width", c.n_embd_out, 1, L::kMaxEmbdOut);
     if (c.longest_edge != 0) range("preproc_image_size", c.longest_edge, c.image_size, L::kMaxLongestEdge);
+    if (c.gemma3() && c.longest_edge != 0) fail(where, "gemma3 images are not tiled (preproc_image_size must be 0)");
 }
 
 VisionConfig read_vision_config(const GgufFile& f) {
@@ -87,8 +88,8 @@ VisionConfig read_vision_config(const GgufFile& f) {
     const auto proj = f.get_string("clip.projector_type");
     if (!proj) fail(f.name(), "mmproj key 'clip.projector_type' is missing");
     c.projector = std::string(*proj);
-    if (c.projector != "idefics3")
-        fail(f.name(), "projector type '" + c.projector + "' is not supported (supported: idefics3)");
+    if (c.projector != "idefics3" && c.projector != "gemma3")
+        fail(f.name(), "projector type '" + c.projector + "' is not supported (supported: idefics3, gemma3)");
     if (const auto has = f.get_bool("clip.has_vision_encoder"); has && !*has)
         fail(f.name(), "clip.has_vision_encoder is false: the file has no vision tower");
     c.image_size = required_int(f, "clip.vision.image_size", 1, L::kMaxImageSize);
@@ -102,14 +103,30 @@ VisionConfig read_vision_config(const GgufFile& f) {
     c.eps = *eps;
     c.mean = rgb(f, "clip.vision.image_mean");
     c.std = rgb(f, "clip.vision.image_std");
-    c.scale_factor = required_int(f, "clip.vision.projector.scale_factor", 1, L::kMaxScale);
-    if (f.find("clip.vision.preproc_image_size"))
-        c.longest_edge = required_int(f, "clip.vision.preproc_image_size", 0, L::kMaxLongestEdge);
+    if (c.gemma3()) {
+        // llama.cpp's converter writes the pool side only when it is not Gemma 3's 4 (test models).
+        c.scale_factor = f.find("clip.vision.projector.scale_factor")
+                             ? required_int(f, "clip.vision.projector.scale_factor", 1, L::kMaxScale)
+                             : 4;
+    } else {
+        c.scale_factor = required_int(f, "clip.vision.projector.scale_factor", 1, L::kMaxScale);
+        if (f.find("clip.vision.preproc_image_size"))
+            c.longest_edge = required_int(f, "clip.vision.preproc_image_size", 0, L::kMaxLongestEdge);
+    }
     validate_vision_config(c, f.name());
     return c;
 }
 
 std::string describe(const VisionConfig& c) {
+    if (c.gemma3()) {
+        std::string s = c.projector + ": SigLIP " + std::to_string(c.n_layer) + " x " + std::to_string(c.n_embd) + " (" +
+                        std::to_string(c.n_head) + " heads, FFN " + std::to_string(c.n_ff) + "), " +
+                        std::to_string(c.image_size) + " px images of " + std::to_string(c.patch_size) + " px patches, " +
+                        std::to_string(c.scale_factor) + " x " + std::to_string(c.scale_factor) + " average pool -> " +
+                        std::to_string(c.tokens_per_tile()) + " tokens per image";
+        if (c.n_embd_out) s += " of width " + std::to_string(c.n_embd_out);
+        return s;
+    }
     std::string s = c.projector + ": SigLIP " + std::to_string(c.n_layer) + " x " + std::to_string(c.n_embd) + " (" +
                     std::to_string(c.n_head) + " heads, FFN " + std::to_string(c.n_ff) + "), " +
                     std::to_string(c.image_size) + " px tiles of " + std::to_string(c.patch_size) +

@@ -72,6 +72,19 @@ void pixel_shuffle(const float* x, int g, int D, int s, float* out) {
         }
 }
 
+void average_pool(const float* x, int g, int D, int k, float* out) {
+    const int go = g / k;
+    const float inv = 1.0f / static_cast<float>(k * k);
+    for (int i = 0; i < go; ++i)
+        for (int j = 0; j < go; ++j) {
+            float* o = out + (sz(i) * sz(go) + sz(j)) * sz(D);
+            std::fill(o, o + D, 0.0f);
+            for (int a = 0; a < k; ++a)
+                for (int b = 0; b < k; ++b) kernels::add(o, x + (sz(i * k + a) * sz(g) + sz(j * k + b)) * sz(D), D);
+            for (int d = 0; d < D; ++d) o[d] *= inv;
+        }
+}
+
 VisionEncoder::VisionEncoder(const VisionModel& model, ThreadPool& pool, VisionEncoderOptions options)
     : model_(model), pool_(pool), options_(options) {}
 
@@ -213,9 +226,21 @@ void VisionEncoder::encode_tile(const float* pixels, float* out) {
     const VisionConfig& c = model_.config;
     run_vit(pixels);
     const int s = c.scale_factor;
-    merged_.resize(sz(c.tokens_per_tile()) * sz(c.merged_width()));
-    pixel_shuffle(x_.data(), c.grid(), c.n_embd, s, merged_.data());
-    linear(model_.weights.proj, merged_.data(), c.tokens_per_tile(), out, pool_, quant_);
+    const int T = c.tokens_per_tile();
+    merged_.resize(sz(T) * sz(c.merged_width()));
+    if (c.gemma3()) {
+        average_pool(x_.data(), c.grid(), c.n_embd, s, merged_.data());
+        const float* norm = model_.weights.soft_norm.data();
+        pool_.parallel_for(T, [&](int64_t t0, int64_t t1, int) {
+            for (int64_t t = t0; t < t1; ++t) {
+                float* row = merged_.data() + sz(t) * sz(c.n_embd);
+                kernels::rms_norm(row, row, norm, c.n_embd, c.eps);
+            }
+        });
+    } else {
+        pixel_shuffle(x_.data(), c.grid(), c.n_embd, s, merged_.data());
+    }
+    linear(model_.weights.proj, merged_.data(), T, out, pool_, quant_);
 }
 
 EncodedImage encode_image(VisionEncoder& encoder, const RgbImage& image, int longest_edge) {

@@ -6,8 +6,10 @@
 //   per block:  h = LN1(x);  x += attn_out(MHA(q(h), k(h), v(h)))   non-causal, scale 1/sqrt(hd)
 //               h = LN2(x);  x += down(gelu_tanh(up(h)))
 //   x = post_LN(x)
-//   merged   (N/s², D*s*s) = pixel shuffle: token (i, j) of the (g/s)² grid concatenates patches
-//                            (i*s + a, j*s + b) for a, b in [0, s), a outer (HF Idefics3 order)
+//   idefics3: merged (N/s², D*s*s) = pixel shuffle: token (i, j) of the (g/s)² grid concatenates
+//                            patches (i*s + a, j*s + b) for a, b in [0, s), a outer (HF Idefics3)
+//   gemma3:   merged (N/s², D)     = average of patches (i*s + a, j*s + b) (s x s pool, row-major
+//                            tokens), then RMS norm (x / sqrt(mean(x²) + eps) * soft_emb_norm)
 //   out      (N/s², E)   = merged @ proj^T
 // LayerNorm: (x - mean) / sqrt(var + eps) * w + b. GELU: the tanh form (gelu_pytorch_tanh).
 //
@@ -71,6 +73,9 @@ EncodedImage encode_image(VisionEncoder& encoder, const RgbImage& image, int lon
 
 // Pixel shuffle alone (exposed for tests): x (g*g, D) → out ((g/s)², D*s*s).
 void pixel_shuffle(const float* x, int g, int D, int s, float* out);
+
+// Gemma 3's pool alone: x (g*g, D) → out ((g/k)², D), each the mean of a k x k block of patches.
+void average_pool(const float* x, int g, int D, int k, float* out);
 
 // y (n) = gelu_tanh(x) in place.
 void gelu_tanh(float* x, int64_t n);

@@ -124,18 +124,41 @@ VisionModel read_vision_model(const GgufFile& f) {
     w.post_ln_w = vec(f, "v.post_ln.weight", D);
     w.post_ln_b = vec(f, "v.post_ln.bias", D);
 
-    const GgufTensorInfo* fc = f.find_tensor("mm.model.fc.weight");
-    if (!fc) fail(f, "mmproj tensor 'mm.model.fc.weight' is missing");
-    if (fc->dims.size() != 2)
-        fail(f, "mmproj tensor 'mm.model.fc.weight' has shape " + dims_text(fc->dims) + ", expected {" +
-                    std::to_string(c.merged_width()) + ", LM width}");
-    if (fc->dims[1] < 1 || fc->dims[1] > static_cast<uint64_t>(VisionLimits::kMaxEmbdOut))
-        fail(f, "mmproj tensor 'mm.model.fc.weight' projects to width " + std::to_string(fc->dims[1]) +
-                    ", outside [1, " + std::to_string(VisionLimits::kMaxEmbdOut) + "]");
-    c.n_embd_out = static_cast<int>(fc->dims[1]);
-    w.proj = matrix(f, "mm.model.fc.weight", c.merged_width(), c.n_embd_out);
+    if (c.gemma3()) {
+        w.soft_norm = vec(f, "mm.soft_emb_norm.weight", D);
+        const GgufTensorInfo* ip = f.find_tensor("mm.input_projection.weight");
+        if (!ip) fail(f, "mmproj tensor 'mm.input_projection.weight' is missing");
+        if (ip->dims.size() != 2 || ip->dims[1] != static_cast<uint64_t>(D))
+            fail(f, "mmproj tensor 'mm.input_projection.weight' has shape " + dims_text(ip->dims) + ", expected {LM width, " +
+                        std::to_string(D) + "}");
+        if (ip->dims[0] < 1 || ip->dims[0] > static_cast<uint64_t>(VisionLimits::kMaxEmbdOut))
+            fail(f, "mmproj tensor 'mm.input_projection.weight' projects to width " + std::to_string(ip->dims[0]) +
+                        ", outside [1, " + std::to_string(VisionLimits::kMaxEmbdOut) + "]");
+        c.n_embd_out = static_cast<int>(ip->dims[0]);
+        const int64_t E = c.n_embd_out;
+        // (D rows of E) as stored -> (E rows of D), the layout linear() computes with.
+        const std::vector<float> stored = floats(f, "mm.input_projection.weight", {static_cast<uint64_t>(E), static_cast<uint64_t>(D)});
+        w.proj_f32.resize(stored.size());
+        for (int64_t d = 0; d < D; ++d)
+            for (int64_t e = 0; e < E; ++e) w.proj_f32[static_cast<size_t>(e * D + d)] = stored[static_cast<size_t>(d * E + e)];
+        w.proj.type = kernels::TensorType::F32;
+        w.proj.data = w.proj_f32.data();
+        w.proj.ne0 = D;
+        w.proj.ne1 = E;
+    } else {
+        const GgufTensorInfo* fc = f.find_tensor("mm.model.fc.weight");
+        if (!fc) fail(f, "mmproj tensor 'mm.model.fc.weight' is missing");
+        if (fc->dims.size() != 2)
+            fail(f, "mmproj tensor 'mm.model.fc.weight' has shape " + dims_text(fc->dims) + ", expected {" +
+                        std::to_string(c.merged_width()) + ", LM width}");
+        if (fc->dims[1] < 1 || fc->dims[1] > static_cast<uint64_t>(VisionLimits::kMaxEmbdOut))
+            fail(f, "mmproj tensor 'mm.model.fc.weight' projects to width " + std::to_string(fc->dims[1]) +
+                        ", outside [1, " + std::to_string(VisionLimits::kMaxEmbdOut) + "]");
+        c.n_embd_out = static_cast<int>(fc->dims[1]);
+        w.proj = matrix(f, "mm.model.fc.weight", c.merged_width(), c.n_embd_out);
+    }
     if (const auto pd = f.get_u64("clip.vision.projection_dim"); pd && *pd != static_cast<uint64_t>(c.n_embd_out))
-        fail(f, "clip.vision.projection_dim = " + std::to_string(*pd) + " but 'mm.model.fc.weight' projects to " +
+        fail(f, "clip.vision.projection_dim = " + std::to_string(*pd) + " but the projector maps to width " +
                     std::to_string(c.n_embd_out));
     validate_vision_config(c, f.name());
     return m;

@@ -11,7 +11,10 @@
 //     (files from older converters have the two names swapped; recognised by shape, as llama.cpp
 //     does: a ffn_down of shape {D, F} is the up projection)
 //   v.post_ln.{weight,bias}  {D}
-//   mm.model.fc.weight       {D*s*s, E}     no bias
+//   mm.model.fc.weight       {D*s*s, E}     no bias                     (idefics3)
+//   mm.soft_emb_norm.weight  {D}            RMS norm weight, +1 applied  (gemma3)
+//   mm.input_projection.weight {E, D}       HF's (D, E) parameter, used as x @ W: transposed at
+//                                           load into an f32 matrix of E rows of D (gemma3)
 // Matrices may be any type the CPU kernels compute (F32, F16, BF16, Q8_0, ...) whose block size
 // divides the row length; vectors (norms, biases, positions) are dequantized to f32 at load.
 //
@@ -43,12 +46,20 @@ struct VisionWeights {
     std::vector<float> pos_embd;        // (N, D)
     std::vector<VisionLayer> layers;
     std::vector<float> post_ln_w, post_ln_b;  // (D)
-    TensorView proj;                    // E rows of D*s*s
+    TensorView proj;                    // E rows of merged_width(); gemma3: points into proj_f32
+    std::vector<float> soft_norm;       // gemma3: (D)
+    std::vector<float> proj_f32;        // gemma3: (E, D), the transposed input projection
 };
 
 struct VisionModel {
     VisionConfig config;                // n_embd_out filled from `proj`
-    VisionWeights weights;
+    VisionWeights weights;              // move-only in effect: `proj` may point into proj_f32
+                                        // (a move keeps the vector's buffer; a copy would not)
+    VisionModel() = default;
+    VisionModel(VisionModel&&) = default;
+    VisionModel& operator=(VisionModel&&) = default;
+    VisionModel(const VisionModel&) = delete;
+    VisionModel& operator=(const VisionModel&) = delete;
 };
 
 struct LoadedVisionModel {

@@ -51,6 +51,24 @@ void TstMmprojHostile::validLoads() {
     QCOMPARE(c.std[2], 0.6f);
     QCOMPARE(vm->model.weights.layers.size(), size_t{2});
     QCOMPARE(vm->model.weights.pos_embd.size(), size_t{64 * 48});
+
+    // Gemma 3: no scale_factor key in the file (as real ones) means a 4 x 4 pool; a tiling key is
+    // ignored (Gemma 3 takes one tile per image).
+    const QString g = dir.filePath(QStringLiteral("gemma3.gguf"));
+    QVERIFY(sl::test::make_mmproj(g, {QStringLiteral("--family"), QStringLiteral("gemma3"), QStringLiteral("--scale"), QStringLiteral("4"),
+                                      QStringLiteral("--set-u32"), QStringLiteral("clip.vision.preproc_image_size=64")}));
+    const auto gm = sl::load_mmproj(g.toStdString());
+    const sl::VisionConfig& gc = gm->model.config;
+    QVERIFY(gc.gemma3());
+    QCOMPARE(gc.scale_factor, 4);
+    QCOMPARE(gc.tokens_per_tile(), 4);  // 8 x 8 patches pooled 4 x 4
+    QCOMPARE(gc.merged_width(), 48);
+    QCOMPARE(gc.n_embd_out, 64);
+    QCOMPARE(gc.longest_edge, 0);
+    QCOMPARE(gm->model.weights.proj.ne0, int64_t{48});
+    QCOMPARE(gm->model.weights.proj.ne1, int64_t{64});
+    QCOMPARE(gm->model.weights.soft_norm.size(), size_t{48});
+    QVERIFY(sl::describe(gc).find("4 x 4 average pool -> 4 tokens per image of width 64") != std::string::npos);
 }
 
 void TstMmprojHostile::refused_data() {
@@ -78,6 +96,17 @@ void TstMmprojHostile::refused_data() {
     QTest::newRow("other projector") << QStringList{L("--projector-type"), L("mlp")} << L("projector type 'mlp' is not supported");
     QTest::newRow("no projector type") << QStringList{L("--drop-key"), L("clip.projector_type")} << L("'clip.projector_type' is missing");
     QTest::newRow("NaN weight") << QStringList{L("--nan"), L("v.blk.0.ln2.bias")} << L("'v.blk.0.ln2.bias' holds a non-finite value");
+    // Gemma 3's projector.
+    QTest::newRow("gemma3 missing norm") << QStringList{L("--family"), L("gemma3"), L("--drop"), L("mm.soft_emb_norm.weight")}
+                                         << L("'mm.soft_emb_norm.weight' is missing");
+    QTest::newRow("gemma3 missing projection") << QStringList{L("--family"), L("gemma3"), L("--drop"), L("mm.input_projection.weight")}
+                                               << L("'mm.input_projection.weight' is missing");
+    QTest::newRow("gemma3 projection shape") << QStringList{L("--family"), L("gemma3"), L("--bad-shape"), L("mm.input_projection.weight")}
+                                             << L("'mm.input_projection.weight' has shape {64, 49}, expected {LM width, 48}");
+    QTest::newRow("gemma3 NaN projection") << QStringList{L("--family"), L("gemma3"), L("--nan"), L("mm.input_projection.weight")}
+                                           << L("'mm.input_projection.weight' holds a non-finite value");
+    QTest::newRow("gemma3 pool does not divide") << QStringList{L("--family"), L("gemma3"), L("--scale"), L("3")}
+                                                 << L("not a multiple of projector.scale_factor 3 (gemma3's pool side)");
 }
 
 void TstMmprojHostile::refused() {

@@ -17,9 +17,11 @@
 #include "core/model/model_loader.h"
 #include "core/runtime/linear.h"
 #include "core/runtime/thread_pool.h"
+#include "core/util/assets.h"
 #include "core/util/error.h"
 #include "core/vision/patch_tokens.h"
 #include "core/vision/vision_encoder.h"
+#include "tests/common/test_support.h"
 #include "tests/core/vision/vision_test_util.h"
 
 namespace {
@@ -57,6 +59,8 @@ private Q_SLOTS:
     void imageChangesTheAnswer();
     void provenance();
     void chunkedPrefillEqualsOnePass();
+    void gemma3ImageInGemmaModel();
+    void gemma3WrappersAreSingleTokens();
 
 private:
     QTemporaryDir dir_;
@@ -247,6 +251,90 @@ void TstVisionInject::chunkedPrefillEqualsOnePass() {
     const double err = sl::test::normalized_error(logits.data(), all.data() + static_cast<size_t>(n - 1) * static_cast<size_t>(c.n_vocab),
                                                   static_cast<size_t>(c.n_vocab));
     QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+}
+
+void TstVisionInject::gemma3ImageInGemmaModel() {
+    // Gemma 3's projector into a tiny gemma3 language model (width 64): token embeddings are
+    // scaled by sqrt(d) but image rows enter as the projector emits them, so a token's embedding
+    // row times sqrt(d) given as an "image" row reproduces the token; an image changes the answer.
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString lm = dir.filePath(QStringLiteral("g3.gguf")), mm = dir.filePath(QStringLiteral("g3-mmproj.gguf"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), lm, QStringLiteral("--arch"),
+                                       QStringLiteral("gemma3"), QStringLiteral("--d-model"), QStringLiteral("64")}, nullptr));
+    QVERIFY(sl::test::make_mmproj(mm, {QStringLiteral("--family"), QStringLiteral("gemma3"), QStringLiteral("--out-embd"), QStringLiteral("64")}));
+    const auto g = sl::load_model(lm.toStdString());
+    const auto vm = sl::load_mmproj(mm.toStdString());
+    sl::check_vision_fits_lm(vm->model.config, g->model->config().d_model, mm.toStdString());
+    const auto& c = g->model->config();
+    QVERIFY(c.embed_scale != 1.0f);
+
+    std::vector<int32_t> ids{1, 40, 41, 42, 43, 2, 7};
+    std::vector<int32_t> marked = ids;
+    std::vector<float> emb(ids.size() * static_cast<size_t>(c.d_model), 0.0f);
+    for (size_t i = 1; i < 5; ++i) {
+        marked[i] = sl::LlamaModel::kEmbeddingToken;
+        float* row = emb.data() + i * static_cast<size_t>(c.d_model);
+        sl::embed_row(g->model->weights().tok_embd, ids[i], row);
+        for (int j = 0; j < c.d_model; ++j) row[j] *= c.embed_scale;
+    }
+    const std::vector<float> want = run(*g, ids, nullptr), got = run(*g, marked, emb.data());
+    const double err = sl::test::normalized_error(got.data(), want.data(), want.size());
+    QVERIFY2(err < 1e-6, qPrintable(QString::number(err)));
+
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(vm->model, pool);
+    QCOMPARE(sl::image_token_layout(vm->model.config, 70, 50, std::nullopt, 96).plan.n_tiles(), 1);  // never tiled
+    const auto stream_for = [&](const sl::RgbImage& img) {
+        const sl::ImageTokenLayout layout = sl::image_token_layout(vm->model.config, img.width, img.height, std::nullopt, 96);
+        sl::MultimodalStreamBuilder b(*g->tokenizer, c.d_model);
+        b.add_text("<start_of_turn>user\n");
+        b.add_image(layout, sl::encode_image(enc, img, 96), 0);
+        b.add_text("What is this?<end_of_turn>\n<start_of_turn>model\n");
+        return b.take();
+    };
+    const sl::MultimodalStream a = stream_for(random_image(70, 50)), b = stream_for(random_image(70, 50));
+    int64_t n_emb = 0;
+    for (int32_t t : a.tokens) n_emb += t == sl::LlamaModel::kEmbeddingToken;
+    QCOMPARE(n_emb, int64_t{vm->model.config.tokens_per_tile()});
+    const auto logits = [&](const sl::MultimodalStream& s) {
+        std::vector<float> rows(static_cast<size_t>(s.size()) * static_cast<size_t>(s.width));
+        s.fill_embeddings(0, static_cast<int>(s.size()), rows.data());
+        return run(*g, s.tokens, rows.data());
+    };
+    const std::vector<float> la = logits(a), lb = logits(b);
+    const size_t last = (static_cast<size_t>(a.size()) - 1) * static_cast<size_t>(c.n_vocab);
+    const double d_image = sl::test::normalized_error(la.data() + last, lb.data() + last, static_cast<size_t>(c.n_vocab));
+    qInfo("gemma3: %lld positions, %lld image rows; last logits differ between two images by %.3f", static_cast<long long>(a.size()),
+          static_cast<long long>(n_emb), d_image);
+    QVERIFY(d_image > 1e-4);
+}
+
+void TstVisionInject::gemma3WrappersAreSingleTokens() {
+    // With the real Gemma 3 vocabulary every wrapper piece is one token: the planner's count is exact.
+    REQUIRE_ASSET(path, sl::assets::kGemma3Model);
+    const auto g = sl::load_model(path);
+    sl::VisionConfig c;
+    c.projector = "gemma3";
+    c.image_size = 896;
+    c.patch_size = 14;
+    c.n_embd = 1152;
+    c.n_ff = 4304;
+    c.n_layer = 27;
+    c.n_head = 16;
+    c.scale_factor = 4;
+    sl::validate_vision_config(c, "gemma3 config");
+    for (const char* piece : {"<start_of_image>", "<end_of_image>", "\n\n"})
+        QVERIFY2(g->tokenizer->find_token(piece) >= 0, piece);
+    const sl::ImageTokenLayout l = sl::image_token_layout(c, 1275, 1650);
+    QCOMPARE(l.n_embeddings, 256);
+    QCOMPARE(l.n_positions, 260);
+    QCOMPARE(sl::count_positions(l, *g->tokenizer), 260);
+    QCOMPARE(sl::image_tokens(c, 1280, 720), 260);
+    const sl::ImageTokenLayout f = sl::image_token_layout(c, 640, 360, 75.0);
+    QCOMPARE(QString::fromStdString(f.pieces[0].text), QStringLiteral("Frame from 01:15:"));
+    QCOMPARE(f.n_positions, 261);
 }
 
 QTEST_GUILESS_MAIN(TstVisionInject)

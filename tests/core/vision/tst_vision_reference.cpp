@@ -36,6 +36,7 @@ private Q_SLOTS:
     void imageMatchesReference_data();
     void imageMatchesReference();
     void pixelShuffleOrder();
+    void averagePoolOrder();
 };
 
 void TstVisionReference::tileMatchesReference_data() {
@@ -64,6 +65,28 @@ void TstVisionReference::tileMatchesReference_data() {
     QTest::newRow("q8_0") << QStringList{QStringLiteral("--wtype"), QStringLiteral("q8_0"), QStringLiteral("--embd"), QStringLiteral("64"),
                                          QStringLiteral("--heads"), QStringLiteral("4"), QStringLiteral("--ffn"), QStringLiteral("96")}
                           << 3e-2 << true;
+    // Gemma 3's projector: average pool, RMS norm, the transposed input projection.
+    const QString g3 = QStringLiteral("gemma3");
+    QTest::newRow("gemma3 f32 pool 2") << QStringList{QStringLiteral("--family"), g3} << 1e-5 << true;
+    QTest::newRow("gemma3 f16 pool 4 (no key)") << QStringList{QStringLiteral("--family"), g3, QStringLiteral("--wtype"), QStringLiteral("f16"),
+                                                              QStringLiteral("--scale"), QStringLiteral("4")}
+                                                << 1e-5 << true;
+    QTest::newRow("gemma3 odd shapes pool 3") << QStringList{QStringLiteral("--family"), g3, QStringLiteral("--image-size"), QStringLiteral("30"),
+                                                            QStringLiteral("--patch-size"), QStringLiteral("5"), QStringLiteral("--scale"), QStringLiteral("3"),
+                                                            QStringLiteral("--embd"), QStringLiteral("40"), QStringLiteral("--heads"), QStringLiteral("5"),
+                                                            QStringLiteral("--ffn"), QStringLiteral("72"), QStringLiteral("--layers"), QStringLiteral("3"),
+                                                            QStringLiteral("--out-embd"), QStringLiteral("24")}
+                                              << 1e-5 << false;
+    // 1,024 patches pooled 4 x 4 into 64 tokens (the real model: 4,096 into 256).
+    QTest::newRow("gemma3 1024 patches") << QStringList{QStringLiteral("--family"), g3, QStringLiteral("--image-size"), QStringLiteral("64"),
+                                                       QStringLiteral("--patch-size"), QStringLiteral("2"), QStringLiteral("--scale"), QStringLiteral("4"),
+                                                       QStringLiteral("--embd"), QStringLiteral("32"), QStringLiteral("--heads"), QStringLiteral("2"),
+                                                       QStringLiteral("--ffn"), QStringLiteral("48"), QStringLiteral("--layers"), QStringLiteral("1")}
+                                         << 1e-5 << true;
+    QTest::newRow("gemma3 q8_0") << QStringList{QStringLiteral("--family"), g3, QStringLiteral("--wtype"), QStringLiteral("q8_0"),
+                                               QStringLiteral("--embd"), QStringLiteral("64"), QStringLiteral("--heads"), QStringLiteral("4"),
+                                               QStringLiteral("--ffn"), QStringLiteral("96")}
+                                 << 3e-2 << true;
 }
 
 void TstVisionReference::tileMatchesReference() {
@@ -106,10 +129,15 @@ void TstVisionReference::imageMatchesReference_data() {
     QTest::addColumn<int>("height");
     QTest::addColumn<int>("longest_edge");
     QTest::addColumn<int>("tiles");
-    QTest::newRow("landscape, tiled 3x3 + global") << 70 << 50 << 96 << 10;
-    QTest::newRow("portrait, tiled 3x2 + global") << 41 << 90 << 96 << 7;
-    QTest::newRow("downscaled, one tile") << 157 << 61 << 0 << 1;
-    QTest::newRow("upscaled, one tile") << 11 << 19 << 0 << 1;
+    QTest::addColumn<QString>("family");
+    const QString id3 = QStringLiteral("idefics3"), g3 = QStringLiteral("gemma3");
+    QTest::newRow("landscape, tiled 3x3 + global") << 70 << 50 << 96 << 10 << id3;
+    QTest::newRow("portrait, tiled 3x2 + global") << 41 << 90 << 96 << 7 << id3;
+    QTest::newRow("downscaled, one tile") << 157 << 61 << 0 << 1 << id3;
+    QTest::newRow("upscaled, one tile") << 11 << 19 << 0 << 1 << id3;
+    // Gemma 3 never tiles: a longest edge asked for is ignored.
+    QTest::newRow("gemma3 landscape, one tile") << 70 << 50 << 96 << 1 << g3;
+    QTest::newRow("gemma3 portrait, one tile") << 23 << 90 << 0 << 1 << g3;
 }
 
 void TstVisionReference::imageMatchesReference() {
@@ -117,11 +145,12 @@ void TstVisionReference::imageMatchesReference() {
     QFETCH(int, height);
     QFETCH(int, longest_edge);
     QFETCH(int, tiles);
+    QFETCH(QString, family);
     const QString py = sl::test::require_venv_python();
     if (py.isEmpty()) return;
     QTemporaryDir dir;
     const QString mmproj = dir.filePath(QStringLiteral("mmproj.gguf"));
-    QVERIFY(sl::test::make_mmproj(mmproj, {QStringLiteral("--seed"), seed_arg()}));
+    QVERIFY(sl::test::make_mmproj(mmproj, {QStringLiteral("--seed"), seed_arg(), QStringLiteral("--family"), family}));
     const auto vm = sl::load_mmproj(mmproj.toStdString());
 
     sl::RgbImage img;
@@ -176,6 +205,20 @@ void TstVisionReference::pixelShuffleOrder() {
     std::vector<float> out(16);
     sl::pixel_shuffle(x.data(), 4, 1, 2, out.data());
     const std::vector<float> want{0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
+    QCOMPARE(out, want);
+}
+
+void TstVisionReference::averagePoolOrder() {
+    // 4x4 grid of 2-wide features (v, 10 v) numbered by position; k = 2: token (0, 1) averages
+    // patches 2, 3, 6, 7 (HF's AvgPool2d over the (D, g, g) view, tokens row-major).
+    std::vector<float> x(32);
+    for (int i = 0; i < 16; ++i) {
+        x[static_cast<size_t>(2 * i)] = static_cast<float>(i);
+        x[static_cast<size_t>(2 * i + 1)] = 10.0f * static_cast<float>(i);
+    }
+    std::vector<float> out(8);
+    sl::average_pool(x.data(), 4, 2, 2, out.data());
+    const std::vector<float> want{2.5f, 25.0f, 4.5f, 45.0f, 10.5f, 105.0f, 12.5f, 125.0f};
     QCOMPARE(out, want);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write tiny random-weight Idefics3 / SmolVLM vision projectors (mmproj GGUF) for tests.
+"""Write tiny random-weight Idefics3 / SmolVLM or Gemma 3 vision projectors (mmproj GGUF) for tests.
 
     python make_tiny_mmproj.py OUT.gguf [--seed 0 --image-size 32 --patch-size 4 --embd 48
         --ffn 80 --layers 2 --heads 3 --scale 2 --out-embd 64 --eps 1e-6 --wtype f32|f16|q8_0
@@ -16,7 +16,12 @@ and tensors (numpy shapes; ggml dims are reversed):
   v.blk.L.ffn_up.weight (F, D) + .bias (F);  v.blk.L.ffn_down.weight (D, F) + .bias (D)
   v.post_ln.{weight,bias} (D)           mm.model.fc.weight (E, D*s*s)
 --longest-edge N adds clip.vision.preproc_image_size = N (gguf-py's PREPROC_IMAGE_SIZE: tiling as
-Idefics3's size.longest_edge). --wtype sets the block matrices and the projector; the patch
+Idefics3's size.longest_edge).
+--family gemma3 writes Gemma 3's projector instead (clip.projector_type = "gemma3", as llama.cpp's
+converter): mm.soft_emb_norm.weight (D) holding 1 + w (the converter adds Gemma's +1) and
+mm.input_projection.weight (D, E) (HF's parameter, used as x @ W); --scale is the average pool's
+side, written as clip.vision.projector.scale_factor only when it is not 4 (as the converter does);
+no preproc_image_size. --wtype sets the block matrices and the projector; the patch
 embedding stays F16 when --wtype is a block type (its rows, 3*P*P, are rarely a multiple of 32),
 vectors are F32, the position embedding follows --wtype when it is f16.
 
@@ -62,7 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bad-shape", action="append", default=[])
     ap.add_argument("--drop-key", action="append", default=[])
     ap.add_argument("--set-u32", action="append", default=[])
-    ap.add_argument("--projector-type", default="idefics3")
+    ap.add_argument("--family", choices=["idefics3", "gemma3"], default="idefics3")
+    ap.add_argument("--projector-type")
     ap.add_argument("--nan", action="append", default=[])
     ap.add_argument("--legacy-ffn-names", action="store_true")
     a = ap.parse_args(argv)
@@ -80,12 +86,15 @@ def main(argv=None) -> int:
         "clip.vision.attention.head_count": H, "clip.vision.projector.scale_factor": s,
         "clip.vision.projection_dim": E,
     }
+    gemma3 = a.family == "gemma3"
+    if gemma3 and s == 4:
+        del keys["clip.vision.projector.scale_factor"]
     if a.longest_edge:
         keys["clip.vision.preproc_image_size"] = a.longest_edge
     for k, v in overrides.items():
         keys[k] = int(v)
     if "clip.projector_type" not in a.drop_key:
-        w.add_string("clip.projector_type", a.projector_type)
+        w.add_string("clip.projector_type", a.projector_type or a.family)
     w.add_bool("clip.has_vision_encoder", True)
     w.add_bool("clip.use_gelu", True)
     for k, v in keys.items():
@@ -101,7 +110,7 @@ def main(argv=None) -> int:
     def put(name, arr, qtype=QT.F32):
         if name in a.drop:
             return
-        arr = arr.astype(np.float32)
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
         if name in a.bad_shape:
             arr = np.concatenate([arr, arr[:1]], axis=0)
         if name in a.nan:
@@ -140,13 +149,17 @@ def main(argv=None) -> int:
         put(p + fc2 + ".bias", vec(D))
     put("v.post_ln.weight", vec(D, 0.1, 1.0))
     put("v.post_ln.bias", vec(D))
-    put("mm.model.fc.weight", mat(E, D * s * s), wq)
+    if gemma3:
+        put("mm.soft_emb_norm.weight", vec(D, 0.1, 1.0))
+        put("mm.input_projection.weight", mat(E, D).T, wq)
+    else:
+        put("mm.model.fc.weight", mat(E, D * s * s), wq)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    print(f"wrote {a.out}: {S}px tiles, {P}px patches, D={D}, {L} layers, {H} heads, scale {s}, E={E}, {a.wtype}")
+    print(f"wrote {a.out}: {a.family}, {S}px tiles, {P}px patches, D={D}, {L} layers, {H} heads, scale {s}, E={E}, {a.wtype}")
     return 0
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent numpy reference of the Idefics3 / SmolVLM vision tower (mmproj GGUF).
+"""Independent numpy reference of the Idefics3 / SmolVLM and Gemma 3 vision towers (mmproj GGUF).
 
     python vision_ref.py MMPROJ --tile TILE.f32 --out EMB.f32 [--features-out F.f32] [--dtype f32|f64]
     python vision_ref.py MMPROJ --image RGB.u8 --width W --height H --out EMB.f32
@@ -20,6 +20,10 @@ Forward (Hugging Face's Idefics3VisionTransformer + Idefics3Connector, as llama.
     x = post_ln(x)
     pixel_shuffle(x, s): HF's view/permute sequence, written out literally below
     out = x @ Wfc^T                   (no bias)
+Gemma 3 (clip.projector_type = "gemma3", Hugging Face's Gemma3MultiModalProjector): the same ViT,
+then the (g, g) patch grid average-pooled k x k (k = projector.scale_factor, default 4), Gemma's
+RMS norm x / sqrt(mean(x^2) + eps) * w (the file's w already holds 1 + weight), and x @ W with W
+= mm.input_projection.weight as stored, (D, E). One tile per image (no tiling).
 Older converters named fc1 "ffn_down" and fc2 "ffn_up"; recognised by shape (as llama.cpp does).
 LayerNorm uses the biased variance. GELU is the tanh approximation (SigLIP's
 gelu_pytorch_tanh).
@@ -56,7 +60,8 @@ class Mmproj:
         def f(key, default=None):
             fld = self.r.fields.get(key)
             return default if fld is None else fld.contents()
-        assert f("clip.projector_type") == "idefics3"
+        self.family = f("clip.projector_type")
+        assert self.family in ("idefics3", "gemma3")
         self.S = int(f("clip.vision.image_size"))
         self.P = int(f("clip.vision.patch_size"))
         self.D = int(f("clip.vision.embedding_length"))
@@ -66,8 +71,8 @@ class Mmproj:
         self.eps = float(f("clip.vision.attention.layer_norm_epsilon"))
         self.mean = np.array(f("clip.vision.image_mean"), dtype=np.float64)
         self.std = np.array(f("clip.vision.image_std"), dtype=np.float64)
-        self.s = int(f("clip.vision.projector.scale_factor"))
-        self.longest = int(f("clip.vision.preproc_image_size", 0))
+        self.s = int(f("clip.vision.projector.scale_factor", 4 if self.family == "gemma3" else None))
+        self.longest = 0 if self.family == "gemma3" else int(f("clip.vision.preproc_image_size", 0))
 
     def w(self, name):
         t = self.t[name]
@@ -125,8 +130,20 @@ def vit(m: Mmproj, tile):
     return layer_norm(x, m.w("v.post_ln.weight"), m.w("v.post_ln.bias"), m.eps)
 
 
+def avg_pool(x, k):
+    """HF Gemma3MultiModalProjector: (N, D) -> (D, g, g) -> AvgPool2d(k, k) -> ((g/k)^2, D)."""
+    n, d = x.shape
+    g = int(math.isqrt(n))
+    grid = x.T.reshape(d, g // k, k, g // k, k)
+    return grid.mean(axis=(2, 4)).reshape(d, -1).T
+
+
 def encode_tile(m: Mmproj, tile):
     x = vit(m, tile.astype(m.dtype))
+    if m.family == "gemma3":
+        p = avg_pool(x, m.s)
+        p = p / np.sqrt((p * p).mean(axis=-1, keepdims=True) + m.eps) * m.w("mm.soft_emb_norm.weight")
+        return p @ m.w("mm.input_projection.weight")
     return pixel_shuffle(x, m.s) @ m.w("mm.model.fc.weight").T
 
 
@@ -227,7 +244,7 @@ def main(argv=None) -> int:
         tiles = np.fromfile(a.tile, dtype=np.float32).reshape(1, 3, m.S, m.S)
     else:
         rgb = np.fromfile(a.image, dtype=np.uint8).reshape(a.height, a.width, 3)
-        L = m.longest if a.longest_edge < 0 else a.longest_edge
+        L = m.longest if a.longest_edge < 0 or m.family == "gemma3" else a.longest_edge
         p, tiles = tiles_of(m, rgb, L)
         info["plan"] = {"resized_width": p[0], "resized_height": p[1], "rows": p[2], "cols": p[3]}
     if a.tiles_out:
