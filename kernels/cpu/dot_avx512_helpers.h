@@ -14,6 +14,18 @@
 
 namespace sl::kernels::avx512::helpers {
 
+// Software prefetch for weights that stream from memory once per token (decode: one activation
+// row, so the hardware prefetcher alone leaves every block's first load waiting on a miss; measured
+// on the 1B Q4_K model, 2 threads: decode 16 -> 21 tok/s). Asks for the cache lines holding
+// [p + kPrefetchAhead, p + kPrefetchAhead + Bytes). Past the row or the tensor a prefetch is a hint
+// only: it cannot fault.
+constexpr int kPrefetchAhead = 1024;
+
+template <size_t Bytes>
+inline void prefetch_ahead(const void* p) {
+    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + kPrefetchAhead + o, _MM_HINT_T0);
+}
+
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 template <typename A>
