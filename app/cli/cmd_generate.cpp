@@ -239,6 +239,7 @@ int run(const QStringList& args) {
     }
     std::vector<int32_t> tokens;
     std::vector<float> embeddings;
+    std::vector<std::pair<int64_t, int64_t>> bidirectional;  // Gemma 3: image runs attended both ways
     std::string image_stats;
     if (!image_path.empty()) {
         // The image goes where the marker stands: before the prompt, inside the user turn.
@@ -265,6 +266,7 @@ int run(const QStringList& args) {
         builder.add_text(text.substr(at + marker.size()), chat);
         const sl::MultimodalStream stream = builder.take();
         tokens = stream.tokens;
+        bidirectional = stream.bidirectional;
         embeddings.resize(tokens.size() * static_cast<size_t>(stream.width));
         stream.fill_embeddings(0, static_cast<int>(tokens.size()), embeddings.data());
         char buf[256];
@@ -303,9 +305,14 @@ int run(const QStringList& args) {
         }
     }
     so.kv_block = msa ? msa_cfg.block_size : so.kv_block;
+    if (msa && !bidirectional.empty()) {
+        sl::cli::err("sightline-cli generate: a Gemma 3 image's tokens attend to each other both ways, which MSA does "
+                     "not do yet; run without --msa\n");
+        return 2;
+    }
     sl::Session session(*m, so, msa ? std::make_unique<sl::MsaAttention>(msa_cfg) : nullptr);
     if (stats || so.device != "auto") sl::cli::err("[device: " + session.device_reason() + "]\n");
-    session.prefill(tokens, embeddings.empty() ? nullptr : embeddings.data());
+    session.prefill(tokens, embeddings.empty() ? nullptr : embeddings.data(), bidirectional);
     if (!chat) sl::cli::out(prompt);
     const sl::GenerateStats st = session.generate(gen, [](std::string_view text) {
         sl::cli::out(std::string(text));

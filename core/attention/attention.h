@@ -33,6 +33,11 @@ struct AttentionCall {
     // Sliding-window layers (Gemma 3): the query at position p sees keys max(0, p - window + 1)..p.
     // 0: all keys 0..p.
     int window = 0;
+    // false: a bidirectional call — every query also sees the keys of the call's later tokens
+    // (Gemma 3's image tokens attend to each other both ways, as llama.cpp's non-causal image
+    // batch); the sliding window still bounds what a query sees of the past. DenseAttention
+    // implements it; MSA refuses it.
+    bool causal = true;
     float* out = nullptr;     // (n_tokens, n_head, head_dim)
     // MSA native mode (models with a learned indexer, MiniMax-M3 style): the layer's index queries
     // and keys of this call's tokens, RMS-normalized and RoPE'd like q/k. Null when the layer has

@@ -88,7 +88,7 @@ void prefill_tiled(const AttentionCall& c, const KvCache& kv, ThreadPool& pool, 
             std::fill(m, m + rows, -INFINITY);
             std::fill(l, l + rows, 0.0f);
             std::fill(acc, acc + rows * static_cast<size_t>(hd), 0.0f);
-            const int64_t end = c.pos0 + t1;  // keys [0, end)
+            const int64_t end = c.causal ? c.pos0 + t1 : c.pos0 + c.n_tokens;  // keys [0, end)
             for (int64_t p = 0; p < end;) {
                 const int len = static_cast<int>(std::min(end, (p / B + 1) * B) - p);
                 const float* K = kv.k_rows(c.layer, g, p, len, kbuf);
@@ -105,7 +105,7 @@ void prefill_tiled(const AttentionCall& c, const KvCache& kv, ThreadPool& pool, 
                     tn = 0;
                 };
                 for (int64_t t = t0; t < t1; ++t) {
-                    const int64_t n_vis = std::min<int64_t>(len, c.pos0 + t - p + 1);  // causal
+                    const int64_t n_vis = std::min<int64_t>(len, (c.causal ? c.pos0 + t + 1 : end) - p);
                     if (n_vis <= 0) continue;
                     for (int h = 0; h < group; ++h) {
                         const size_t r = static_cast<size_t>((t - t0) * group + h);
@@ -211,8 +211,8 @@ void DenseAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPo
         for (int64_t it = b; it < e; ++it) {
             const int64_t ti = it / c.n_kv_head;
             const int g = static_cast<int>(it % c.n_kv_head);
-            const int64_t n_keys = c.pos0 + ti + 1;
-            const int64_t lo = first_key(n_keys - 1);
+            const int64_t n_keys = c.causal ? c.pos0 + ti + 1 : n_keys_max;
+            const int64_t lo = first_key(c.pos0 + ti);
             const float* q = c.q + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* out = c.out + (ti * c.n_head + static_cast<int64_t>(g) * group) * hd;
             float* scores = s.data() + kbuf_floats;

@@ -226,6 +226,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         return;
     }
     if (c.n_tokens <= 0) return;
+    if (!c.causal)
+        throw Error("MSA: a bidirectional batch (Gemma 3's image tokens) is not supported in sparse layers; "
+                    "use dense attention for prompts with images");
     if (c.n_kv_head != kv.n_kv_head() || c.head_dim != kv.head_dim() || c.n_head % c.n_kv_head != 0)
         throw Error("MSA: call of " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " heads of dim " +
                     std::to_string(c.head_dim) + " does not match the KV cache (" + std::to_string(kv.n_kv_head()) +

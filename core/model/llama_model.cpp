@@ -36,7 +36,7 @@ MsaConfig native_msa_config(const LlamaConfig& c, MsaConfig base) {
 
 void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
                          ThreadPool& pool, ForwardScratch& s, float* logits, bool all_logits,
-                         const float* embeddings) const {
+                         const float* embeddings, bool causal) const {
     const LlamaConfig& c = config_;
     if (n <= 0) return;
     if (kv.n_past() != pos0) throw Error("forward: KV cache holds " + std::to_string(kv.n_past()) +
@@ -117,6 +117,7 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         call.rope_base = rope_base;
         call.rope_freq_scale = rope_scale;
         call.window = slides ? c.swa_window : 0;
+        call.causal = causal;
         call.rope_neox = c.rope_style == kernels::RopeStyle::Norm ? 0 : 1;
         call.rope_freq_factors = ff;
         call.out = s.att.data();

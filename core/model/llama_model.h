@@ -146,9 +146,11 @@ public:
     // `embeddings` (optional, (n, d_model)): rows to feed instead of token embeddings, for
     // positions whose token is kEmbeddingToken (image-patch tokens from a vision encoder); rows of
     // other positions are ignored. Null: every position is a token.
+    // `causal` false: the n positions attend to each other both ways (AttentionCall::causal; for
+    // Gemma 3's image tokens, run as one call of their own).
     void forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv, Attention& attention,
                  ThreadPool& pool, ForwardScratch& scratch, float* logits, bool all_logits,
-                 const float* embeddings = nullptr) const;
+                 const float* embeddings = nullptr, bool causal = true) const;
 
     // Token id marking a position whose input row comes from `embeddings` in forward().
     static constexpr int32_t kEmbeddingToken = -1;

@@ -72,30 +72,47 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
 
 Session::~Session() = default;
 
-void Session::step(std::span<const int32_t> tokens, const float* embeddings) {
+void Session::step(std::span<const int32_t> tokens, const float* embeddings, bool causal) {
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
     if (gpu_) {
-        if (embeddings) throw Error("image embeddings do not run on the CUDA backend yet (use --device cpu)");
+        if (embeddings || !causal) throw Error("image embeddings do not run on the CUDA backend yet (use --device cpu)");
         gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data());
         tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
         return;
     }
     model_.model->forward(tokens.data(), static_cast<int>(tokens.size()), static_cast<int64_t>(tokens_.size()), kv_,
-                          *attention_, pool_, scratch_, logits_.data(), false, embeddings);
+                          *attention_, pool_, scratch_, logits_.data(), false, embeddings, causal);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
 }
 
 void Session::prefill(std::span<const int32_t> tokens) { prefill(tokens, nullptr); }
 
-void Session::prefill(std::span<const int32_t> tokens, const float* embeddings) {
+void Session::prefill(std::span<const int32_t> tokens, const float* embeddings) { prefill(tokens, embeddings, {}); }
+
+void Session::prefill(std::span<const int32_t> tokens, const float* embeddings,
+                      std::span<const std::pair<int64_t, int64_t>> bidirectional) {
     const auto start = std::chrono::steady_clock::now();
     if (tokens_.size() + tokens.size() > static_cast<size_t>(kv_.n_ctx()))
         throw Error("prompt of " + std::to_string(tokens.size()) + " tokens does not fit the context (" +
                     std::to_string(kv_.n_ctx() - static_cast<int>(tokens_.size())) + " positions left)");
     const size_t batch = static_cast<size_t>(std::max(1, options_.n_batch));
     const size_t d = static_cast<size_t>(model_.model->config().d_model);
-    for (size_t i = 0; i < tokens.size(); i += batch)
-        step(tokens.subspan(i, std::min(batch, tokens.size() - i)), embeddings ? embeddings + i * d : nullptr);
+    const auto n = static_cast<int64_t>(tokens.size());
+    int64_t prev = 0;
+    for (const auto& [b, e] : bidirectional)
+        if (b < prev || e <= b || e > n) throw Error("prefill: bidirectional run [" + std::to_string(b) + ", " + std::to_string(e) + ") out of order or outside the prompt");
+        else prev = e;
+    size_t next = 0;  // the next bidirectional run
+    for (int64_t i = 0; i < n;) {
+        const bool in_run = next < bidirectional.size() && bidirectional[next].first == i;
+        const int64_t end = in_run ? bidirectional[next].second
+                                   : std::min<int64_t>(i + static_cast<int64_t>(batch),
+                                                       next < bidirectional.size() ? bidirectional[next].first : n);
+        step(tokens.subspan(static_cast<size_t>(i), static_cast<size_t>(end - i)),
+             embeddings ? embeddings + static_cast<size_t>(i) * d : nullptr, !in_run);
+        if (in_run) ++next;
+        i = end;
+    }
     stats_.prompt_tokens = static_cast<int>(tokens.size());
     stats_.prefill_seconds = seconds_since(start);
 }

@@ -64,6 +64,12 @@ public:
     // rows of other positions ignored; null: plain tokens. The context keeps kEmbeddingToken at
     // those positions (the sampler's repeat penalty skips them).
     void prefill(std::span<const int32_t> tokens, const float* embeddings);
+    // The same where the [begin, end) runs of `bidirectional` (positions within `tokens`, in order,
+    // not overlapping) attend to each other both ways: each run is one forward call of its own,
+    // whatever n_batch (Gemma 3's image tokens: MultimodalStream::bidirectional). Dense attention
+    // only (MSA refuses such a call in its sparse layers).
+    void prefill(std::span<const int32_t> tokens, const float* embeddings,
+                 std::span<const std::pair<int64_t, int64_t>> bidirectional);
 
     // Samples up to max_tokens tokens after the current context, feeding each back in. on_text
     // receives the answer as complete UTF-8 pieces; returning false from it stops generation.
@@ -121,7 +127,7 @@ public:
 
 private:
     // One forward pass, logits of the last token; `embeddings` as in prefill (rows of `tokens`).
-    void step(std::span<const int32_t> tokens, const float* embeddings = nullptr);
+    void step(std::span<const int32_t> tokens, const float* embeddings = nullptr, bool causal = true);
 
     const LoadedModel& model_;
     SessionOptions options_;

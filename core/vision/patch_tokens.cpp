@@ -53,6 +53,7 @@ ImageTokenLayout image_token_layout(const VisionConfig& c, int width, int height
     const int T = c.tokens_per_tile();
     if (timestamp) text(l, frame_prefix(*timestamp));
     if (c.gemma3()) {
+        l.bidirectional = true;
         text(l, "\n\n");
         text(l, kGemmaStart);
         embeddings(l, 0, T);
@@ -170,6 +171,7 @@ void MultimodalStreamBuilder::add_image(const ImageTokenLayout& layout, const En
             s_.embedding_row.push_back(first_row + i);
         }
         s_.spans.push_back({begin, s_.size(), visual, p.tile, region, timestamp});
+        if (layout.bidirectional) s_.bidirectional.emplace_back(begin, s_.size());
     }
 }
 

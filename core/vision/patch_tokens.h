@@ -51,6 +51,9 @@ struct ImageTokenLayout {
     std::vector<ImagePiece> pieces;
     int n_positions = 0;   // every text piece counted as one token, plus all embeddings
     int n_embeddings = 0;
+    // Gemma 3: each tile's embedding positions attend to each other both ways (run them as one
+    // non-causal forward call: MultimodalStream::bidirectional, Session::prefill).
+    bool bidirectional = false;
 };
 
 // The layout for a width x height visual; `timestamp` (seconds) for video frames. `longest_edge`
@@ -85,6 +88,8 @@ struct MultimodalStream {
     std::vector<int32_t> embedding_row;  // per position; -1 for tokens
     std::vector<float> embeddings;       // (n_embedding_rows, width)
     std::vector<VisualSpan> spans;       // run-length provenance, covering every position in order
+    // [begin, end) runs of embedding positions that attend both ways (Gemma 3 images), in order.
+    std::vector<std::pair<int64_t, int64_t>> bidirectional;
 
     int64_t size() const { return static_cast<int64_t>(tokens.size()); }
     // Rows (n, width) for forward(tokens + pos, n, ..., embeddings): embedding rows copied, rows of

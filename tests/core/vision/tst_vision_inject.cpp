@@ -15,6 +15,7 @@
 #include "core/attention/dense_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/model/model_loader.h"
+#include "core/runtime/session.h"
 #include "core/runtime/linear.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/assets.h"
@@ -61,6 +62,7 @@ private Q_SLOTS:
     void chunkedPrefillEqualsOnePass();
     void gemma3ImageInGemmaModel();
     void gemma3WrappersAreSingleTokens();
+    void bidirectionalRunMatchesReference();
 
 private:
     QTemporaryDir dir_;
@@ -335,6 +337,69 @@ void TstVisionInject::gemma3WrappersAreSingleTokens() {
     const sl::ImageTokenLayout f = sl::image_token_layout(c, 640, 360, 75.0);
     QCOMPARE(QString::fromStdString(f.pieces[0].text), QStringLiteral("Frame from 01:15:"));
     QCOMPARE(f.n_positions, 261);
+}
+
+void TstVisionInject::bidirectionalRunMatchesReference() {
+    // Gemma 3's image tokens attend to each other both ways. A tiny gemma3 model (sliding window
+    // 6 in its local layers, layer 5 global: both attention paths) runs 23 tokens as [0, 7) causal, [7, 17) one bidirectional call, [17,
+    // 23) causal; every position's logits equal the numpy reference with that span unmasked (and
+    // differ from the all-causal run after the span starts). Session::prefill with the run gives
+    // the same last logits.
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return;
+    QTemporaryDir dir;
+    const QString lm = dir.filePath(QStringLiteral("g3.gguf")), out = dir.filePath(QStringLiteral("ref.bin"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), lm, QStringLiteral("--arch"),
+                                       QStringLiteral("gemma3"), QStringLiteral("--n-layers"), QStringLiteral("6"),
+                                       QStringLiteral("--sliding-window"), QStringLiteral("6"), QStringLiteral("--seed"),
+                                       QString::number(sl::test::rng()() % 1000)}, nullptr));
+    const auto g = sl::load_model(lm.toStdString());
+    const auto& c = g->model->config();
+    std::vector<int32_t> ids(23);
+    std::uniform_int_distribution<int> tok(3, c.n_vocab - 1);
+    for (auto& t : ids) t = tok(sl::test::rng());
+    QStringList id_text;
+    for (int32_t t : ids) id_text << QString::number(t);
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("model/gguf_llama_ref.py")), lm, QStringLiteral("--tokens"),
+                                       id_text.join(QLatin1Char(',')), QStringLiteral("--bidirectional"), QStringLiteral("7:17"),
+                                       QStringLiteral("--logits-out"), out}, nullptr));
+    const std::vector<float> want = sl::test::read_floats(out);
+    const auto nv = static_cast<size_t>(c.n_vocab);
+    QCOMPARE(want.size(), ids.size() * nv);
+
+    sl::ThreadPool pool(2);
+    sl::KvCache kv(c.n_layer, static_cast<int>(ids.size()), c.n_kv_head, c.head_dim);
+    sl::DenseAttention att;
+    sl::ForwardScratch scratch;
+    std::vector<float> got(ids.size() * nv);
+    const auto run_part = [&](int b, int e, bool causal) {
+        g->model->forward(ids.data() + b, e - b, b, kv, att, pool, scratch, got.data() + static_cast<size_t>(b) * nv, true, nullptr,
+                          causal);
+    };
+    run_part(0, 7, true);
+    run_part(7, 17, false);
+    run_part(17, 23, true);
+    const double err = sl::test::normalized_error(got.data(), want.data(), want.size());
+    const std::vector<float> causal = run(*g, ids, nullptr);
+    const double from_causal = sl::test::normalized_error(causal.data() + 7 * nv, want.data() + 7 * nv, 16 * nv);
+    const double before = sl::test::normalized_error(causal.data(), want.data(), 7 * nv);
+    qInfo("bidirectional run: error vs reference %.2e; the all-causal run differs by %.3f after position 7, %.2e before", err,
+          from_causal, before);
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+    QVERIFY(from_causal > 1e-3);
+    QVERIFY(before < 1e-5);
+
+    sl::SessionOptions so;
+    so.n_ctx = 64;
+    so.n_threads = 2;
+    so.n_batch = 4;  // runs cut at the batch, the bidirectional one whole
+    so.kv_type = sl::KvType::F32;
+    so.device = "cpu";
+    sl::Session session(*g, so);
+    const std::vector<std::pair<int64_t, int64_t>> runs{{7, 17}};
+    session.prefill(ids, nullptr, runs);
+    const double last = sl::test::normalized_error(session.last_logits().data(), want.data() + 22 * nv, nv);
+    QVERIFY2(last < 1e-5, qPrintable(QString::number(last)));
 }
 
 QTEST_GUILESS_MAIN(TstVisionInject)

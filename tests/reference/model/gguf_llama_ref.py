@@ -395,9 +395,11 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, n_rot: int, mode
 
 
 def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float = 0.0,
-                         window: int = 0) -> np.ndarray:
+                         window: int = 0, bidirectional=()) -> np.ndarray:
     """q: (T, H, D), k/v: (T, Hkv, D) -> (T, H*D). Query head h uses KV head h // (H/Hkv).
-    scale 0: 1/sqrt(D). window > 0: query i sees keys i - window + 1 .. i (sliding window)."""
+    scale 0: 1/sqrt(D). window > 0: query i sees keys i - window + 1 .. i (sliding window).
+    bidirectional: [a, b) spans whose positions also see the later positions of the same span
+    (Gemma 3's image tokens, llama.cpp's non-causal image batch); the window still bounds the past."""
     T, H, D = q.shape
     Hkv = k.shape[1]
     g = H // Hkv
@@ -406,6 +408,8 @@ def causal_gqa_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: flo
     scale = q.dtype.type(scale or 1.0 / np.sqrt(D))
     s = np.einsum("thd,shd->hts", q, kk) * scale            # (H, T, T)
     mask = np.triu(np.ones((T, T), dtype=bool), k=1)        # j > i is the future
+    for a, b in bidirectional:
+        mask[a:b, a:b] = False
     if window > 0:
         mask |= np.tril(np.ones((T, T), dtype=bool), k=-window)   # j <= i - window: out of the window
     s = np.where(mask[None], -np.inf, s)
@@ -510,7 +514,7 @@ def fake_quant_q8(x: np.ndarray, block: int) -> np.ndarray:
 
 
 def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, msa: MsaOptions | None = None,
-            msa_record: dict | None = None) -> np.ndarray:
+            msa_record: dict | None = None, bidirectional=()) -> np.ndarray:
     """Logits for every position: (T, n_vocab) in model.dtype.
 
     msa: native MSA attention in layers >= msa.dense_layers (see MSA NATIVE above); msa_record
@@ -572,7 +576,7 @@ def forward(model: GGUFModel, tokens, positions=None, act_quant: bool = False, m
             if rec is not None:
                 msa_record[il] = rec
         else:
-            a = causal_gqa_attention(q, k, v, hp.attn_scale, hp.swa_window if slides else 0)
+            a = causal_gqa_attention(q, k, v, hp.attn_scale, hp.swa_window if slides else 0, bidirectional)
         o = mm(a.reshape(T, -1), p + "attn_output.weight")
         if model.has(p + "post_attention_norm.weight"):
             o = rmsnorm(o, W(p + "post_attention_norm.weight"), hp.rms_eps)
@@ -726,6 +730,8 @@ def main(argv=None) -> int:
     ap.add_argument("--msa-dense-layers", type=int, help="override leading_dense_block_count")
     ap.add_argument("--msa-calls", help="comma-separated sizes of the engine's forward calls (query grouping)")
     ap.add_argument("--msa-selections", action="store_true", help="print each MSA layer's selections in the JSON")
+    ap.add_argument("--bidirectional", action="append", default=[],
+                    help="A:B: positions [A, B) attend to each other both ways (Gemma 3 image tokens)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -740,7 +746,8 @@ def main(argv=None) -> int:
         calls = [int(c) for c in args.msa_calls.split(",") if c] if args.msa_calls else None
         msa = msa_options_for(model, args.msa_top_k, args.msa_block_size, args.msa_dense_layers, calls)
     t1 = time.perf_counter()
-    logits = forward(model, ids, act_quant=args.act_quant, msa=msa, msa_record=record)
+    spans = [tuple(int(v) for v in b.split(":")) for b in args.bidirectional]
+    logits = forward(model, ids, act_quant=args.act_quant, msa=msa, msa_record=record, bidirectional=spans)
     t2 = time.perf_counter()
     res = {
         "model": os.path.basename(args.model),
