@@ -21,6 +21,9 @@ namespace sl::kernels {
 
 // The most activation rows one VecDotFn call takes (tokens sharing one pass over a weight row).
 constexpr int kMaxDotTokens = 4;
+// The most activation rows one DotTileFn call takes (matmul groups prefill tokens by this where a
+// type has a tile kernel).
+constexpr int kMaxTileTokens = 8;
 
 // out[t * out_stride] = w · act_t for t in [0, nt), 1 <= nt <= kMaxDotTokens, where
 // act_t = (const char*)act + t * act_stride (bytes) is one activation row of n elements.
@@ -29,7 +32,7 @@ using VecDotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_
                           size_t out_stride);
 
 // out[t * out_stride + r] = w_r · act_t for r in [0, rows), t in [0, nt): `rows` weight rows
-// (w_r = (const char*)w + r * w_stride bytes) against nt activation rows, 1 <= nt <= kMaxDotTokens.
+// (w_r = (const char*)w + r * w_stride bytes) against nt activation rows, 1 <= nt <= kMaxTileTokens.
 // A tier may offer it for types whose per-activation-block work (scale conversions) is worth
 // sharing across rows; matmul uses it where it exists, VecDotFn row by row elsewhere. Results
 // equal the VecDotFn's of the same tier.
@@ -57,7 +60,9 @@ VecDotFn vec_dot_fn(TensorType wtype);
 }  // namespace avx2
 namespace avx512 {
 VecDotFn vec_dot_fn(TensorType wtype);
-DotTileFn dot_tile_fn(TensorType wtype);  // dot_tile_avx512.cpp: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1
+DotTileFn dot_tile_fn(TensorType wtype);  // dot_tile_avx512.cpp: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K
+// dot_avx512.cpp: Q4_K and Q6_K rows x up to kMaxTileTokens tokens with their row kernels.
+DotTileFn kquant_tile_fn(TensorType wtype);
 }  // namespace avx512
 
 }  // namespace sl::kernels

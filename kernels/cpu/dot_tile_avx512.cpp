@@ -1,4 +1,5 @@
-// AVX-512 tile kernels (dot.h DotTileFn): `rows` weight rows x NT activation rows per call, for the
+// AVX-512 tile kernels (dot.h DotTileFn): `rows` weight rows x NT activation rows per call (Q4_K
+// and Q6_K: dot_avx512.cpp's kquant_tile_fn, 8 tokens per pass), here for the
 // block types whose activations carry f16 scales (Q8_0 with Q4_0 / Q5_0 / Q8_0 weights, Q8_1 with
 // Q4_1 / Q5_1 weights). The row-at-a-time kernels of dot_avx512.cpp convert every activation
 // block's f16 scale (and Q8_1's sum) again for each weight row; here they are converted once per
@@ -167,9 +168,15 @@ void tile_q8_1(int64_t n, const void* wv, size_t wbytes, int rows, const void* a
     }
 }
 
+// Up to 4 tokens per pass (the Q8_0 / Q8_1 kernels); more are split into passes of 4.
 template <template <int> class K>
 void by_nt(int64_t n, const void* w, size_t wbytes, int rows, const void* act, size_t stride, int nt, float* out,
            size_t os) {
+    for (; nt > 4; nt -= 4) {
+        K<4>::run(n, w, wbytes, rows, act, stride, out, os);
+        act = static_cast<const char*>(act) + 4 * stride;
+        out += 4 * os;
+    }
     switch (nt) {
         case 1: return K<1>::run(n, w, wbytes, rows, act, stride, out, os);
         case 2: return K<2>::run(n, w, wbytes, rows, act, stride, out, os);
@@ -177,6 +184,7 @@ void by_nt(int64_t n, const void* w, size_t wbytes, int rows, const void* act, s
         default: return K<4>::run(n, w, wbytes, rows, act, stride, out, os);
     }
 }
+
 
 template <int NT> struct TQ4_0 { static constexpr auto run = tile_q8_0<NT, W0::Q4_0>; };
 template <int NT> struct TQ5_0 { static constexpr auto run = tile_q8_0<NT, W0::Q5_0>; };
@@ -193,6 +201,8 @@ DotTileFn dot_tile_fn(TensorType wtype) {
         case TensorType::Q8_0: return by_nt<TQ8_0>;
         case TensorType::Q4_1: return by_nt<TQ4_1>;
         case TensorType::Q5_1: return by_nt<TQ5_1>;
+        case TensorType::Q4_K:
+        case TensorType::Q6_K: return kquant_tile_fn(wtype);  // dot_avx512.cpp: 8 tokens per pass
         default: return nullptr;
     }
 }

@@ -56,8 +56,9 @@ void rows_with(VecDotFn fn, DotTileFn tile, TensorType wtype, const void* W, int
     const int64_t row_tile = tile ? kTileKernelRows : kRowTile;
     for (int64_t r0 = row_begin; r0 < row_end; r0 += row_tile) {
         const int64_t r1 = std::min(row_end, r0 + row_tile);
-        for (int64_t t = 0; t < n_tokens; t += kMaxDotTokens) {
-            const int nt = static_cast<int>(std::min<int64_t>(kMaxDotTokens, n_tokens - t));
+        const int64_t group = tile ? kMaxTileTokens : kMaxDotTokens;
+        for (int64_t t = 0; t < n_tokens; t += group) {
+            const int nt = static_cast<int>(std::min<int64_t>(group, n_tokens - t));
             const char* act = xq + static_cast<size_t>(t) * abytes;
             if (tile) {
                 tile(n, w + static_cast<size_t>(r0) * wbytes, wbytes, static_cast<int>(r1 - r0), act, abytes, nt,

@@ -3,6 +3,8 @@
 // float64 reference computed from the dequantized operands. Fresh random blocks every run.
 #include <QTest>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -427,36 +429,41 @@ void TstQuant::matmulMatchesFloat64() {
 
 void TstQuant::tileEqualsRowKernel() {
     // The AVX-512 tile kernels (dot_tile_avx512.cpp: the activation scales converted once per
-    // tile) give the row kernels' bits: every type that has one, an odd and an even block count,
-    // tiles of 1..8 rows, 1..4 tokens.
+    // tile; Q4_K / Q6_K: 8 tokens per pass) give the row kernels' bits (4 tokens per call): every
+    // type that has one, an odd and an even block count, tiles of 1..8 rows, 1..8 tokens.
     if (max_supported_isa() != Isa::Avx512) QSKIP("no AVX-512 on this CPU: there are no tile kernels to check");
     int checked = 0;
     for (const TensorType t : kWeightTypes) {
         const DotTileFn tile = dot_tile_fn(t, Isa::Avx512);
         if (!tile) continue;
         const VecDotFn rowfn = vec_dot_fn(t, Isa::Avx512);
-        for (const int64_t n : {int64_t{96}, int64_t{608}}) {
+        const bool k256 = tensor_type_info(t).block_size == 256;
+        const std::array<int64_t, 2> sizes = k256 ? std::array<int64_t, 2>{256, 1280} : std::array<int64_t, 2>{96, 608};
+        for (const int64_t n : sizes) {
             const int64_t d = 8;
+            constexpr int kTok = kMaxTileTokens;
             const size_t wb = row_bytes(t, n), ab = activation_row_bytes(t, n);
             Buf w(wb * d, type_align(t));
             fill_random(t, n * d, w.p);
-            const std::vector<float> x = gaussian(static_cast<size_t>(n * 4));
-            std::vector<uint8_t> xq(ab * 4 + 4);
+            const std::vector<float> x = gaussian(static_cast<size_t>(n * kTok));
+            std::vector<uint8_t> xq(ab * kTok + 4);
             void* xqp = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(xq.data()) + 3) & ~uintptr_t{3});
-            quantize_activations(t, x.data(), 4, n, xqp);
-            for (int nt = 1; nt <= 4; ++nt)
+            quantize_activations(t, x.data(), kTok, n, xqp);
+            for (int nt = 1; nt <= kTok; ++nt)
                 for (int rows = 1; rows <= d; ++rows) {
-                    std::vector<float> a(static_cast<size_t>(4 * d), 7.0f), b(a.size(), 7.0f);
+                    std::vector<float> a(static_cast<size_t>(kTok * d), 7.0f), b(a.size(), 7.0f);
                     tile(n, w.p, wb, rows, xqp, ab, nt, a.data(), static_cast<size_t>(d));
                     for (int r = 0; r < rows; ++r)
-                        rowfn(n, w.p + static_cast<size_t>(r) * wb, xqp, ab, nt, b.data() + r, static_cast<size_t>(d));
+                        for (int t0 = 0; t0 < nt; t0 += kMaxDotTokens)
+                            rowfn(n, w.p + static_cast<size_t>(r) * wb, static_cast<const char*>(xqp) + static_cast<size_t>(t0) * ab, ab,
+                                  std::min(kMaxDotTokens, nt - t0), b.data() + static_cast<size_t>(t0 * d) + r, static_cast<size_t>(d));
                     QVERIFY2(std::memcmp(a.data(), b.data(), a.size() * 4) == 0,
                              qPrintable(QStringLiteral("%1 n=%2 nt=%3 rows=%4").arg(tensor_type_info(t).name).arg(n).arg(nt).arg(rows)));
                 }
             ++checked;
         }
     }
-    QCOMPARE(checked, 10);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1 x two sizes
+    QCOMPARE(checked, 14);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K x two sizes
 }
 
 void TstQuant::rejectsBadInput() {
