@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh all [SECONDS] [extra libFuzzer flags]      every target, one after another
 #
 # `all` builds every target, runs each for SECONDS (default 300) and writes a table (target,
-# executions, seconds, crashes) to build/fuzz/logs/campaign.txt; each run's output goes to
+# executions, seconds, crashes, slow units) to build/fuzz/logs/campaign.txt; each run's output goes to
 # build/fuzz/logs/TARGET.log. Environment:
 #   SIGHTLINE_FUZZ_TARGETS="fuzz_pdf fuzz_image"    only these targets
 #   SIGHTLINE_FUZZ_SECONDS="fuzz_pdf=600 fuzz_gguf=60"   per-target durations
@@ -65,7 +65,7 @@ seconds_for() {
 
 # campaign_one TARGET: runs it, writes logs/TARGET.log and logs/TARGET.row.
 campaign_one() {
-  local t="$1" s start end rc execs crashes
+  local t="$1" s start end rc execs crashes slow
   shift
   s="$(seconds_for "$t")"
   start=$(date +%s)
@@ -77,11 +77,13 @@ campaign_one() {
   [ -n "$execs" ] || execs="$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$logs/$t.log" | tail -1)"
   [ -n "$execs" ] || execs="$(sed -n 's/^#\([0-9]*\).*/\1/p' "$logs/$t.log" | tail -1)"
   # Crashes: inputs libFuzzer wrote out (crash-, leak-, timeout-, oom-); a failed run without one
-  # counts as one.
-  crashes="$(grep -c 'Test unit written to' "$logs/$t.log" || true)"
+  # counts as one. Slow units (slow-unit-: one input ran over -report_slow_units, 10 s) are counted
+  # apart: not failures, but worth rerunning (a stopped or starved process also produces them).
+  crashes="$(grep -cE 'Test unit written to .*/[a-z0-9_]+-(crash|leak|timeout|oom)-' "$logs/$t.log" || true)"
+  slow="$(grep -cE 'Test unit written to .*/[a-z0-9_]+-slow-unit-' "$logs/$t.log" || true)"
   [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
-  printf '%-20s %12s %8s %8s\n' "$t" "${execs:-0}" "$((end - start))" "$crashes" >"$logs/$t.row"
-  echo "$t: ${execs:-0} executions in $((end - start)) s, crashes: $crashes (log: $logs/$t.log)"
+  printf '%-20s %12s %8s %8s %6s\n' "$t" "${execs:-0}" "$((end - start))" "$crashes" "$slow" >"$logs/$t.row"
+  echo "$t: ${execs:-0} executions in $((end - start)) s, crashes: $crashes, slow units: $slow (log: $logs/$t.log)"
 }
 
 jobs="${SIGHTLINE_FUZZ_JOBS:-1}"
@@ -94,7 +96,7 @@ done
 wait
 
 {
-  printf '%-20s %12s %8s %8s\n' target executions seconds crashes
+  printf '%-20s %12s %8s %8s %6s\n' target executions seconds crashes slow
   for t in $targets; do cat "$logs/$t.row"; done
 } >"$logs/campaign.txt"
 cat "$logs/campaign.txt"
