@@ -85,9 +85,12 @@ PacketPtr make_packet();  // likewise
 // FFmpeg's text for an error code, e.g. "Invalid data found when processing input".
 std::string error_text(int err);
 
-// The largest single allocation FFmpeg may make (av_max_alloc): a frame at the largest allowed
-// video size fits; a header that claims a 1.8 GB tag (a WAV LIST chunk) is refused, not allocated.
-inline constexpr size_t kMaxAllocationBytes = size_t{1} << 30;
+// The largest single allocation FFmpeg may make (av_max_alloc). An 8-bit plane of a frame at the
+// largest allowed video size (16384 x 16384 = 256 MiB, plus FFmpeg's padding) fits; a header that
+// claims a big tag is refused, not allocated and zeroed: a 2.5 KB WAV whose LIST/INFO tag claims
+// 842 MB (found by fuzz_video) or 1.8 GB. Wider samples at that size (16-bit planes, packed RGB)
+// are refused as too large, as they were under the earlier 1 GiB cap.
+inline constexpr size_t kMaxAllocationBytes = size_t{320} << 20;
 
 // Process-wide FFmpeg set-up, once: its own logging off (the last error line FFmpeg logged on the
 // calling thread is kept, for messages) and allocations capped at kMaxAllocationBytes. Safe to call

@@ -88,6 +88,7 @@ private Q_SLOTS:
     void absurdDuration();
     void noStreams();
     void playlistsNamed();
+    void hugeRiffTag_data();
     void hugeRiffTag();
 
 private:
@@ -508,9 +509,18 @@ void TstVideoUnits::playlistsNamed() {
     QVERIFY2(!QString::fromStdString(msg).contains(QStringLiteral("damaged")), msg.c_str());
 }
 
-// A WAV whose LIST/INFO tag claims 1.8 GB: FFmpeg would allocate (and zero) it before reading;
-// the allocation cap refuses it, and the sound still reads.
+void TstVideoUnits::hugeRiffTag_data() {
+    QTest::addColumn<quint32>("tag_bytes");
+    // Smallest first: the check is on the process's peak, which an earlier row would raise.
+    QTest::newRow("400 MB") << quint32{400u << 20};
+    QTest::newRow("842 MB (fuzz_video's)") << quint32{0x322E3137u};
+    QTest::newRow("1.8 GB") << quint32{0x70000000u};
+}
+
+// A WAV whose LIST/INFO tag claims hundreds of MB: FFmpeg would allocate (and zero) it before
+// reading; the allocation cap refuses it, and the sound still reads.
 void TstVideoUnits::hugeRiffTag() {
+    QFETCH(quint32, tag_bytes);
     auto le32 = [](uint32_t v) {
         QByteArray b(4, '\0');
         for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
@@ -518,7 +528,7 @@ void TstVideoUnits::hugeRiffTag() {
     };
     const QByteArray pcm(16000, '\0');  // a second of 8 kHz 16-bit silence
     const QByteArray fmt = QByteArray::fromHex("01000100401f0000803e000002001000");
-    const QByteArray info = QByteArray("INFOINAM") + le32(0x70000000u) + QByteArray(64, 'a');
+    const QByteArray info = QByteArray("INFOINAM") + le32(tag_bytes) + QByteArray(64, 'a');
     const QByteArray body = QByteArray("WAVEfmt ") + le32(16) + fmt + "data" + le32(16000) + pcm +
                             "LIST" + le32(0xFFFFFFFDu) + info;
     const QString wav = path("tagged.wav");
