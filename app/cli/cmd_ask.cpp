@@ -1,6 +1,7 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
 //  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
-//  [--temp T] [--threads N] [--json] [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
+//  [--temp T] [--threads N] [--json] [--model FILE.gguf [--mmproj VISION.gguf]]
+//  [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
 // unit ranked for the question, the best that fit read; or the library's own prefill plus the best
 // units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
 // a terminal; one line per 10% otherwise), streams the answer, then prints it with inline citation
@@ -9,7 +10,9 @@
 // --engine URL answers with a remote OpenAI-compatible server (core/ask/remote_ask.h,
 // app/common/openai_engine.h): the context is planned here and sent there, the citations verified
 // here; the API key is read from $SIGHTLINE_API_KEY (or the variable --api-key-env names). Ctrl-C
-// cancels the question (exit 130).
+// cancels the question (exit 130). --model answers with another GGUF than the embedded default;
+// --mmproj adds its vision tower: the visuals the plan keeps (slide pictures, images, video frames,
+// pages with little text) enter the context as image-patch tokens (core/ask/visual_context.h).
 #include <QStringList>
 
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include "app/cli/cli_command.h"
 #include "app/common/byte_args.h"
 #include "app/common/openai_engine.h"
+#include "app/common/visual_pixels.h"
 #include "core/answer/answer_json.h"
 #include "core/answer/minilm_embedder.h"
 #include "core/ask/ask.h"
@@ -34,6 +38,9 @@
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
 #include "core/util/paths.h"
+#include "core/util/sha256.h"
+#include "core/vision/patch_tokens.h"
+#include "core/vision/vision_model.h"
 
 namespace {
 
@@ -41,6 +48,7 @@ const char* kUsage =
     "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
     "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
     "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--json]\n"
+    "       [--model FILE.gguf [--mmproj VISION.gguf]]   (another model; its vision tower reads the visuals)\n"
     "       [--engine URL [--engine-model NAME] [--api-key-env VAR]]   (a remote OpenAI-compatible server answers)\n";
 
 int usage() {
@@ -89,6 +97,7 @@ int run(const QStringList& args) {
     QByteArray key_env = "SIGHTLINE_API_KEY";
     std::filesystem::path dir = sl::Library::default_dir();
     bool semantic = true, json = false;
+    std::filesystem::path model_path = sl::paths::default_model(), mmproj_path;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         auto value = [&]() -> QString { return i + 1 < args.size() ? args[++i] : QString(); };
@@ -118,7 +127,9 @@ int run(const QStringList& args) {
             bool ok = false;
             o.threads = value().toInt(&ok);
             if (!ok || o.threads < 0 || o.threads > 1024) return usage();
-        } else if (a == QLatin1String("--engine")) engine_url = value();
+        } else if (a == QLatin1String("--model")) model_path = sl::arg_bytes(value());
+        else if (a == QLatin1String("--mmproj")) mmproj_path = sl::arg_bytes(value());
+        else if (a == QLatin1String("--engine")) engine_url = value();
         else if (a == QLatin1String("--engine-model")) engine_model = value();
         else if (a == QLatin1String("--api-key-env")) key_env = value().toUtf8();
         else if (a == QLatin1String("--kv-cap")) {
@@ -135,7 +146,21 @@ int run(const QStringList& args) {
     if (engine_url.isEmpty() && !engine_model.isEmpty()) return usage();
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
-    const auto model = sl::load_model(sl::paths::default_model());
+    if (!mmproj_path.empty() && !engine_url.isEmpty()) {
+        sl::cli::err("sightline-cli ask: --mmproj reads visuals here; a remote --engine gets text only\n");
+        return usage();
+    }
+    const auto model = sl::load_model(model_path);
+    std::unique_ptr<sl::LoadedVisionModel> vision;
+    sl::app::VisualPixels pixels(&lib);
+    if (!mmproj_path.empty()) {
+        vision = sl::load_mmproj(mmproj_path);
+        sl::check_vision_fits_lm(vision->model.config, model->model->config().d_model, mmproj_path.string());
+        o.vision.model = &vision->model;
+        o.vision.identity = sl::sha256_file_hex(mmproj_path);
+        o.vision.pixels = pixels.fn();
+        sl::cli::out(sl::vision_mode(&vision->model).description + "\n");
+    }
     sl::InstalledMiniLm minilm;
     if (semantic) {
         minilm = sl::InstalledMiniLm::open();
@@ -179,6 +204,7 @@ int run(const QStringList& args) {
     sl::cli::out("\n\n");
     if (!r.kv_note.empty()) sl::cli::out((engine_url.isEmpty() ? "KV cache: " : "Engine: ") + r.kv_note + "\n");
     if (!r.read_summary.empty()) sl::cli::out("Read: " + r.read_summary + "\n");
+    if (!r.vision_note.empty()) sl::cli::out("Vision: " + r.vision_note.substr(r.vision_note.rfind("vision: ", 0) == 0 ? 8 : 0) + "\n");
     if (r.answer.stop_reason == "repetition")
         sl::cli::out("Note: the answer began to repeat itself; it is cut before the repetition.\n");
     else if (r.answer.cut)

@@ -20,8 +20,6 @@
 // --positions remap (MSA) attends far selected blocks at a fixed distance (--remap-window, default
 // 4096) for models trained on shorter contexts. --kv-type sets the KV cache storage (default f16); --kv-budget (e.g. 512M, 2G) caps the RAM of
 // the KV pages, the rest spilling to a memory-mapped temp file (in --kv-spill-dir).
-#include <QImage>
-#include <QImageReader>
 #include <QStringList>
 
 #include <chrono>
@@ -33,6 +31,7 @@
 
 #include "app/cli/cli_command.h"
 #include "app/common/byte_args.h"
+#include "app/common/visual_pixels.h"
 #include "core/ask/attention_choice.h"
 #include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
@@ -43,7 +42,6 @@
 #include "core/vision/patch_tokens.h"
 #include "core/vision/vision_encoder.h"
 #include "core/vision/vision_model.h"
-#include "ingest/qt_file_path.h"
 
 namespace {
 
@@ -58,25 +56,6 @@ const char* kUsage =
     "       [--device auto|cpu|cuda]\n"
     "       [--mmproj VISION.gguf --image FILE]\n";
 
-// Decodes an image file into 8-bit RGB; throws FormatError naming the file when it cannot.
-sl::RgbImage load_rgb(const std::string& path) {
-    const sl::ingest::QtFilePath name(path);  // a file name need not be UTF-8
-    QImageReader reader(name.qt());
-    const QSize size = reader.size();
-    if (size.isValid() && (size.width() > 16384 || size.height() > 16384))
-        throw sl::FormatError(path + ": image of " + std::to_string(size.width()) + " x " +
-                              std::to_string(size.height()) + " pixels is too large (limit 16384 per edge)");
-    const QImage img = reader.read().convertToFormat(QImage::Format_RGB888);
-    if (img.isNull()) throw sl::FormatError(path + ": cannot decode image: " + reader.errorString().toStdString());
-    sl::RgbImage out;
-    out.width = img.width();
-    out.height = img.height();
-    out.rgb.resize(static_cast<size_t>(out.width) * static_cast<size_t>(out.height) * 3);
-    for (int y = 0; y < out.height; ++y)
-        std::memcpy(out.rgb.data() + static_cast<size_t>(y) * static_cast<size_t>(out.width) * 3, img.constScanLine(y),
-                    static_cast<size_t>(out.width) * 3);
-    return out;
-}
 
 // Reads a whole prompt file (`-`: stdin); throws IoError naming the file when it cannot.
 std::string read_prompt_file(const std::string& path) {
@@ -253,7 +232,7 @@ int run(const QStringList& args) {
             for (auto& s : m->chat->stop_strings()) gen.stop.push_back(s);
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const sl::RgbImage img = load_rgb(image_path);
+        const sl::RgbImage img = sl::app::load_rgb_file(image_path);
         sl::ThreadPool pool(so.n_threads);
         sl::VisionEncoder encoder(vision->model, pool);
         const sl::ImageTokenLayout layout = sl::image_token_layout(vision->model.config, img.width, img.height);

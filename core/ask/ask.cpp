@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <span>
 #include <filesystem>
@@ -28,12 +29,15 @@
 #include "core/context/context_builder.h"
 #include "core/context/preselect.h"
 #include "core/library/library.h"
+#include "core/model/llama_model.h"
 #include "core/model/model_loader.h"
 #include "core/prefill/progressive_prefill.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
 #include "core/util/json_writer.h"
 #include "core/util/sha256.h"
+#include "core/vision/vision_encoder.h"
+#include "core/vision/vision_model.h"
 
 namespace sl {
 
@@ -77,17 +81,16 @@ void check_cancel(const AskOptions& o) {
     if (o.cancel && o.cancel->load()) throw Cancelled("the question was cancelled");
 }
 
-// Prefill in chunks, checking the cancel flag between them and reporting progress.
-void prefill_checked(Session& session, std::span<const int32_t> tokens, const AskOptions& o, const AskCallbacks& cb) {
+// Prefill in chunks, checking the cancel flag between them and reporting progress. With `vis`,
+// `tokens` are the stream's positions from `pos0` on and image positions take its rows
+// (prefill_stream, visual_context.h).
+void prefill_checked(Session& session, std::span<const int32_t> tokens, const AskOptions& o, const AskCallbacks& cb,
+                     VisualEmbeddings* vis = nullptr, int64_t pos0 = 0, bool bidirectional = false) {
     constexpr size_t kChunk = 512;
     const auto t0 = Clock::now();
-    for (size_t i = 0; i < tokens.size(); i += kChunk) {
-        check_cancel(o);
-        const size_t n = std::min(kChunk, tokens.size() - i);
-        session.prefill(tokens.subspan(i, n));
-        if (cb.on_progress)
-            cb.on_progress(static_cast<int64_t>(i + n), static_cast<int64_t>(tokens.size()), since(t0));
-    }
+    prefill_stream(session, tokens, pos0, vis, bidirectional, kChunk, [&] { check_cancel(o); }, [&](size_t done) {
+        if (cb.on_progress) cb.on_progress(static_cast<int64_t>(done), static_cast<int64_t>(tokens.size()), since(t0));
+    });
 }
 
 // After the prefix (ts) is in the session: the positional baseline, the question turn, the
@@ -191,6 +194,7 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
         if (o.msa) w.key("top_k"), w.value(spec.top_k), w.key("mode"), w.value(spec.scoring);
         w.key("n_ctx"), w.value(n_ctx);
         w.key("model"), w.value(std::filesystem::path(model.file.name()).filename().string());
+        if (!spec.vision.empty()) w.key("vision"), w.value(spec.vision);
     });
 }
 
@@ -375,7 +379,9 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     std::vector<DocId> ids;
     const std::vector<doc::Document> docs = ready_documents(lib, ids);
     const std::string fingerprint = model_fingerprint(model);
-    if (o.use_library_prefill && o.reuse_kv &&
+    const VisionModel* vision = o.vision.model;
+    if (vision) check_vision_fits_lm(vision->config, model.model->config().d_model, "the vision tower");
+    if (!vision && o.use_library_prefill && o.reuse_kv &&
         ask_from_library_prefill(lib, model, o, cb, docs, ids, fingerprint, t_start, r))
         return r;
     std::vector<const doc::Document*> ptrs;
@@ -385,6 +391,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     ContextOptions co;
     co.sink_block = o.block_size;
     co.render_px = effort.render_px;
+    if (vision) co.image_sequence = image_sequence_for(*vision, *model.tokenizer);
     const ContextBuilder builder(*model.tokenizer, *model.chat, co);
     status("reading the library (" + std::to_string(docs.size()) + " documents)");
     const PreparedContext prepared = builder.prepare(ptrs);
@@ -412,12 +419,23 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     const AttentionChoice att = choose_attention(model.model->config(), longest, o.effort, o.block_size);
     MsaAttention* msa = nullptr;
     std::unique_ptr<Attention> attention = make_attention(o.msa, att.config, msa);
+    const bool images =
+        vision && std::find(ts.tokens.begin(), ts.tokens.end(), LlamaModel::kEmbeddingToken) != ts.tokens.end();
     SessionOptions so;
     so.n_threads = o.threads;
     so.n_ctx = static_cast<int>(longest);
     so.kv_block = o.block_size;
+    if (images) so.device = "cpu";  // image embeddings run on the CPU backend (session.h)
     Session session(model, so, std::move(attention));
     r.attention = o.msa ? "msa " + att.mode + ", top-k " + std::to_string(att.config.top_k) : "dense";
+    std::unique_ptr<VisionEncoder> encoder;
+    std::unique_ptr<VisualEmbeddings> vis;
+    if (images) {
+        encoder = std::make_unique<VisionEncoder>(*vision, session.pool());
+        vis = std::make_unique<VisualEmbeddings>(ts, docs, o.vision, *encoder, *model.tokenizer, effort.render_px);
+        r.image_visuals = vis->visuals();
+        for (const int32_t t : ts.tokens) r.image_positions += t == LlamaModel::kEmbeddingToken ? 1 : 0;
+    }
 
     // The prefix: restored from a saved KV cache of exactly this context, else prefilled from
     // where it parts from the saved whole context it shares the most with, and saved (a delta over
@@ -426,8 +444,13 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     spec.msa = o.msa;
     spec.block = o.block_size;
     spec.top_k = att.config.top_k;
-    spec.prefix_sha256 =
-        sha256_hex(std::string_view(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t)));
+    std::string hashed(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t));
+    if (images) {
+        // The image positions' K/V depend on the tower and the render size, not only the tokens.
+        spec.vision = o.vision.identity + "@" + std::to_string(effort.render_px);
+        hashed += "\nvision " + spec.vision;
+    }
+    spec.prefix_sha256 = sha256_hex(hashed);
     QuestionCacheNote cache;
     const auto t_prefill = Clock::now();
     if (o.reuse_kv) r.restored = restore_question_context(lib, session, fingerprint, ids, spec, ts.tokens, cache);
@@ -447,12 +470,32 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
             }
         }
         status("prefilling " + thousands(ts.prefix_tokens - from) + " context tokens");
-        prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb);
+        const bool both_ways = vis && !vis->bidirectional().empty();
+        if (both_ways && msa)
+            status("the vision model's image tokens attend to each other both ways; MSA runs them causally "
+                   "(dense attention keeps them both ways)");
+        prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb, vis.get(),
+                        from, both_ways && !msa);
         r.prefilled_tokens = ts.prefix_tokens - from;
         if (o.reuse_kv) save_question_context(lib, session, fingerprint, ids, spec, base ? &*base : nullptr, cache);
     }
     r.kv_note = cache.note;
     r.prefill_seconds = since(t_prefill);
+    if (vision) {
+        if (!vis) {
+            r.vision_note = "vision: no visual of the context entered as image tokens (pages of text are read as text)";
+        } else {
+            r.images_encoded = vis->encoded();
+            r.encode_seconds = vis->encode_seconds();
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "vision: %d visuals as %s image positions; %d encoded in %.1f s", r.image_visuals,
+                          thousands(r.image_positions).c_str(), r.images_encoded, r.encode_seconds);
+            r.vision_note = buf;
+            if (r.restored) r.vision_note += " (the saved context holds them)";
+            for (const auto& n : vis->notes()) r.vision_note += "; " + n;
+        }
+        if (o.use_library_prefill && o.reuse_kv) r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("the library prefill is text only: not used with a vision tower");
+    }
 
     const std::vector<UnitEvidence> evidence = evidence_of(ts, prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, n_ctx, spec, t_start, r);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/answer/answer.h"
+#include "core/ask/visual_context.h"
 #include "core/context/effort.h"
 #include "core/document/document.h"
 #include "core/util/error.h"
@@ -62,6 +63,9 @@ struct AskOptions {
     // > 0 samples at that temperature (top-k 40, top-p 0.95, min-p 0.05). The probe is always greedy.
     float temperature = 0;
     int threads = 0;  // the session's threads (0: all cores)
+    // A vision tower (model set): the visuals the plan keeps enter as image-patch tokens
+    // (visual_context.h), on the CPU; the library's own prefill (text only) is not used then.
+    AskVision vision;
 };
 
 struct AskResult {
@@ -85,6 +89,12 @@ struct AskResult {
     int64_t chat_id = 0;           // the stored chat
     std::string settings_json;     // as stored with the chat
     std::string attention;         // "msa <mode>, top-k N" or "dense"
+    // Vision: visuals placed as image tokens, their positions, encoded (0 when restored), seconds.
+    int image_visuals = 0;
+    int64_t image_positions = 0;
+    int images_encoded = 0;
+    double encode_seconds = 0;
+    std::string vision_note;       // "" without a vision tower; else what the images did
 };
 
 struct AskCallbacks {

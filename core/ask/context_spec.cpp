@@ -19,6 +19,7 @@ std::string ContextSpec::encode() const {
         w.key("max_tokens"), w.value(max_tokens);
     }
     w.key("prefix_sha256"), w.value(prefix_sha256);
+    if (!vision.empty()) w.key("vision"), w.value(vision);
     w.end_object();
     return w.str();
 }
@@ -42,6 +43,7 @@ std::optional<ContextSpec> ContextSpec::decode(std::string_view text) {
         if (const JsonValue* v = o.find("remap"); v && v->is_number()) s.remap_window = static_cast<int>(v->as_double());
         if (const JsonValue* v = o.find("library_prefill"); v && v->type() == JsonValue::Type::Bool)
             s.library_prefill = v->as_bool();
+        if (const JsonValue* v = o.find("vision"); v && v->is_string()) s.vision = v->text();
         if (const JsonValue* v = o.find("max_tokens"); v && v->is_number())
             s.max_tokens = static_cast<int64_t>(v->as_double());
         return s;

@@ -24,6 +24,9 @@ struct ContextSpec {
     bool library_prefill = false; // the library's own whole context (ask reads it when it can)
     int64_t max_tokens = 0;       // library prefill: the context's size budget
     std::string prefix_sha256;    // sha256 of the context's tokens (int32, little-endian)
+    // The vision tower whose embeddings fill the image positions and the render size
+    // (AskVision::identity "@" render px); empty: no image positions (text-only contexts).
+    std::string vision;
 
     std::string encode() const;
     // nullopt when `text` is not a spec (other JSON, malformed): such a record is not ours.

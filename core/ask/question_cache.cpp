@@ -42,7 +42,9 @@ std::optional<ContextBase> find_context_base(Library& lib, const std::string& fi
     for (const KvCacheRecord& rec : lib.list_kv_caches()) {
         if (rec.model_fingerprint != fingerprint || rec.documents != ids || rec.n_tokens <= 0) continue;
         const auto s = ContextSpec::decode(rec.settings);
-        if (!s || s->msa != spec.msa || s->block != spec.block || (spec.msa && s->top_k != spec.top_k)) continue;
+        if (!s || s->msa != spec.msa || s->block != spec.block || (spec.msa && s->top_k != spec.top_k) ||
+            s->vision != spec.vision)
+            continue;
         if (!kv_file_base(rec.path).empty()) continue;  // a delta is not a base
         const std::vector<int32_t> saved = saved_context_tokens(rec.path);
         const size_t n = std::min(saved.size(), tokens.size());

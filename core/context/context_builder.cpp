@@ -97,14 +97,18 @@ PreparedContext ContextBuilder::prepare(std::span<const doc::Document* const> do
             }
             for (size_t v = 0; v < u.visuals.size(); ++v) {
                 const auto& vis = u.visuals[v];
-                const int n = options_.image_patches && options_.image_token >= 0
-                                  ? options_.image_patches(*d, u, vis, options_.render_px)
-                                  : 0;
-                if (n <= 0 && vis.kind != doc::VisualKind::Frame) continue;  // nothing to place or count
+                std::vector<int32_t> seq;
+                if (options_.image_sequence) {
+                    seq = options_.image_sequence(*d, u, vis, options_.render_px);
+                } else if (options_.image_patches && options_.image_token >= 0) {
+                    const int n = options_.image_patches(*d, u, vis, options_.render_px);
+                    seq.assign(static_cast<size_t>(std::max(0, n)), options_.image_token);
+                }
+                if (seq.empty() && vis.kind != doc::VisualKind::Frame) continue;  // nothing to place or count
                 PreparedItem it;
                 it.kind = SpanKind::Visual;
                 it.block = static_cast<int>(v);
-                it.tokens.assign(static_cast<size_t>(std::max(0, n)), options_.image_token);
+                it.tokens = std::move(seq);
                 it.ref = {d->id, u.index, vis.bbox, std::nullopt};
                 if (vis.timestamp) it.ref.time = doc::TimeRange{*vis.timestamp, *vis.timestamp};
                 if (vis.kind == doc::VisualKind::Frame) it.frame_time = vis.timestamp.value_or(0.0);

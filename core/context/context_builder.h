@@ -40,6 +40,13 @@ class Tokenizer;
 class ChatTemplate;
 struct BudgetPlan;
 
+// A visual's context positions at `render_px`: its wrapper token ids and one
+// LlamaModel::kEmbeddingToken (-1) per embedding position (patch_tokens.h: layout_tokens); empty:
+// none (the visual's OCR text stands for it). The ask flow's hook for a model with a vision tower
+// (core/ask/visual_context.h).
+using ImageSequence =
+    std::function<std::vector<int32_t>(const doc::Document& d, const doc::Unit& u, const doc::Visual& v, int render_px)>;
+
 // Image-patch tokens a vision encoder would spend on `v` at `render_px`; 0 = none (use OCR text).
 using ImagePatchCounter =
     std::function<int(const doc::Document& d, const doc::Unit& u, const doc::Visual& v, int render_px)>;
@@ -56,6 +63,7 @@ struct ContextOptions {
     // get from every answer token, so that page is not cited for being near, only for being read.
     std::string closing = "\n(End of the documents.)\n";
     int closing_block = 128;
+    ImageSequence image_sequence;    // set: a visual's positions (takes precedence over the counter)
     ImagePatchCounter image_patches; // empty: text only
     int32_t image_token = -1;        // the id image-patch positions hold (vision models)
     int render_px = 672;             // passed to image_patches

@@ -339,8 +339,10 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
         for (uint64_t b = b0; b < nb; ++b)
             if (c.page_offset[static_cast<size_t>(l * nb + b)] == 0)
                 bad(name, "missing page of layer " + std::to_string(l) + ", block " + std::to_string(b));
+    // -1 is LlamaModel::kEmbeddingToken: an image-patch position (its row came from a vision tower).
     for (const int32_t t : c.tokens)
-        if (t < 0 || static_cast<uint32_t>(t) >= in.n_vocab) bad(name, "token id " + std::to_string(t) + " outside the vocabulary");
+        if (t < -1 || (t >= 0 && static_cast<uint32_t>(t) >= in.n_vocab))
+            bad(name, "token id " + std::to_string(t) + " outside the vocabulary");
     if (verify == KvVerify::Full) {
         c.logits.resize(in.n_vocab);
         std::memcpy(c.logits.data(), f + last_commit_payload + (last_commit_bytes - in.n_vocab * 4ull), in.n_vocab * 4ull);

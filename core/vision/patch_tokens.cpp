@@ -90,6 +90,27 @@ int count_positions(const ImageTokenLayout& layout, const Tokenizer& tokenizer) 
     return n;
 }
 
+std::vector<int32_t> layout_tokens(const ImageTokenLayout& layout, const Tokenizer& tokenizer,
+                                   std::vector<int32_t>* rows, std::vector<std::pair<int64_t, int64_t>>* runs) {
+    std::vector<int32_t> ids;
+    if (rows) rows->clear();
+    if (runs) runs->clear();
+    for (const ImagePiece& p : layout.pieces) {
+        if (p.kind == ImagePiece::Kind::Text) {
+            const auto t = piece_ids(tokenizer, p.text);
+            ids.insert(ids.end(), t.begin(), t.end());
+            if (rows) rows->insert(rows->end(), t.size(), -1);
+            continue;
+        }
+        const auto begin = static_cast<int64_t>(ids.size());
+        ids.insert(ids.end(), static_cast<size_t>(p.count), LlamaModel::kEmbeddingToken);
+        if (rows)
+            for (int i = 0; i < p.count; ++i) rows->push_back(p.tile * p.count + i);
+        if (runs && layout.bidirectional) runs->emplace_back(begin, static_cast<int64_t>(ids.size()));
+    }
+    return ids;
+}
+
 void MultimodalStream::fill_embeddings(int64_t pos, int n, float* out) const {
     const size_t w = static_cast<size_t>(width);
     for (int i = 0; i < n; ++i) {

@@ -68,6 +68,16 @@ int image_tokens(const VisionConfig& config, int width, int height);
 // encoded as text).
 int count_positions(const ImageTokenLayout& layout, const Tokenizer& tokenizer);
 
+// The positions of `layout` as ids: each wrapper piece as `tokenizer`'s ids (as
+// MultimodalStreamBuilder writes it), each embedding position as LlamaModel::kEmbeddingToken.
+// count_positions(layout, tokenizer) of them. With `rows`, also each position's row in the
+// image's encoding (EncodedImage::embeddings: tile * tokens_per_tile + i), -1 for wrapper tokens;
+// with `runs`, the [begin, end) runs (positions within the layout) that attend both ways
+// (layout.bidirectional: one per tile).
+std::vector<int32_t> layout_tokens(const ImageTokenLayout& layout, const Tokenizer& tokenizer,
+                                   std::vector<int32_t>* rows = nullptr,
+                                   std::vector<std::pair<int64_t, int64_t>>* runs = nullptr);
+
 // "Frame from 01:05:" for 65.4 s (minutes may exceed 59).
 std::string frame_prefix(double seconds);
 

@@ -1,0 +1,344 @@
+// Visuals in the ask flow's context (core/ask/visual_context.h) on tiny random-weight files: which
+// visuals enter as image tokens and at what size, that the builder places each one's exact layout
+// (so the budget planner counts it), that VisualEmbeddings fills the rows the encoder gives for
+// the same pixels, that a visual without pixels is read as a blank image and named, and that the
+// chunked prefill (prefill_stream) equals one pass over the stream — with Gemma 3's bidirectional
+// image runs kept whole even when the chunk is smaller than a run.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <map>
+#include <random>
+
+#include "core/ask/visual_context.h"
+#include "core/context/budget_planner.h"
+#include "core/context/context_builder.h"
+#include "core/context/effort.h"
+#include "core/model/llama_model.h"
+#include "core/model/model_loader.h"
+#include "core/runtime/session.h"
+#include "core/runtime/thread_pool.h"
+#include "core/tokenizer/chat_template.h"
+#include "core/vision/patch_tokens.h"
+#include "core/vision/vision_encoder.h"
+#include "core/vision/vision_model.h"
+#include "tests/common/test_support.h"
+#include "tests/core/vision/vision_test_util.h"
+
+namespace {
+
+constexpr int kRenderPx = 96;
+
+sl::RgbImage random_image(int w, int h, unsigned seed) {
+    sl::RgbImage img;
+    img.width = w;
+    img.height = h;
+    img.rgb.resize(static_cast<size_t>(w) * static_cast<size_t>(h) * 3);
+    std::mt19937 gen(seed);
+    for (auto& b : img.rgb) b = static_cast<uint8_t>(gen() % 256);
+    return img;
+}
+
+sl::doc::Block block(std::string text, sl::doc::BlockRole role = sl::doc::BlockRole::Body) {
+    sl::doc::Block b;
+    b.text = std::move(text);
+    b.role = role;
+    b.bbox = sl::doc::BBox{0.1f, 0.1f, 0.9f, 0.2f};
+    return b;
+}
+
+sl::doc::Visual visual(sl::doc::VisualKind kind, int w, int h, std::string locator) {
+    sl::doc::Visual v;
+    v.kind = kind;
+    v.width = w;
+    v.height = h;
+    v.locator = std::move(locator);
+    return v;
+}
+
+// A PDF (a figure page, a page of prose), a deck with a picture, a video with a frame.
+std::vector<sl::doc::Document> documents() {
+    std::vector<sl::doc::Document> docs(3);
+    auto& pdf = docs[0];
+    pdf.id = "sha-pdf";
+    pdf.path = "/nowhere/report.pdf";
+    pdf.kind = sl::doc::DocumentKind::Pdf;
+    pdf.units.resize(2);
+    pdf.units[0].index = 0;
+    pdf.units[0].label = "1";
+    pdf.units[0].width = 300;
+    pdf.units[0].height = 400;
+    pdf.units[0].blocks = {block("Figure 1: the pipeline.")};
+    pdf.units[0].visuals = {visual(sl::doc::VisualKind::PageRender, 300, 400, "page:0@72dpi")};
+    pdf.units[1].index = 1;
+    pdf.units[1].label = "2";
+    pdf.units[1].blocks = {block(std::string(700, 'a') + " prose.")};
+    pdf.units[1].visuals = {visual(sl::doc::VisualKind::PageRender, 300, 400, "page:1@72dpi")};
+    auto& deck = docs[1];
+    deck.id = "sha-deck";
+    deck.path = "/nowhere/deck.pptx";
+    deck.kind = sl::doc::DocumentKind::Slides;
+    deck.units.resize(1);
+    deck.units[0].kind = sl::doc::UnitKind::Slide;
+    deck.units[0].blocks = {block("Results")};
+    deck.units[0].visuals = {visual(sl::doc::VisualKind::Picture, 120, 80, "zip:ppt/media/image1.png")};
+    deck.units[0].visuals[0].bbox = sl::doc::BBox{0.5f, 0.5f, 0.9f, 0.9f};
+    auto& video = docs[2];
+    video.id = "sha-video";
+    video.path = "/nowhere/talk.mp4";
+    video.kind = sl::doc::DocumentKind::Video;
+    video.units.resize(1);
+    video.units[0].kind = sl::doc::UnitKind::Segment;
+    video.units[0].time = sl::doc::TimeRange{60, 90};
+    video.units[0].blocks = {block("so the answer is", sl::doc::BlockRole::Transcript)};
+    video.units[0].visuals = {visual(sl::doc::VisualKind::Frame, 160, 90, "frame:t=65")};
+    video.units[0].visuals[0].timestamp = 65.0;
+    return docs;
+}
+
+struct Tower {
+    std::unique_ptr<sl::LoadedModel> lm;
+    std::unique_ptr<sl::LoadedVisionModel> vm;
+};
+
+Tower make_tower(const QTemporaryDir& dir, const QString& family) {
+    Tower t;
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) return t;
+    const QString lm = dir.filePath(family + QStringLiteral("-lm.gguf")), mm = dir.filePath(family + QStringLiteral("-mm.gguf"));
+    QStringList lm_args{sl::test::reference_script(QStringLiteral("model/make_tiny_model.py")), lm, QStringLiteral("--d-model"),
+                        QStringLiteral("64"), QStringLiteral("--ctx"), QStringLiteral("4096")};
+    QStringList mm_args{QStringLiteral("--out-embd"), QStringLiteral("64"), QStringLiteral("--image-size"), QStringLiteral("32"),
+                        QStringLiteral("--patch-size"), QStringLiteral("4")};
+    if (family == QLatin1String("gemma3")) {
+        lm_args << QStringLiteral("--arch") << QStringLiteral("gemma3");
+        mm_args << QStringLiteral("--family") << QStringLiteral("gemma3");
+    } else {
+        mm_args << QStringLiteral("--longest-edge") << QStringLiteral("64");  // tiled: 2 x 2 + global at 64 px
+    }
+    if (!sl::test::run_process(py, lm_args, nullptr) || !sl::test::make_mmproj(mm, mm_args)) return t;
+    t.lm = sl::load_model(lm.toStdString());
+    t.vm = sl::load_mmproj(mm.toStdString());
+    return t;
+}
+
+// The pixels each visual gets: the page exactly at its encode size, the picture larger (resized by
+// VisualEmbeddings), the frame none.
+std::optional<sl::RgbImage> pixels_of(const sl::doc::Document&, const sl::doc::Unit&, const sl::doc::Visual& v, int max_px) {
+    if (v.kind == sl::doc::VisualKind::PageRender) {
+        const auto [w, h] = sl::visual_encode_size(v, max_px);
+        return random_image(w, h, 11);
+    }
+    if (v.kind == sl::doc::VisualKind::Picture) return random_image(240, 160, 12);
+    return std::nullopt;
+}
+
+sl::TokenStream build(const Tower& t, const std::vector<sl::doc::Document>& docs) {
+    std::vector<const sl::doc::Document*> ptrs;
+    for (const auto& d : docs) ptrs.push_back(&d);
+    sl::ContextOptions co;
+    co.sink_block = 0;
+    co.closing_block = 0;
+    co.render_px = kRenderPx;
+    co.image_sequence = sl::image_sequence_for(t.vm->model, *t.lm->tokenizer);
+    return sl::ContextBuilder(*t.lm->tokenizer, sl::ChatTemplate("<|im_start|>"), co).build(ptrs);
+}
+
+std::vector<float> last_logits_of(sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
+
+}  // namespace
+
+class TstVisionAskContext : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void whichVisualsAndSizes();
+    void builderPlacesEachLayout();
+    void rowsAreTheEncodersRows();
+    void chunkedPrefillEqualsOnePass();
+    void gemma3RunsStayWhole();
+
+private:
+    QTemporaryDir dir_;
+    Tower idefics3_, gemma3_;
+};
+
+void TstVisionAskContext::initTestCase() {
+    if (sl::test::require_venv_python().isEmpty()) QSKIP("the project's venv is not installed (scripts/setup.sh)");
+    idefics3_ = make_tower(dir_, QStringLiteral("idefics3"));
+    gemma3_ = make_tower(dir_, QStringLiteral("gemma3"));
+    QVERIFY(idefics3_.lm && idefics3_.vm && gemma3_.lm && gemma3_.vm);
+}
+
+void TstVisionAskContext::whichVisualsAndSizes() {
+    const auto docs = documents();
+    QVERIFY(sl::visual_enters_as_image(docs[0].units[0], docs[0].units[0].visuals[0]));   // a figure page
+    QVERIFY(!sl::visual_enters_as_image(docs[0].units[1], docs[0].units[1].visuals[0]));  // prose
+    QVERIFY(sl::visual_enters_as_image(docs[1].units[0], docs[1].units[0].visuals[0]));
+    QVERIFY(sl::visual_enters_as_image(docs[2].units[0], docs[2].units[0].visuals[0]));
+    // OCR text does not make a page "text": a scan is read as an image too.
+    sl::doc::Unit scan = docs[0].units[1];
+    scan.blocks[0].role = sl::doc::BlockRole::Ocr;
+    QVERIFY(sl::visual_enters_as_image(scan, scan.visuals[0]));
+
+    using Size = std::pair<int, int>;
+    QCOMPARE(sl::visual_encode_size(docs[0].units[0].visuals[0], 96), Size(72, 96));  // scaled down
+    QCOMPARE(sl::visual_encode_size(docs[1].units[0].visuals[0], 672), Size(120, 80));  // never up
+    QCOMPARE(sl::visual_encode_size(visual(sl::doc::VisualKind::Frame, 0, 0, "frame:t=1"), 672), Size(0, 0));
+}
+
+void TstVisionAskContext::builderPlacesEachLayout() {
+    QVERIFY(idefics3_.lm);
+    const auto docs = documents();
+    const sl::TokenStream ts = build(idefics3_, docs);
+    ts.check();
+    int n = 0;
+    for (const auto& sp : ts.spans) {
+        if (sp.kind != sl::SpanKind::Visual) continue;
+        ++n;
+        const auto& d = docs[static_cast<size_t>(sp.source)];
+        const auto& v = d.units[static_cast<size_t>(sp.ref.unit)].visuals[static_cast<size_t>(sp.block)];
+        const auto [w, h] = sl::visual_encode_size(v, kRenderPx);
+        const auto layout = sl::image_token_layout(idefics3_.vm->model.config, w, h,
+                                                   v.kind == sl::doc::VisualKind::Frame ? v.timestamp : std::nullopt);
+        const auto want = sl::layout_tokens(layout, *idefics3_.lm->tokenizer);
+        QCOMPARE(static_cast<int>(want.size()), sl::count_positions(layout, *idefics3_.lm->tokenizer));
+        const std::vector<int32_t> got(ts.tokens.begin() + sp.begin, ts.tokens.begin() + sp.end);
+        QCOMPARE(got, want);
+        if (v.kind == sl::doc::VisualKind::PageRender) QVERIFY(layout.plan.rows * layout.plan.cols > 1);  // tiled
+        if (v.kind == sl::doc::VisualKind::Frame) QCOMPARE(sp.ref.time->t0, 65.0);  // cited at its time
+        if (v.kind == sl::doc::VisualKind::Picture) QVERIFY(sp.ref.bbox.has_value());  // and region
+    }
+    QCOMPARE(n, 3);  // the prose page is read as text only
+
+    // The budget planner counts the image positions like any token: the plan is the stream.
+    std::vector<const sl::doc::Document*> ptrs;
+    for (const auto& d : docs) ptrs.push_back(&d);
+    sl::ContextOptions co;
+    co.sink_block = 0;
+    co.closing_block = 0;
+    co.render_px = kRenderPx;
+    co.image_sequence = sl::image_sequence_for(idefics3_.vm->model, *idefics3_.lm->tokenizer);
+    const sl::ContextBuilder b(*idefics3_.lm->tokenizer, sl::ChatTemplate("<|im_start|>"), co);
+    const auto p = b.prepare(ptrs);
+    const auto plan = sl::plan_budget(p, 100000, sl::effort_settings(sl::Effort::High));
+    const auto planned = b.assemble(p, &plan);
+    QCOMPARE(planned.prefix_tokens, plan.opening + plan.total_planned);
+    QCOMPARE(planned.tokens, ts.tokens);
+}
+
+void TstVisionAskContext::rowsAreTheEncodersRows() {
+    QVERIFY(idefics3_.lm);
+    const auto docs = documents();
+    const sl::TokenStream ts = build(idefics3_, docs);
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(idefics3_.vm->model, pool);
+    sl::AskVision av{&idefics3_.vm->model, "test", pixels_of};
+    sl::VisualEmbeddings vis(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx);
+    QCOMPARE(vis.visuals(), 3);
+    QVERIFY(vis.bidirectional().empty());
+    const int w = vis.width();
+    const auto n = static_cast<int>(ts.tokens.size());
+    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(w));
+    vis.fill(0, n, rows.data());
+    QCOMPARE(vis.encoded(), 3);
+    QCOMPARE(static_cast<int>(vis.notes().size()), 1);  // the frame had no pixels
+    QVERIFY2(vis.notes()[0].find("talk.mp4") != std::string::npos && vis.notes()[0].find("blank") != std::string::npos,
+             vis.notes()[0].c_str());
+
+    // The page's rows are what the encoder gives for its pixels, in MultimodalStream's order.
+    const auto& page = docs[0].units[0].visuals[0];
+    const auto [pw, ph] = sl::visual_encode_size(page, kRenderPx);
+    sl::MultimodalStreamBuilder mb(*idefics3_.lm->tokenizer, w);
+    mb.add_image(sl::image_token_layout(idefics3_.vm->model.config, pw, ph), sl::encode_image(enc, random_image(pw, ph, 11)), 0);
+    const sl::MultimodalStream ref = mb.take();
+    std::vector<float> want(static_cast<size_t>(ref.size()) * static_cast<size_t>(w));
+    ref.fill_embeddings(0, static_cast<int>(ref.size()), want.data());
+    const sl::ProvenanceSpan* span = nullptr;
+    for (const auto& sp : ts.spans)
+        if (sp.kind == sl::SpanKind::Visual && sp.source == 0) span = &sp;
+    QVERIFY(span);
+    QCOMPARE(span->end - span->begin, ref.size());
+    const double err = sl::test::normalized_error(rows.data() + static_cast<size_t>(span->begin) * static_cast<size_t>(w), want.data(), want.size());
+    QVERIFY2(err < 1e-6, qPrintable(QString::number(err)));
+    // Token positions get zero rows; every image position a finite, non-zero row.
+    for (int p = 0; p < n; ++p) {
+        double sum = 0;
+        for (int k = 0; k < w; ++k) {
+            const float x = rows[static_cast<size_t>(p) * static_cast<size_t>(w) + static_cast<size_t>(k)];
+            QVERIFY(std::isfinite(x));
+            sum += std::abs(x);
+        }
+        QCOMPARE(sum > 0, ts.tokens[static_cast<size_t>(p)] == sl::LlamaModel::kEmbeddingToken);
+    }
+}
+
+void TstVisionAskContext::chunkedPrefillEqualsOnePass() {
+    QVERIFY(idefics3_.lm);
+    const auto docs = documents();
+    const sl::TokenStream ts = build(idefics3_, docs);
+    sl::SessionOptions so;
+    so.device = "cpu";
+    so.n_threads = 2;
+    sl::Session one(*idefics3_.lm, so), chunked(*idefics3_.lm, so);
+    sl::VisionEncoder enc(idefics3_.vm->model, one.pool());
+    sl::AskVision av{&idefics3_.vm->model, "test", pixels_of};
+    sl::VisualEmbeddings all(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx);
+    const auto n = static_cast<int>(ts.tokens.size());
+    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(all.width()));
+    all.fill(0, n, rows.data());
+    one.prefill(ts.tokens, rows.data());
+
+    sl::VisualEmbeddings vis(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx);
+    std::vector<size_t> done;
+    sl::prefill_stream(chunked, ts.tokens, 0, &vis, false, 7, nullptr, [&](size_t d) { done.push_back(d); });
+    QCOMPARE(done.back(), ts.tokens.size());
+    QCOMPARE(done.size(), (ts.tokens.size() + 6) / 7);
+    QCOMPARE(chunked.tokens(), one.tokens());
+    const auto a = last_logits_of(one), b = last_logits_of(chunked);
+    const double err = sl::test::normalized_error(b.data(), a.data(), a.size());
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+}
+
+void TstVisionAskContext::gemma3RunsStayWhole() {
+    QVERIFY(gemma3_.lm);
+    const auto docs = documents();
+    const sl::TokenStream ts = build(gemma3_, docs);
+    sl::SessionOptions so;
+    so.device = "cpu";
+    so.n_threads = 2;
+    sl::Session one(*gemma3_.lm, so), chunked(*gemma3_.lm, so), causal(*gemma3_.lm, so);
+    sl::VisionEncoder enc(gemma3_.vm->model, one.pool());
+    sl::AskVision av{&gemma3_.vm->model, "test", pixels_of};
+    sl::VisualEmbeddings all(ts, docs, av, enc, *gemma3_.lm->tokenizer, kRenderPx);
+    QCOMPARE(static_cast<int>(all.bidirectional().size()), 3);  // one run per image (one tile each)
+    const int64_t run = all.bidirectional()[0].second - all.bidirectional()[0].first;
+    QVERIFY(run > 3);
+    const auto n = static_cast<int>(ts.tokens.size());
+    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(all.width()));
+    all.fill(0, n, rows.data());
+    one.prefill(ts.tokens, rows.data(), all.bidirectional());
+
+    // Chunks of 3 positions, each run longer than that: a chunk ends before a run and the next
+    // takes the whole run.
+    sl::VisualEmbeddings vis(ts, docs, av, enc, *gemma3_.lm->tokenizer, kRenderPx);
+    std::vector<size_t> done;
+    sl::prefill_stream(chunked, ts.tokens, 0, &vis, true, 3, nullptr, [&](size_t d) { done.push_back(d); });
+    for (const auto& [b, e] : all.bidirectional()) {
+        QVERIFY(std::find(done.begin(), done.end(), static_cast<size_t>(b)) != done.end());
+        QVERIFY(std::find(done.begin(), done.end(), static_cast<size_t>(e)) != done.end());
+    }
+    const auto a = last_logits_of(one), b = last_logits_of(chunked);
+    const double err = sl::test::normalized_error(b.data(), a.data(), a.size());
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+
+    // The runs matter: all causal gives other logits.
+    sl::VisualEmbeddings vis2(ts, docs, av, enc, *gemma3_.lm->tokenizer, kRenderPx);
+    sl::prefill_stream(causal, ts.tokens, 0, &vis2, false, 3, nullptr, nullptr);
+    const auto c = last_logits_of(causal);
+    QVERIFY(sl::test::normalized_error(c.data(), a.data(), a.size()) > 1e-4);
+}
+
+QTEST_GUILESS_MAIN(TstVisionAskContext)
+#include "tst_vision_ask_context.moc"
