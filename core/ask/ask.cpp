@@ -377,10 +377,13 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     const EffortSettings effort = answer_effort(o, model);
 
     std::vector<DocId> ids;
-    const std::vector<doc::Document> docs = ready_documents(lib, ids);
+    std::vector<doc::Document> docs = ready_documents(lib, ids);
     const std::string fingerprint = model_fingerprint(model);
     const VisionModel* vision = o.vision.model;
-    if (vision) check_vision_fits_lm(vision->config, model.model->config().d_model, "the vision tower");
+    if (vision) {
+        check_vision_fits_lm(vision->config, model.model->config().d_model, "the vision tower");
+        add_page_renders(docs);
+    }
     if (!vision && o.use_library_prefill && o.reuse_kv &&
         ask_from_library_prefill(lib, model, o, cb, docs, ids, fingerprint, t_start, r))
         return r;

@@ -43,6 +43,27 @@ std::string visual_name(const doc::Document& d, const doc::Unit& u, const doc::V
 
 }  // namespace
 
+void add_page_renders(std::vector<doc::Document>& docs) {
+    constexpr int kDpi = 150;
+    for (auto& d : docs) {
+        if (d.kind != doc::DocumentKind::Pdf) continue;
+        for (auto& u : d.units) {
+            if (u.kind != doc::UnitKind::Page || u.width <= 0 || u.height <= 0) continue;
+            if (std::any_of(u.visuals.begin(), u.visuals.end(),
+                            [](const doc::Visual& v) { return v.kind == doc::VisualKind::PageRender; }))
+                continue;
+            const bool turned = u.rotation % 180 != 0;
+            doc::Visual v;
+            v.kind = doc::VisualKind::PageRender;
+            v.width = static_cast<int>(std::lround((turned ? u.height : u.width) * kDpi / 72.0));
+            v.height = static_cast<int>(std::lround((turned ? u.width : u.height) * kDpi / 72.0));
+            if (v.width <= 0 || v.height <= 0) continue;
+            v.locator = "page:" + std::to_string(u.index) + "@" + std::to_string(kDpi) + "dpi";
+            u.visuals.push_back(std::move(v));
+        }
+    }
+}
+
 bool visual_enters_as_image(const doc::Unit& u, const doc::Visual& v) {
     if (v.kind != doc::VisualKind::PageRender) return true;
     size_t chars = 0;

@@ -54,6 +54,11 @@ struct AskVision {
 
 inline constexpr int kImagedPageChars = 600;
 
+// PDF pages stored without a page render (ingest keeps one only when asked: `add --dpi`) get one,
+// rendered on demand ("page:N@150dpi", its size from the page's points and rotation): the pages a
+// vision tower may read. Other units are left as they are.
+void add_page_renders(std::vector<doc::Document>& docs);
+
 // Whether `v` enters the context as image tokens under a vision model (the rule above).
 bool visual_enters_as_image(const doc::Unit& u, const doc::Visual& v);
 

@@ -154,6 +154,7 @@ class TstVisionAskContext : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void whichVisualsAndSizes();
+    void pagesGetRenders();
     void builderPlacesEachLayout();
     void rowsAreTheEncodersRows();
     void chunkedPrefillEqualsOnePass();
@@ -186,6 +187,27 @@ void TstVisionAskContext::whichVisualsAndSizes() {
     QCOMPARE(sl::visual_encode_size(docs[0].units[0].visuals[0], 96), Size(72, 96));  // scaled down
     QCOMPARE(sl::visual_encode_size(docs[1].units[0].visuals[0], 672), Size(120, 80));  // never up
     QCOMPARE(sl::visual_encode_size(visual(sl::doc::VisualKind::Frame, 0, 0, "frame:t=1"), 672), Size(0, 0));
+}
+
+void TstVisionAskContext::pagesGetRenders() {
+    // A PDF stored without page renders (ingest's default) gets one per page, upright; a page that
+    // has one and other kinds of documents are left alone.
+    auto docs = documents();
+    docs[0].units[1].visuals.clear();
+    docs[0].units[1].width = 612;
+    docs[0].units[1].height = 792;
+    docs[0].units[1].rotation = 90;
+    const size_t deck_visuals = docs[1].units[0].visuals.size();
+    sl::add_page_renders(docs);
+    QCOMPARE(docs[0].units[0].visuals.size(), size_t{1});
+    QCOMPARE(docs[0].units[0].visuals[0].locator, std::string("page:0@72dpi"));
+    QCOMPARE(docs[0].units[1].visuals.size(), size_t{1});
+    const auto& v = docs[0].units[1].visuals[0];
+    QCOMPARE(v.kind, sl::doc::VisualKind::PageRender);
+    QCOMPARE(v.locator, std::string("page:1@150dpi"));
+    QCOMPARE(v.width, 1650);  // 792 pt at 150 dpi: turned by its rotation
+    QCOMPARE(v.height, 1275);
+    QCOMPARE(docs[1].units[0].visuals.size(), deck_visuals);
 }
 
 void TstVisionAskContext::builderPlacesEachLayout() {
