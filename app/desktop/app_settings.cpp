@@ -57,6 +57,12 @@ qint64 AppSettings::kvCacheCap() const {
 }
 void AppSettings::setKvCacheCap(qint64 bytes) { settings_->setValue(QStringLiteral("context/kv_cap_bytes"), bytes); }
 
+QString AppSettings::visionTowerPath() const { return settings_->value(QStringLiteral("model/mmproj")).toString().trimmed(); }
+void AppSettings::setVisionTowerPath(const QString& path) {
+    if (path.trimmed().isEmpty()) settings_->remove(QStringLiteral("model/mmproj"));
+    else settings_->setValue(QStringLiteral("model/mmproj"), path.trimmed());
+}
+
 QString AppSettings::remoteEngineUrl() const { return settings_->value(QStringLiteral("engine/url")).toString().trimmed(); }
 void AppSettings::setRemoteEngineUrl(const QString& url) { settings_->setValue(QStringLiteral("engine/url"), url.trimmed()); }
 QString AppSettings::remoteEngineModel() const { return settings_->value(QStringLiteral("engine/model")).toString().trimmed(); }

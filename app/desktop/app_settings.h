@@ -18,6 +18,9 @@ public:
 
     QString modelPath() const;                 // default: the model scripts/setup.sh fetches
     void setModelPath(const QString& path);
+    // The model's vision tower (an mmproj GGUF; empty: none, visuals are read as their OCR text).
+    QString visionTowerPath() const;
+    void setVisionTowerPath(const QString& path);
     Device device() const;
     void setDevice(Device d);
     QString effort() const;                    // "low", "medium", "high"

@@ -5,12 +5,15 @@
 
 #include "core/answer/minilm_embedder.h"
 #include "app/common/openai_engine.h"
+#include "app/common/visual_pixels.h"
 #include "core/ask/ask.h"
 #include "core/ask/remote_ask.h"
 #include "core/embed/sentence_embedder.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
+#include "core/util/sha256.h"
+#include "core/vision/vision_model.h"
 
 namespace sl::desktop {
 
@@ -57,6 +60,19 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     o.threads = options_.threads;
     o.cancel = cancel;
     o.embedder = embedder();
+    app::VisualPixels pixels(&lib);
+    if (!options_.mmproj_path.empty() && options_.engine_url.empty()) {
+        if (!vision_) {
+            if (stream.on_status) stream.on_status("loading the vision tower " + options_.mmproj_path);
+            auto v = load_mmproj(options_.mmproj_path);
+            check_vision_fits_lm(v->model.config, model->model->config().d_model, options_.mmproj_path);
+            vision_sha256_ = sha256_file_hex(options_.mmproj_path);
+            vision_ = std::move(v);
+        }
+        o.vision.model = &vision_->model;
+        o.vision.identity = vision_sha256_;
+        o.vision.pixels = pixels.fn();
+    }
     std::string streamed;
     AskCallbacks cb;
     cb.on_text = [&](std::string_view t) {
@@ -113,6 +129,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     out.plan = r.plan;
     out.context_tokens = r.context_tokens;
     if (!r.attention.empty()) out.method += "; attention " + r.attention;
+    if (!r.vision_note.empty()) out.method += "; " + r.vision_note;
     if (r.from_library_prefill) {
         const bool all = r.library_saved >= r.library_tokens;
         out.method += all ? "; the library's prefilled context"

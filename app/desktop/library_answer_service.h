@@ -26,6 +26,10 @@
 #include "app/desktop/shared_model.h"
 #include "core/answer/minilm_embedder.h"
 
+namespace sl {
+struct LoadedVisionModel;
+}
+
 namespace sl::desktop {
 
 struct LibraryAnswerOptions {
@@ -39,6 +43,9 @@ struct LibraryAnswerOptions {
     std::string api_key;       // empty: $SIGHTLINE_API_KEY
     float temperature = 0;     // AskOptions::temperature (0: greedy)
     int threads = 0;           // AskOptions::threads (0: all cores)
+    // The model's vision tower (an mmproj GGUF; empty: none): loaded on the first answer, the
+    // visuals the plan keeps then enter as image tokens (AskOptions::vision). Local engine only.
+    std::string mmproj_path;
 };
 
 class LibraryAnswerService : public AskService {
@@ -65,6 +72,8 @@ private:
     bool embedder_tried_ = false;
     InstalledMiniLm minilm_;
     std::string semantic_note_;
+    std::unique_ptr<LoadedVisionModel> vision_;  // loaded on first use
+    std::string vision_sha256_;
 };
 
 }  // namespace sl::desktop

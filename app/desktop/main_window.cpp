@@ -294,6 +294,7 @@ void MainWindow::applyModel() {
         lo.temperature = static_cast<float>(settings_->temperature());
         lo.threads = settings_->threads();
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
+        lo.mmproj_path = settings_->visionTowerPath().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();
         lo.api_key = settings_->remoteApiKey().toStdString();
         service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_, lo);

@@ -113,6 +113,14 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     auto* gpu_label = new QLabel(gpu_line, this);
     gpu_label->setWordWrap(true);
 
+    mmproj_ = new QLineEdit(settings_->visionTowerPath(), this);
+    mmproj_->setAccessibleName(tr("Vision tower"));
+    mmproj_->setPlaceholderText(tr("none: pictures, frames and scanned pages are read as their OCR text"));
+    mmproj_->setToolTip(tr("The model's mmproj GGUF file (SmolVLM / Idefics3 or Gemma 3): pictures, video frames "
+                           "and pages with little text then enter the context as image tokens."));
+    auto* mmproj_browse = new QPushButton(tr("Browse…"), this);
+    mmproj_browse->setAccessibleName(tr("Choose a vision tower"));
+
     engine_url_ = new QLineEdit(settings_->remoteEngineUrl(), this);
     engine_url_->setAccessibleName(tr("Remote engine URL"));
     engine_url_->setPlaceholderText(tr("none: the local model answers (e.g. http://10.0.0.5:8000/v1)"));
@@ -146,6 +154,10 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     auto* form = new QFormLayout;
     form->addRow(tr("Model:"), row);
     form->addRow(QString(), summary_);
+    auto* mmproj_row = new QHBoxLayout;
+    mmproj_row->addWidget(mmproj_, 1);
+    mmproj_row->addWidget(mmproj_browse);
+    form->addRow(tr("Vision tower:"), mmproj_row);
     form->addRow(tr("Device:"), device_);
     form->addRow(QString(), gpu_label);
     form->addRow(tr("Temperature:"), temperature_);
@@ -165,6 +177,12 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
         path_->setText(QString::fromStdString(paths::default_model().string()));
         loadInfo(path_->text());
     });
+    connect(mmproj_browse, &QPushButton::clicked, this, [this] {
+        const QString start = mmproj_->text().isEmpty() ? QFileInfo(path_->text()).absolutePath() : QFileInfo(mmproj_->text()).absolutePath();
+        const QString f = QFileDialog::getOpenFileName(this, tr("Open a vision tower"), start,
+                                                       tr("mmproj GGUF files (*.gguf);;All files (*)"));
+        if (!f.isEmpty()) mmproj_->setText(f);
+    });
     connect(path_, &QLineEdit::editingFinished, this, [this] { loadInfo(path_->text()); });
     connect(buttons, &QDialogButtonBox::accepted, this, &ModelManagerDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &ModelManagerDialog::reject);
@@ -178,6 +196,9 @@ Device ModelManagerDialog::device() const {
 }
 
 QString ModelManagerDialog::engineUrl() const { return engine_url_->text().trimmed(); }
+
+QString ModelManagerDialog::visionTowerPath() const { return mmproj_->text().trimmed(); }
+void ModelManagerDialog::setVisionTowerPath(const QString& path) { mmproj_->setText(path); }
 
 void ModelManagerDialog::setEngine(const QString& url, const QString& model, const QString& key) {
     engine_url_->setText(url);
@@ -230,6 +251,11 @@ void ModelManagerDialog::accept() {
         QMessageBox::warning(this, tr("Model"), tr("This model cannot be used:\n%1").arg(info_.error));
         return;
     }
+    const QString mmproj = visionTowerPath();
+    if (!mmproj.isEmpty() && !QFileInfo(mmproj).isFile()) {
+        QMessageBox::warning(this, tr("Vision tower"), tr("%1 is not a file.").arg(mmproj));
+        return;
+    }
     const QString url = engineUrl();
     if (!url.isEmpty()) {
         const QUrl u(url);
@@ -240,6 +266,7 @@ void ModelManagerDialog::accept() {
         }
     }
     settings_->setModelPath(path_->text());
+    settings_->setVisionTowerPath(mmproj);
     settings_->setDevice(device());
     settings_->setTemperature(temperature_->value());
     settings_->setThreads(threads_->value());

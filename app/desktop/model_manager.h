@@ -1,5 +1,6 @@
 // Model → Manage models: the model in use (the default one preselected), open any GGUF file, its
-// metadata (architecture, layers, heads, context, tensor types, chat template) and the device
+// metadata (architecture, layers, heads, context, tensor types, chat template), its vision tower
+// (an mmproj file: the visuals then enter answers as image tokens) and the device
 // (CPU, or the GPU when a CUDA device is usable); and a remote engine (an OpenAI-compatible
 // server's URL, its model and API key) that answers instead of the local model when set. Reading a file's metadata runs on a worker;
 // widgets are touched on the GUI thread only.
@@ -45,6 +46,8 @@ public:
     QString modelPath() const;
     Device device() const;
     QString engineUrl() const;
+    QString visionTowerPath() const;
+    void setVisionTowerPath(const QString& path);
     void setEngine(const QString& url, const QString& model, const QString& key);
     void setSampling(double temperature, int threads);
     const ModelInfo& info() const { return info_; }
@@ -65,6 +68,7 @@ private:
     QLabel* summary_;
     QTableWidget* table_;
     QComboBox* device_;
+    QLineEdit* mmproj_ = nullptr;
     QLineEdit* engine_url_;
     QLineEdit* engine_model_;
     QLineEdit* engine_key_;

@@ -2,8 +2,10 @@
 // budget; a broken file's probe error shown) and the model manager's metadata (the default model
 // read; a file that is not a GGUF model refused with its name); the remote engine's settings kept
 // by the model manager, and an answer service pointed at a server that is not there failing with
-// its address.
+// its address; the vision tower kept by the model manager, and an answer with one reading a
+// picture of the library as image tokens (a tiny random-weight tower of the default model's width).
 #include <QFile>
+#include <QImage>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -13,6 +15,8 @@
 #include "app/desktop/library_answer_service.h"
 #include "app/desktop/model_manager.h"
 #include "core/library/library.h"
+#include "ingest/ingest_context.h"
+#include "ingest/reader.h"
 #include "core/util/assets.h"
 #include "core/util/error.h"
 #include "tests/common/test_support.h"
@@ -28,6 +32,7 @@ private Q_SLOTS:
     void modelInfoOfDefaultModel();
     void modelInfoOfBadFile();
     void remoteEngineSettings();
+    void visionTowerSettings();
 };
 
 void TstDesktopDialogs::budgetPlanPerSource() {
@@ -90,6 +95,70 @@ void TstDesktopDialogs::modelInfoOfBadFile() {
     const ModelInfo info = read_model_info(bad);
     qInfo("error shown: %s", qPrintable(info.error));
     QVERIFY(info.error.contains(QStringLiteral("not-a-model.gguf")));
+}
+
+void TstDesktopDialogs::visionTowerSettings() {
+    REQUIRE_ASSET(model, sl::assets::kDefaultModel);
+    QTemporaryDir dir;
+    AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
+    QVERIFY(settings.visionTowerPath().isEmpty());
+    const QString mm = dir.filePath(QStringLiteral("mm.gguf"));
+    const QString py = sl::test::require_venv_python();
+    if (py.isEmpty()) QSKIP("the project's venv is not installed (scripts/setup.sh)");
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("vision/make_tiny_mmproj.py")), mm,
+                                       QStringLiteral("--out-embd"), QStringLiteral("576"), QStringLiteral("--image-size"),
+                                       QStringLiteral("32"), QStringLiteral("--patch-size"), QStringLiteral("4")},
+                                  nullptr));
+    {
+        ModelManagerDialog dlg(&settings);
+        dlg.setVisionTowerPath(QStringLiteral(" ") + mm);
+        dlg.accept();
+    }
+    QCOMPARE(settings.visionTowerPath(), mm);
+    {
+        ModelManagerDialog dlg(&settings);
+        QCOMPARE(dlg.visionTowerPath(), mm);
+        dlg.setVisionTowerPath(QString());
+        dlg.accept();
+    }
+    QVERIFY(settings.visionTowerPath().isEmpty());
+    QVERIFY(!settings.raw().contains(QStringLiteral("model/mmproj")));
+
+    // A library with one picture: the answer reads it as image tokens and says so.
+    QImage img(64, 48, QImage::Format_RGB888);
+    img.fill(QColor(200, 30, 30));
+    const QString picture = dir.filePath(QStringLiteral("red.png"));
+    QVERIFY(img.save(picture));
+    const std::filesystem::path lib_dir = dir.filePath(QStringLiteral("library")).toStdString();
+    {
+        sl::Library lib = sl::Library::open(lib_dir);
+        sl::ingest::IngestOptions io;
+        io.ocr = false;
+        sl::ingest::IngestContext ctx(io);
+        sl::Library::FileInfo fi;
+        fi.path = picture.toStdString();
+        lib.store_document(sl::ingest::read_document(fi.path, ctx), fi);
+    }
+    LibraryAnswerOptions lo;
+    lo.mmproj_path = mm.toStdString();
+    lo.semantic = false;
+    LibraryAnswerService service(lib_dir, model.string(), lo);
+    const ChatAnswer a = service.answer("What colour is the picture?", sl::Effort::Low, {}, nullptr);
+    QVERIFY2(a.method.find("vision: 1 visuals as") != std::string::npos, a.method.c_str());
+
+    // A tower of another width is refused naming the file.
+    const QString wide = dir.filePath(QStringLiteral("wide.gguf"));
+    QVERIFY(sl::test::run_process(py, {sl::test::reference_script(QStringLiteral("vision/make_tiny_mmproj.py")), wide,
+                                       QStringLiteral("--out-embd"), QStringLiteral("64")},
+                                  nullptr));
+    lo.mmproj_path = wide.toStdString();
+    LibraryAnswerService narrow(lib_dir, model.string(), lo);
+    try {
+        narrow.answer("What colour is the picture?", sl::Effort::Low, {}, nullptr);
+        QFAIL("answered with a tower of the wrong width");
+    } catch (const sl::Error& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(wide), e.what());
+    }
 }
 
 QTEST_MAIN(TstDesktopDialogs)
