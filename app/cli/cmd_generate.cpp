@@ -284,11 +284,6 @@ int run(const QStringList& args) {
         }
     }
     so.kv_block = msa ? msa_cfg.block_size : so.kv_block;
-    if (msa && !bidirectional.empty()) {
-        sl::cli::err("sightline-cli generate: a Gemma 3 image's tokens attend to each other both ways, which MSA does "
-                     "not do yet; run without --msa\n");
-        return 2;
-    }
     sl::Session session(*m, so, msa ? std::make_unique<sl::MsaAttention>(msa_cfg) : nullptr);
     if (stats || so.device != "auto") sl::cli::err("[device: " + session.device_reason() + "]\n");
     session.prefill(tokens, embeddings.empty() ? nullptr : embeddings.data(), bidirectional);

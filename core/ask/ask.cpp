@@ -473,12 +473,9 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
             }
         }
         status("prefilling " + thousands(ts.prefix_tokens - from) + " context tokens");
-        const bool both_ways = vis && !vis->bidirectional().empty();
-        if (both_ways && msa)
-            status("the vision model's image tokens attend to each other both ways; MSA runs them causally "
-                   "(dense attention keeps them both ways)");
+        // Gemma 3's image runs attend both ways (MSA attends such a run exactly: msa_attention.h).
         prefill_checked(session, std::span<const int32_t>(ts.tokens).subspan(static_cast<size_t>(from)), o, cb, vis.get(),
-                        from, both_ways && !msa);
+                        from, true);
         r.prefilled_tokens = ts.prefix_tokens - from;
         if (o.reuse_kv) save_question_context(lib, session, fingerprint, ids, spec, base ? &*base : nullptr, cache);
     }

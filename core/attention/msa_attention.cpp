@@ -226,9 +226,24 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         return;
     }
     if (c.n_tokens <= 0) return;
-    if (!c.causal)
-        throw Error("MSA: a bidirectional batch (Gemma 3's image tokens) is not supported in sparse layers; "
-                    "use dense attention for prompts with images");
+    if (!c.causal) {
+        // A bidirectional run (Gemma 3's image tokens): attended exactly, as a sliding-window layer
+        // is — its queries see every key of the past and of the run (dense). The block index
+        // catches up with the run's keys at the next call; native mode keeps its index keys.
+        if (config_.scoring == BlockScoring::Native && c.index_k && c.index_dim > 0 && c.pos0 <= L.ik_n &&
+            (L.ik_n == 0 || L.ik_dim == c.index_dim)) {
+            L.ik_dim = c.index_dim;
+            const auto dim = static_cast<size_t>(c.index_dim);
+            L.ikeys.resize(static_cast<size_t>(c.pos0 + c.n_tokens) * dim);
+            std::copy(c.index_k, c.index_k + static_cast<size_t>(c.n_tokens) * dim,
+                      L.ikeys.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(c.pos0) * dim));
+            L.ik_n = c.pos0 + c.n_tokens;
+        }
+        L.selections.clear();
+        ++stats_.bidirectional_calls;
+        dense_.forward(c, kv, pool);
+        return;
+    }
     if (c.n_kv_head != kv.n_kv_head() || c.head_dim != kv.head_dim() || c.n_head % c.n_kv_head != 0)
         throw Error("MSA: call of " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " heads of dim " +
                     std::to_string(c.head_dim) + " does not match the KV cache (" + std::to_string(kv.n_kv_head()) +

@@ -8,7 +8,9 @@
 // [qb*B, (qb+1)*B) ∩ [pos0, pos0 + n_tokens)); one selection per (query block, KV group), made with
 // the max over the block's queries (and, by default, over the group's heads) of the block score,
 // and shared by every query and head of that group, so each selected KV block is read once for all
-// of them. Decode is a query block of one query. The local block is causally masked.
+// of them. Decode is a query block of one query. The local block is causally masked. A
+// bidirectional call (AttentionCall::causal false: Gemma 3's image tokens) is attended exactly
+// (dense over the past and the call) in every layer: an image run is a few hundred positions.
 // The sparse branch runs in parts of about equal work (a selection's query tokens, and its heads
 // when it has few tokens) that free pool threads claim; a selection of 16 rows (queries x heads)
 // or more attends each block in tiles of 4 query rows over the block's transposed keys
@@ -158,6 +160,7 @@ struct MsaStats {
     int64_t kv_bytes = 0;           // K and V bytes of the selected blocks read by the sparse branch
     int64_t dense_kv_bytes = 0;     // K and V bytes dense attention would read for the same calls
     int64_t native_fallbacks = 0;   // Native: selections scored training-free (index keys missing)
+    int64_t bidirectional_calls = 0;  // sparse-layer calls of a bidirectional run, attended densely
 };
 
 class MsaAttention final : public Attention {

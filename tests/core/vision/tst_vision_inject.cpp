@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
@@ -344,7 +345,8 @@ void TstVisionInject::bidirectionalRunMatchesReference() {
     // 6 in its local layers, layer 5 global: both attention paths) runs 23 tokens as [0, 7) causal, [7, 17) one bidirectional call, [17,
     // 23) causal; every position's logits equal the numpy reference with that span unmasked (and
     // differ from the all-causal run after the span starts). Session::prefill with the run gives
-    // the same last logits.
+    // the same last logits, with dense attention and with MSA (which attends a bidirectional run
+    // exactly; blocks of 4 here, so the global layer is sparse).
     const QString py = sl::test::require_venv_python();
     if (py.isEmpty()) return;
     QTemporaryDir dir;
@@ -400,6 +402,20 @@ void TstVisionInject::bidirectionalRunMatchesReference() {
     session.prefill(ids, nullptr, runs);
     const double last = sl::test::normalized_error(session.last_logits().data(), want.data() + 22 * nv, nv);
     QVERIFY2(last < 1e-5, qPrintable(QString::number(last)));
+
+    sl::MsaConfig mc;
+    mc.block_size = 4;
+    mc.dense_layers = 0;
+    mc.top_k = 64;  // every visible block: MSA equals dense to rounding
+    so.kv_block = 4;
+    auto msa = std::make_unique<sl::MsaAttention>(mc);
+    sl::MsaAttention* m = msa.get();
+    sl::Session sparse(*g, so, std::move(msa));
+    sparse.prefill(ids, nullptr, runs);
+    const double last_msa = sl::test::normalized_error(sparse.last_logits().data(), want.data() + 22 * nv, nv);
+    QVERIFY2(last_msa < 1e-5, qPrintable(QString::number(last_msa)));
+    QVERIFY(m->stats().bidirectional_calls > 0);  // the global layer met the run
+    QVERIFY(m->stats().calls > 0);
 }
 
 QTEST_GUILESS_MAIN(TstVisionInject)
