@@ -80,6 +80,12 @@ std::pair<int, int> visual_encode_size(const doc::Visual& v, int render_px) {
     return {std::max(1, static_cast<int>(std::lround(v.width * s))), std::max(1, static_cast<int>(std::lround(v.height * s)))};
 }
 
+int visual_tile_edge(const VisionConfig& config, int render_px) {
+    if (config.gemma3() || config.longest_edge <= 0 || config.image_size <= 0) return -1;
+    const int tiles = std::max(1, (render_px + config.image_size - 1) / config.image_size);
+    return std::min(config.longest_edge, tiles * config.image_size);
+}
+
 ImageSequence image_sequence_for(const VisionModel& model, const Tokenizer& tokenizer) {
     return [&model, &tokenizer](const doc::Document&, const doc::Unit& u, const doc::Visual& v,
                                 int render_px) -> std::vector<int32_t> {
@@ -87,7 +93,8 @@ ImageSequence image_sequence_for(const VisionModel& model, const Tokenizer& toke
         const auto [w, h] = visual_encode_size(v, render_px);
         if (w <= 0) return {};
         try {
-            return layout_tokens(image_token_layout(model.config, w, h, frame_time(v)), tokenizer);
+            return layout_tokens(image_token_layout(model.config, w, h, frame_time(v), visual_tile_edge(model.config, render_px)),
+                                 tokenizer);
         } catch (const Error&) {
             return {};  // a size the tower cannot plan: the visual's OCR text stands for it
         }
@@ -118,8 +125,8 @@ VisualEmbeddings::VisualEmbeddings(const TokenStream& ts, std::span<const doc::D
                         std::to_string(sp.ref.unit));
         s.visual = &s.unit->visuals[static_cast<size_t>(sp.block)];
         std::tie(s.width, s.height) = visual_encode_size(*s.visual, render_px);
-        const ImageTokenLayout layout =
-            image_token_layout(vision.model->config, std::max(1, s.width), std::max(1, s.height), frame_time(*s.visual));
+        const ImageTokenLayout layout = image_token_layout(vision.model->config, std::max(1, s.width), std::max(1, s.height),
+                                                           frame_time(*s.visual), visual_tile_edge(vision.model->config, render_px));
         std::vector<std::pair<int64_t, int64_t>> runs;
         const std::vector<int32_t> ids = layout_tokens(layout, tokenizer, &s.rows, &runs);
         if (!std::equal(ids.begin(), ids.end(), first, last))
@@ -155,7 +162,7 @@ void VisualEmbeddings::encode(Slot& s) {
         img->rgb.assign(static_cast<size_t>(s.width) * static_cast<size_t>(s.height) * 3, 128);
     }
     if (img->width != s.width || img->height != s.height) img = resized(*img, s.width, s.height);
-    EncodedImage enc = encode_image(encoder_, *img);
+    EncodedImage enc = encode_image(encoder_, *img, visual_tile_edge(encoder_.config(), render_px_));
     const int64_t n_rows = static_cast<int64_t>(enc.embeddings.size()) / std::max(1, enc.width);
     for (const int32_t r : s.rows)
         if (r >= n_rows || enc.width != width_)

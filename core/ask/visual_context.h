@@ -32,6 +32,7 @@
 #include "core/context/token_stream.h"
 #include "core/document/document.h"
 #include "core/vision/image_preprocess.h"
+#include "core/vision/vision_config.h"
 
 namespace sl {
 
@@ -64,6 +65,12 @@ bool visual_enters_as_image(const doc::Unit& u, const doc::Visual& v);
 
 // The (width, height) `v` is encoded at under `render_px`; (0, 0) when its size is unknown.
 std::pair<int, int> visual_encode_size(const doc::Visual& v, int render_px);
+
+// The tiling edge for `render_px` (image_token_layout's longest_edge): the render size rounded up
+// to whole tiles, at most the file's own (SmolVLM tiles every image up to 2048 px: 17 tiles, 1,088
+// positions; at 672 px it is 2 x 2 tiles and the global one, 320). -1 for a tower that does not
+// tile (Gemma 3, or no tiling key).
+int visual_tile_edge(const VisionConfig& config, int render_px);
 
 // The context builder's hook for `model` (both must outlive the builder).
 ImageSequence image_sequence_for(const VisionModel& model, const Tokenizer& tokenizer);

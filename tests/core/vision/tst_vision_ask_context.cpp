@@ -133,16 +133,23 @@ std::optional<sl::RgbImage> pixels_of(const sl::doc::Document&, const sl::doc::U
     return std::nullopt;
 }
 
-sl::TokenStream build(const Tower& t, const std::vector<sl::doc::Document>& docs) {
+std::vector<const sl::doc::Document*> pointers(const std::vector<sl::doc::Document>& docs) {
     std::vector<const sl::doc::Document*> ptrs;
     for (const auto& d : docs) ptrs.push_back(&d);
+    return ptrs;
+}
+
+// A builder whose visuals take the tower's layouts (no sink or closing padding).
+sl::ContextBuilder builder(const Tower& t) {
     sl::ContextOptions co;
     co.sink_block = 0;
     co.closing_block = 0;
     co.render_px = kRenderPx;
     co.image_sequence = sl::image_sequence_for(t.vm->model, *t.lm->tokenizer);
-    return sl::ContextBuilder(*t.lm->tokenizer, sl::ChatTemplate("<|im_start|>"), co).build(ptrs);
+    return sl::ContextBuilder(*t.lm->tokenizer, sl::ChatTemplate("<|im_start|>"), co);
 }
+
+sl::TokenStream build(const Tower& t, const std::vector<sl::doc::Document>& docs) { return builder(t).build(pointers(docs)); }
 
 std::vector<float> last_logits_of(sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
 
@@ -187,6 +194,20 @@ void TstVisionAskContext::whichVisualsAndSizes() {
     QCOMPARE(sl::visual_encode_size(docs[0].units[0].visuals[0], 96), Size(72, 96));  // scaled down
     QCOMPARE(sl::visual_encode_size(docs[1].units[0].visuals[0], 672), Size(120, 80));  // never up
     QCOMPARE(sl::visual_encode_size(visual(sl::doc::VisualKind::Frame, 0, 0, "frame:t=1"), 672), Size(0, 0));
+
+    // Tiling follows the render size (SmolVLM's 512 px tiles up to 2048 px).
+    sl::VisionConfig c;
+    c.projector = "idefics3";
+    c.image_size = 512;
+    c.longest_edge = 2048;
+    QCOMPARE(sl::visual_tile_edge(c, 448), 512);    // low: the global tile only
+    QCOMPARE(sl::visual_tile_edge(c, 672), 1024);   // medium: 2 x 2 and the global one
+    QCOMPARE(sl::visual_tile_edge(c, 4000), 2048);  // never past the file's
+    c.longest_edge = 0;
+    QCOMPARE(sl::visual_tile_edge(c, 672), -1);
+    c.projector = "gemma3";
+    c.longest_edge = 2048;
+    QCOMPARE(sl::visual_tile_edge(c, 672), -1);
 }
 
 void TstVisionAskContext::pagesGetRenders() {
@@ -223,7 +244,8 @@ void TstVisionAskContext::builderPlacesEachLayout() {
         const auto& v = d.units[static_cast<size_t>(sp.ref.unit)].visuals[static_cast<size_t>(sp.block)];
         const auto [w, h] = sl::visual_encode_size(v, kRenderPx);
         const auto layout = sl::image_token_layout(idefics3_.vm->model.config, w, h,
-                                                   v.kind == sl::doc::VisualKind::Frame ? v.timestamp : std::nullopt);
+                                                   v.kind == sl::doc::VisualKind::Frame ? v.timestamp : std::nullopt,
+                                                   sl::visual_tile_edge(idefics3_.vm->model.config, kRenderPx));
         const auto want = sl::layout_tokens(layout, *idefics3_.lm->tokenizer);
         QCOMPARE(static_cast<int>(want.size()), sl::count_positions(layout, *idefics3_.lm->tokenizer));
         const std::vector<int32_t> got(ts.tokens.begin() + sp.begin, ts.tokens.begin() + sp.end);
@@ -235,15 +257,8 @@ void TstVisionAskContext::builderPlacesEachLayout() {
     QCOMPARE(n, 3);  // the prose page is read as text only
 
     // The budget planner counts the image positions like any token: the plan is the stream.
-    std::vector<const sl::doc::Document*> ptrs;
-    for (const auto& d : docs) ptrs.push_back(&d);
-    sl::ContextOptions co;
-    co.sink_block = 0;
-    co.closing_block = 0;
-    co.render_px = kRenderPx;
-    co.image_sequence = sl::image_sequence_for(idefics3_.vm->model, *idefics3_.lm->tokenizer);
-    const sl::ContextBuilder b(*idefics3_.lm->tokenizer, sl::ChatTemplate("<|im_start|>"), co);
-    const auto p = b.prepare(ptrs);
+    const sl::ContextBuilder b = builder(idefics3_);
+    const auto p = b.prepare(pointers(docs));
     const auto plan = sl::plan_budget(p, 100000, sl::effort_settings(sl::Effort::High));
     const auto planned = b.assemble(p, &plan);
     QCOMPARE(planned.prefix_tokens, plan.opening + plan.total_planned);
@@ -273,7 +288,9 @@ void TstVisionAskContext::rowsAreTheEncodersRows() {
     const auto& page = docs[0].units[0].visuals[0];
     const auto [pw, ph] = sl::visual_encode_size(page, kRenderPx);
     sl::MultimodalStreamBuilder mb(*idefics3_.lm->tokenizer, w);
-    mb.add_image(sl::image_token_layout(idefics3_.vm->model.config, pw, ph), sl::encode_image(enc, random_image(pw, ph, 11)), 0);
+    const int edge = sl::visual_tile_edge(idefics3_.vm->model.config, kRenderPx);
+    mb.add_image(sl::image_token_layout(idefics3_.vm->model.config, pw, ph, std::nullopt, edge),
+                 sl::encode_image(enc, random_image(pw, ph, 11), edge), 0);
     const sl::MultimodalStream ref = mb.take();
     std::vector<float> want(static_cast<size_t>(ref.size()) * static_cast<size_t>(w));
     ref.fill_embeddings(0, static_cast<int>(ref.size()), want.data());
