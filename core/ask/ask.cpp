@@ -23,6 +23,7 @@
 #include "core/ask/question_cache.h"
 #include "core/ask/unit_embeddings.h"
 #include "core/ask/unit_ranking.h"
+#include "core/ask/visual_cache.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/context/budget_planner.h"
@@ -432,10 +433,13 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     Session session(model, so, std::move(attention));
     r.attention = o.msa ? "msa " + att.mode + ", top-k " + std::to_string(att.config.top_k) : "dense";
     std::unique_ptr<VisionEncoder> encoder;
+    std::unique_ptr<VisualCache> visual_cache;
     std::unique_ptr<VisualEmbeddings> vis;
     if (images) {
         encoder = std::make_unique<VisionEncoder>(*vision, session.pool());
-        vis = std::make_unique<VisualEmbeddings>(ts, docs, o.vision, *encoder, *model.tokenizer, effort.render_px);
+        visual_cache = std::make_unique<VisualCache>(lib.dir() / "vision");
+        vis = std::make_unique<VisualEmbeddings>(ts, docs, o.vision, *encoder, *model.tokenizer, effort.render_px,
+                                                 visual_cache.get());
         r.image_visuals = vis->visuals();
         for (const int32_t t : ts.tokens) r.image_positions += t == LlamaModel::kEmbeddingToken ? 1 : 0;
     }
@@ -488,8 +492,9 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
             r.images_encoded = vis->encoded();
             r.encode_seconds = vis->encode_seconds();
             char buf[160];
-            std::snprintf(buf, sizeof buf, "vision: %d visuals as %s image positions; %d encoded in %.1f s", r.image_visuals,
-                          thousands(r.image_positions).c_str(), r.images_encoded, r.encode_seconds);
+            std::snprintf(buf, sizeof buf, "vision: %d visuals as %s image positions; %d encoded in %.1f s, %d from the cache",
+                          r.image_visuals, thousands(r.image_positions).c_str(), r.images_encoded, r.encode_seconds,
+                          vis->from_cache());
             r.vision_note = buf;
             if (r.restored) r.vision_note += " (the saved context holds them)";
             for (const auto& n : vis->notes()) r.vision_note += "; " + n;

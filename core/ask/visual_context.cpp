@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/ask/visual_cache.h"
 #include "core/model/llama_model.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
@@ -102,8 +103,8 @@ ImageSequence image_sequence_for(const VisionModel& model, const Tokenizer& toke
 }
 
 VisualEmbeddings::VisualEmbeddings(const TokenStream& ts, std::span<const doc::Document> docs, const AskVision& vision,
-                                   VisionEncoder& encoder, const Tokenizer& tokenizer, int render_px)
-    : vision_(vision), encoder_(encoder), render_px_(render_px), width_(encoder.config().n_embd_out) {
+                                   VisionEncoder& encoder, const Tokenizer& tokenizer, int render_px, const VisualCache* cache)
+    : vision_(vision), encoder_(encoder), render_px_(render_px), width_(encoder.config().n_embd_out), cache_(cache) {
     std::map<std::string, const doc::Document*> by_id;
     for (const auto& d : docs) by_id.emplace(d.id, &d);
     for (const ProvenanceSpan& sp : ts.spans) {
@@ -133,6 +134,7 @@ VisualEmbeddings::VisualEmbeddings(const TokenStream& ts, std::span<const doc::D
             throw Error("visual context: the image positions of " + visual_name(*s.doc, *s.unit, *s.visual) +
                         " were planned for another layout");
         for (const auto& [b, e] : runs) runs_.emplace_back(s.begin + b, s.begin + e);
+        s.n_rows = layout.n_embeddings;
         slots_.push_back(std::move(s));
     }
 }
@@ -145,6 +147,16 @@ bool VisualEmbeddings::any_in(int64_t pos, int64_t n) const {
 
 void VisualEmbeddings::encode(Slot& s) {
     const auto t0 = std::chrono::steady_clock::now();
+    const VisualKey key{vision_.identity, s.doc->id, s.unit->index, static_cast<int>(s.visual - s.unit->visuals.data()),
+                        s.width, s.height, visual_tile_edge(encoder_.config(), render_px_)};
+    if (cache_ && !vision_.identity.empty()) {
+        if (auto rows = cache_->load(key, s.n_rows, width_)) {
+            s.embeddings = std::move(*rows);
+            s.done = true;
+            ++from_cache_;
+            return;
+        }
+    }
     std::optional<RgbImage> img;
     std::string why;
     try {
@@ -152,8 +164,9 @@ void VisualEmbeddings::encode(Slot& s) {
     } catch (const Error& e) {
         why = e.what();
     }
-    if (!img || img->width <= 0 || img->height <= 0 ||
-        img->rgb.size() != static_cast<size_t>(img->width) * static_cast<size_t>(img->height) * 3) {
+    const bool blank = !img || img->width <= 0 || img->height <= 0 ||
+                       img->rgb.size() != static_cast<size_t>(img->width) * static_cast<size_t>(img->height) * 3;
+    if (blank) {
         notes_.push_back(visual_name(*s.doc, *s.unit, *s.visual) + ": no pixels" + (why.empty() ? "" : " (" + why + ")") +
                          "; read as a blank image");
         img.emplace();
@@ -169,6 +182,8 @@ void VisualEmbeddings::encode(Slot& s) {
             throw Error("visual context: the encoding of " + visual_name(*s.doc, *s.unit, *s.visual) +
                         " does not match its planned positions");
     s.embeddings = std::move(enc.embeddings);
+    VisualCache::round_to_f16(s.embeddings);  // what the cache gives back: the same rows either way
+    if (cache_ && !vision_.identity.empty() && !blank && n_rows == s.n_rows) cache_->store(key, s.embeddings, width_);
     s.done = true;
     ++encoded_;
     encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

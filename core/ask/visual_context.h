@@ -9,7 +9,9 @@
 //   prefill -> VisualEmbeddings fills the rows of the embedding positions: each visual's pixels
 //       come from AskVision::pixels (the adapters' renderers: PDF pages, slide pictures, images,
 //       video frames) when the prefill reaches it, resized to the size its layout was planned for
-//       and encoded once; released when the prefill has passed it.
+//       and encoded once — or read from the library's cache of encoded visuals (visual_cache.h:
+//       rows kept as f16, and fresh encodings rounded the same way, so both give the same rows);
+//       released when the prefill has passed it.
 //
 // Which visuals: pictures (slides, images) and video frames always; a PDF page's render only when
 // the page carries little text of its own (under kImagedPageChars characters outside OCR: scans,
@@ -37,6 +39,7 @@
 namespace sl {
 
 class Session;
+class VisualCache;
 class Tokenizer;
 class VisionEncoder;
 struct VisionModel;
@@ -81,7 +84,7 @@ public:
     // The Visual spans of `ts` that hold embedding positions; their documents are found in `docs`
     // by id. `encoder` (of vision.model) and everything given must outlive this object.
     VisualEmbeddings(const TokenStream& ts, std::span<const doc::Document> docs, const AskVision& vision,
-                     VisionEncoder& encoder, const Tokenizer& tokenizer, int render_px);
+                     VisionEncoder& encoder, const Tokenizer& tokenizer, int render_px, const VisualCache* cache = nullptr);
 
     bool empty() const { return slots_.empty(); }
     int width() const { return width_; }
@@ -95,7 +98,8 @@ public:
     const std::vector<std::pair<int64_t, int64_t>>& bidirectional() const { return runs_; }
 
     int visuals() const { return static_cast<int>(slots_.size()); }
-    int encoded() const { return encoded_; }
+    int encoded() const { return encoded_; }       // by the encoder
+    int from_cache() const { return from_cache_; }  // read from the cache instead
     double encode_seconds() const { return encode_seconds_; }
     // One line per visual whose pixels could not be had (it was encoded as a grey image).
     const std::vector<std::string>& notes() const { return notes_; }
@@ -107,6 +111,7 @@ private:
         const doc::Unit* unit = nullptr;
         const doc::Visual* visual = nullptr;
         int width = 0, height = 0;        // the planned encode size
+        int64_t n_rows = 0;               // rows of its encoding (every tile's)
         std::vector<int32_t> rows;        // per position of the span: encoding row or -1
         std::vector<float> embeddings;    // (rows, width_) once encoded
         bool done = false;
@@ -119,7 +124,9 @@ private:
     int width_ = 0;
     std::vector<Slot> slots_;
     std::vector<std::pair<int64_t, int64_t>> runs_;
+    const VisualCache* cache_ = nullptr;
     int encoded_ = 0;
+    int from_cache_ = 0;
     double encode_seconds_ = 0;
     std::vector<std::string> notes_;
 };

@@ -2,7 +2,8 @@
 // random-weight Idefics3 tower of its width (make_tiny_mmproj.py): a library of a PDF page with
 // little text and a picture file answers with both visuals read as image tokens (the plan counts
 // them, the prefill encodes them from the files: the page rendered by Poppler, the picture
-// decoded); the same question again restores the saved context without encoding anything; an
+// decoded); the same question again restores the saved context without encoding anything, and
+// without the saved context reads both from the cache of encoded visuals; an
 // mmproj of another width is refused naming the file and both widths; --mmproj with a remote
 // --engine is a usage error.
 #include <QImage>
@@ -97,6 +98,15 @@ void TstCliAskVision::asksWithImages() {
     QVERIFY2(status == 0, again.constData());
     QVERIFY2(again.contains("context tokens restored"), again.constData());
     QVERIFY2(again.contains(" 0 encoded") && again.contains("the saved context holds them"), again.constData());
+
+    // Without the saved context the prefill runs again, the visuals read from the library's cache
+    // of encoded visuals (vision/), not encoded again.
+    QStringList fresh = ask(QStringLiteral("mm.gguf"));
+    fresh.insert(1, QStringLiteral("--no-cache"));
+    const QByteArray third = run(fresh, &status);
+    QVERIFY2(status == 0, third.constData());
+    QVERIFY2(third.contains("context tokens prefilled"), third.constData());
+    QVERIFY2(third.contains(" 0 encoded") && third.contains("2 from the cache"), third.constData());
 }
 
 void TstCliAskVision::wrongWidthRefused() {

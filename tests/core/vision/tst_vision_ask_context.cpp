@@ -7,9 +7,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <filesystem>
 #include <map>
 #include <random>
 
+#include "core/ask/visual_cache.h"
 #include "core/ask/visual_context.h"
 #include "core/context/budget_planner.h"
 #include "core/context/context_builder.h"
@@ -164,6 +166,7 @@ private Q_SLOTS:
     void pagesGetRenders();
     void builderPlacesEachLayout();
     void rowsAreTheEncodersRows();
+    void cachedRowsEqualFreshOnes();
     void chunkedPrefillEqualsOnePass();
     void gemma3RunsStayWhole();
 
@@ -294,6 +297,7 @@ void TstVisionAskContext::rowsAreTheEncodersRows() {
     const sl::MultimodalStream ref = mb.take();
     std::vector<float> want(static_cast<size_t>(ref.size()) * static_cast<size_t>(w));
     ref.fill_embeddings(0, static_cast<int>(ref.size()), want.data());
+    sl::VisualCache::round_to_f16(want);  // the rows a visual gets are f16-exact (visual_cache.h)
     const sl::ProvenanceSpan* span = nullptr;
     for (const auto& sp : ts.spans)
         if (sp.kind == sl::SpanKind::Visual && sp.source == 0) span = &sp;
@@ -311,6 +315,49 @@ void TstVisionAskContext::rowsAreTheEncodersRows() {
         }
         QCOMPARE(sum > 0, ts.tokens[static_cast<size_t>(p)] == sl::LlamaModel::kEmbeddingToken);
     }
+}
+
+void TstVisionAskContext::cachedRowsEqualFreshOnes() {
+    // The first pass encodes and stores the page and the picture (not the frame: it had no pixels,
+    // and a blank stand-in is not kept); the second reads them back, bit for bit the same rows.
+    QVERIFY(idefics3_.lm);
+    const auto docs = documents();
+    const sl::TokenStream ts = build(idefics3_, docs);
+    QTemporaryDir dir;
+    const sl::VisualCache cache(dir.filePath(QStringLiteral("vision")).toStdString());
+    sl::ThreadPool pool(2);
+    sl::VisionEncoder enc(idefics3_.vm->model, pool);
+    const sl::AskVision av{&idefics3_.vm->model, "0123456789abcdef0123", pixels_of};
+    const auto n = static_cast<int>(ts.tokens.size());
+    auto rows_of = [&](sl::VisualEmbeddings& v) {
+        std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(v.width()));
+        v.fill(0, n, rows.data());
+        return rows;
+    };
+    sl::VisualEmbeddings first(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx, &cache);
+    const auto a = rows_of(first);
+    QCOMPARE(first.encoded(), 3);
+    QCOMPARE(first.from_cache(), 0);
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.filePath(QStringLiteral("vision")).toStdString()))
+        files += e.path().extension() == ".vemb" ? 1 : 0;
+    QCOMPARE(files, 2);
+    sl::VisualEmbeddings second(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx, &cache);
+    const auto b = rows_of(second);
+    QCOMPARE(second.from_cache(), 2);
+    QCOMPARE(second.encoded(), 1);
+    QVERIFY(a == b);
+    // Another tower (or render size) does not read them.
+    const sl::AskVision other{&idefics3_.vm->model, "fedcba9876543210fedc", pixels_of};
+    sl::VisualEmbeddings third(ts, docs, other, enc, *idefics3_.lm->tokenizer, kRenderPx, &cache);
+    (void)rows_of(third);
+    QCOMPARE(third.from_cache(), 0);
+    // A damaged file is ignored (encoded again, and replaced).
+    for (const auto& e : std::filesystem::directory_iterator(dir.filePath(QStringLiteral("vision")).toStdString()))
+        std::filesystem::resize_file(e.path(), 20);
+    sl::VisualEmbeddings fourth(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx, &cache);
+    QVERIFY(rows_of(fourth) == a);
+    QCOMPARE(fourth.from_cache(), 0);
 }
 
 void TstVisionAskContext::chunkedPrefillEqualsOnePass() {
