@@ -89,13 +89,20 @@ int visual_tile_edge(const VisionConfig& config, int render_px) {
 
 ImageSequence image_sequence_for(const VisionModel& model, const Tokenizer& tokenizer) {
     return [&model, &tokenizer](const doc::Document&, const doc::Unit& u, const doc::Visual& v,
-                                int render_px) -> std::vector<int32_t> {
+                                int render_px) -> VisualSequence {
         if (!visual_enters_as_image(u, v)) return {};
         const auto [w, h] = visual_encode_size(v, render_px);
         if (w <= 0) return {};
         try {
-            return layout_tokens(image_token_layout(model.config, w, h, frame_time(v), visual_tile_edge(model.config, render_px)),
-                                 tokenizer);
+            const ImageTokenLayout layout =
+                image_token_layout(model.config, w, h, frame_time(v), visual_tile_edge(model.config, render_px));
+            std::vector<LayoutTile> tiles;
+            VisualSequence out;
+            out.tokens = layout_tokens(layout, tokenizer, nullptr, nullptr, &tiles);
+            for (const LayoutTile& t : tiles)
+                if (t.tile < layout.plan.rows * layout.plan.cols)  // the global tile shows all of it
+                    out.regions.push_back({t.begin, t.end, tile_region(layout.plan, t.tile)});
+            return out;
         } catch (const Error&) {
             return {};  // a size the tower cannot plan: the visual's OCR text stands for it
         }
@@ -107,8 +114,13 @@ VisualEmbeddings::VisualEmbeddings(const TokenStream& ts, std::span<const doc::D
     : vision_(vision), encoder_(encoder), render_px_(render_px), width_(encoder.config().n_embd_out), cache_(cache) {
     std::map<std::string, const doc::Document*> by_id;
     for (const auto& d : docs) by_id.emplace(d.id, &d);
-    for (const ProvenanceSpan& sp : ts.spans) {
+    for (size_t si = 0; si < ts.spans.size(); ++si) {
+        ProvenanceSpan sp = ts.spans[si];
         if (sp.kind != SpanKind::Visual || sp.end <= sp.begin) continue;
+        // A visual placed with tile regions is several spans in a row: one visual.
+        while (si + 1 < ts.spans.size() && ts.spans[si + 1].kind == SpanKind::Visual && ts.spans[si + 1].source == sp.source &&
+               ts.spans[si + 1].unit == sp.unit && ts.spans[si + 1].block == sp.block && ts.spans[si + 1].begin == sp.end)
+            sp.end = ts.spans[++si].end;
         const auto first = ts.tokens.begin() + sp.begin, last = ts.tokens.begin() + sp.end;
         if (std::find(first, last, LlamaModel::kEmbeddingToken) == last) continue;
         if (sp.source < 0 || static_cast<size_t>(sp.source) >= ts.sources.size())

@@ -98,8 +98,11 @@ PreparedContext ContextBuilder::prepare(std::span<const doc::Document* const> do
             for (size_t v = 0; v < u.visuals.size(); ++v) {
                 const auto& vis = u.visuals[v];
                 std::vector<int32_t> seq;
+                std::vector<VisualRegion> regions;
                 if (options_.image_sequence) {
-                    seq = options_.image_sequence(*d, u, vis, options_.render_px);
+                    VisualSequence vs = options_.image_sequence(*d, u, vis, options_.render_px);
+                    seq = std::move(vs.tokens);
+                    regions = std::move(vs.regions);
                 } else if (options_.image_patches && options_.image_token >= 0) {
                     const int n = options_.image_patches(*d, u, vis, options_.render_px);
                     seq.assign(static_cast<size_t>(std::max(0, n)), options_.image_token);
@@ -110,6 +113,15 @@ PreparedContext ContextBuilder::prepare(std::span<const doc::Document* const> do
                 it.block = static_cast<int>(v);
                 it.tokens = std::move(seq);
                 it.ref = {d->id, u.index, vis.bbox, std::nullopt};
+                // A region's box on the unit: within the visual's own box (a picture on a slide),
+                // else the visual is the whole unit (a page render, a frame, an image file).
+                const doc::BBox vb = vis.bbox.value_or(doc::BBox{0, 0, 1, 1});
+                for (VisualRegion r : regions) {
+                    if (r.begin < 0 || r.end <= r.begin || r.end > static_cast<int64_t>(it.tokens.size())) continue;
+                    r.box = {vb.x0 + r.box.x0 * (vb.x1 - vb.x0), vb.y0 + r.box.y0 * (vb.y1 - vb.y0),
+                             vb.x0 + r.box.x1 * (vb.x1 - vb.x0), vb.y0 + r.box.y1 * (vb.y1 - vb.y0)};
+                    it.regions.push_back(r);
+                }
                 if (vis.timestamp) it.ref.time = doc::TimeRange{*vis.timestamp, *vis.timestamp};
                 if (vis.kind == doc::VisualKind::Frame) it.frame_time = vis.timestamp.value_or(0.0);
                 pu.items.push_back(std::move(it));
@@ -145,7 +157,26 @@ void push_unit(TokenStream& ts, const PreparedContext& p, size_t ui, const std::
         s.unit = unit_id;
         s.block = it.block;
         s.ref = it.ref;
-        push_tokens(ts, it.tokens, std::move(s));
+        if (it.regions.empty()) {
+            push_tokens(ts, it.tokens, std::move(s));
+            continue;
+        }
+        // A visual with tile regions: one span per tile (citing its part), the wrapper tokens
+        // between them citing the whole visual.
+        int64_t at = 0;
+        auto piece = [&](int64_t b, int64_t e, std::optional<doc::BBox> box) {
+            if (e <= b) return;
+            ProvenanceSpan part = s;
+            if (box) part.ref.bbox = box;
+            push_tokens(ts, std::vector<int32_t>(it.tokens.begin() + b, it.tokens.begin() + e), std::move(part));
+        };
+        for (const VisualRegion& r : it.regions) {
+            if (r.begin < at) continue;
+            piece(at, r.begin, std::nullopt);
+            piece(r.begin, r.end, r.box);
+            at = r.end;
+        }
+        piece(at, static_cast<int64_t>(it.tokens.size()), std::nullopt);
     }
     meta.end = static_cast<int64_t>(ts.tokens.size());
     ts.units.push_back(std::move(meta));

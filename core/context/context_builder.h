@@ -42,10 +42,20 @@ struct BudgetPlan;
 
 // A visual's context positions at `render_px`: its wrapper token ids and one
 // LlamaModel::kEmbeddingToken (-1) per embedding position (patch_tokens.h: layout_tokens); empty:
-// none (the visual's OCR text stands for it). The ask flow's hook for a model with a vision tower
-// (core/ask/visual_context.h).
+// none (the visual's OCR text stands for it). `regions`: positions [begin, end) of the sequence
+// that show only `box` of the visual (a tile; normalized to the visual): their spans cite that part
+// (mapped onto the unit through the visual's bbox), the rest cites the whole visual. The ask
+// flow's hook for a model with a vision tower (core/ask/visual_context.h).
+struct VisualRegion {
+    int64_t begin = 0, end = 0;
+    doc::BBox box{0, 0, 1, 1};
+};
+struct VisualSequence {
+    std::vector<int32_t> tokens;
+    std::vector<VisualRegion> regions;  // in order, not overlapping
+};
 using ImageSequence =
-    std::function<std::vector<int32_t>(const doc::Document& d, const doc::Unit& u, const doc::Visual& v, int render_px)>;
+    std::function<VisualSequence(const doc::Document& d, const doc::Unit& u, const doc::Visual& v, int render_px)>;
 
 // Image-patch tokens a vision encoder would spend on `v` at `render_px`; 0 = none (use OCR text).
 using ImagePatchCounter =
@@ -76,6 +86,7 @@ struct PreparedItem {
     std::vector<int32_t> tokens;
     doc::SourceRef ref;
     std::optional<double> frame_time;     // video frame (or OCR of one): its time, for downsampling
+    std::vector<VisualRegion> regions;    // Visual: parts of it (tiles), boxes in unit coordinates
 };
 
 struct PreparedUnit {

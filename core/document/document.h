@@ -17,6 +17,7 @@ namespace sl::doc {
 struct BBox {
     float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
     bool valid() const { return x0 <= x1 && y0 <= y1 && x0 >= 0 && y0 >= 0 && x1 <= 1 && y1 <= 1; }
+    bool operator==(const BBox&) const = default;
 };
 
 // A half-open time range in seconds within the media, [t0, t1).

@@ -90,11 +90,21 @@ int count_positions(const ImageTokenLayout& layout, const Tokenizer& tokenizer) 
     return n;
 }
 
+doc::BBox tile_region(const TilePlan& plan, int tile) {
+    if (tile < 0 || tile >= plan.rows * plan.cols) return {0, 0, 1, 1};
+    const int cols = plan.cols, rows = plan.rows;
+    const int r = tile / cols, c = tile % cols;
+    return {static_cast<float>(c) / static_cast<float>(cols), static_cast<float>(r) / static_cast<float>(rows),
+            static_cast<float>(c + 1) / static_cast<float>(cols), static_cast<float>(r + 1) / static_cast<float>(rows)};
+}
+
 std::vector<int32_t> layout_tokens(const ImageTokenLayout& layout, const Tokenizer& tokenizer,
-                                   std::vector<int32_t>* rows, std::vector<std::pair<int64_t, int64_t>>* runs) {
+                                   std::vector<int32_t>* rows, std::vector<std::pair<int64_t, int64_t>>* runs,
+                                   std::vector<LayoutTile>* tiles) {
     std::vector<int32_t> ids;
     if (rows) rows->clear();
     if (runs) runs->clear();
+    if (tiles) tiles->clear();
     for (const ImagePiece& p : layout.pieces) {
         if (p.kind == ImagePiece::Kind::Text) {
             const auto t = piece_ids(tokenizer, p.text);
@@ -107,6 +117,7 @@ std::vector<int32_t> layout_tokens(const ImageTokenLayout& layout, const Tokeniz
         if (rows)
             for (int i = 0; i < p.count; ++i) rows->push_back(p.tile * p.count + i);
         if (runs && layout.bidirectional) runs->emplace_back(begin, static_cast<int64_t>(ids.size()));
+        if (tiles) tiles->push_back({begin, static_cast<int64_t>(ids.size()), p.tile});
     }
     return ids;
 }
@@ -167,7 +178,6 @@ void MultimodalStreamBuilder::add_image(const ImageTokenLayout& layout, const En
         throw Error("encoded image has " + std::to_string(image.plan.n_tiles()) + " tiles, the layout " +
                     std::to_string(layout.plan.n_tiles()));
     const size_t w = static_cast<size_t>(s_.width);
-    const int cols = std::max(layout.plan.cols, 1), rows = std::max(layout.plan.rows, 1);
     for (const ImagePiece& p : layout.pieces) {
         if (p.kind == ImagePiece::Kind::Text) {
             push_piece(p.text, visual, timestamp);
@@ -175,14 +185,7 @@ void MultimodalStreamBuilder::add_image(const ImageTokenLayout& layout, const En
         }
         if (p.count != image.tokens_per_tile || p.tile < 0 || p.tile >= image.plan.n_tiles())
             throw Error("image layout and encoding disagree on tile " + std::to_string(p.tile));
-        const bool global = p.tile == layout.plan.rows * layout.plan.cols;
-        doc::BBox region{0, 0, 1, 1};
-        if (!global) {
-            const int r = p.tile / cols, c = p.tile % cols;
-            region = {static_cast<float>(c) / static_cast<float>(cols), static_cast<float>(r) / static_cast<float>(rows),
-                      static_cast<float>(c + 1) / static_cast<float>(cols),
-                      static_cast<float>(r + 1) / static_cast<float>(rows)};
-        }
+        const doc::BBox region = tile_region(layout.plan, p.tile);
         const int64_t begin = s_.size();
         const auto first_row = static_cast<int32_t>(s_.embeddings.size() / w);
         const float* src = image.embeddings.data() + static_cast<size_t>(p.tile) * static_cast<size_t>(p.count) * w;

@@ -74,9 +74,20 @@ int count_positions(const ImageTokenLayout& layout, const Tokenizer& tokenizer);
 // image's encoding (EncodedImage::embeddings: tile * tokens_per_tile + i), -1 for wrapper tokens;
 // with `runs`, the [begin, end) runs (positions within the layout) that attend both ways
 // (layout.bidirectional: one per tile).
+// With `tiles`, the [begin, end) positions of each tile's embeddings (within the layout) and the
+// tile index, in layout order.
+struct LayoutTile {
+    int64_t begin = 0, end = 0;
+    int tile = -1;
+};
 std::vector<int32_t> layout_tokens(const ImageTokenLayout& layout, const Tokenizer& tokenizer,
                                    std::vector<int32_t>* rows = nullptr,
-                                   std::vector<std::pair<int64_t, int64_t>>* runs = nullptr);
+                                   std::vector<std::pair<int64_t, int64_t>>* runs = nullptr,
+                                   std::vector<LayoutTile>* tiles = nullptr);
+
+// The area tile `tile` of `plan` shows, in the image's normalized coordinates ({0, 0, 1, 1} for
+// the global tile and for an untiled image).
+doc::BBox tile_region(const TilePlan& plan, int tile);
 
 // "Frame from 01:05:" for 65.4 s (minutes may exceed 59).
 std::string frame_prefix(double seconds);

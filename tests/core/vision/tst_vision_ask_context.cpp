@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -153,6 +154,28 @@ sl::ContextBuilder builder(const Tower& t) {
 
 sl::TokenStream build(const Tower& t, const std::vector<sl::doc::Document>& docs) { return builder(t).build(pointers(docs)); }
 
+// The visuals of a stream: consecutive Visual spans of one (source, unit, visual) merged, each
+// with the spans it was placed as.
+struct PlacedVisual {
+    sl::ProvenanceSpan whole;
+    std::vector<sl::ProvenanceSpan> parts;
+};
+std::vector<PlacedVisual> placed_visuals(const sl::TokenStream& ts) {
+    std::vector<PlacedVisual> out;
+    for (const auto& sp : ts.spans) {
+        if (sp.kind != sl::SpanKind::Visual) continue;
+        if (!out.empty() && out.back().whole.end == sp.begin && out.back().whole.source == sp.source &&
+            out.back().whole.unit == sp.unit && out.back().whole.block == sp.block) {
+            out.back().whole.end = sp.end;
+            out.back().parts.push_back(sp);
+            continue;
+        }
+        out.push_back({sp, {sp}});
+        out.back().whole.ref.bbox = sp.ref.bbox;
+    }
+    return out;
+}
+
 std::vector<float> last_logits_of(sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
 
 }  // namespace
@@ -240,8 +263,8 @@ void TstVisionAskContext::builderPlacesEachLayout() {
     const sl::TokenStream ts = build(idefics3_, docs);
     ts.check();
     int n = 0;
-    for (const auto& sp : ts.spans) {
-        if (sp.kind != sl::SpanKind::Visual) continue;
+    for (const PlacedVisual& pv : placed_visuals(ts)) {
+        const sl::ProvenanceSpan& sp = pv.whole;
         ++n;
         const auto& d = docs[static_cast<size_t>(sp.source)];
         const auto& v = d.units[static_cast<size_t>(sp.ref.unit)].visuals[static_cast<size_t>(sp.block)];
@@ -253,9 +276,29 @@ void TstVisionAskContext::builderPlacesEachLayout() {
         QCOMPARE(static_cast<int>(want.size()), sl::count_positions(layout, *idefics3_.lm->tokenizer));
         const std::vector<int32_t> got(ts.tokens.begin() + sp.begin, ts.tokens.begin() + sp.end);
         QCOMPARE(got, want);
-        if (v.kind == sl::doc::VisualKind::PageRender) QVERIFY(layout.plan.rows * layout.plan.cols > 1);  // tiled
         if (v.kind == sl::doc::VisualKind::Frame) QCOMPARE(sp.ref.time->t0, 65.0);  // cited at its time
-        if (v.kind == sl::doc::VisualKind::Picture) QVERIFY(sp.ref.bbox.has_value());  // and region
+        // Each tile's positions are a span citing the tile's part of the unit: for the page (no
+        // box of its own) the tile's area of the page, for the slide's picture the tile's area
+        // within the picture's box; wrappers and the global tile cite the whole visual.
+        const int tiled = layout.plan.rows * layout.plan.cols;
+        const sl::doc::BBox vb = v.bbox.value_or(sl::doc::BBox{0, 0, 1, 1});
+        int tile_spans = 0;
+        for (const auto& part : pv.parts) {
+            const bool has_embeddings = std::count(ts.tokens.begin() + part.begin, ts.tokens.begin() + part.end,
+                                                   sl::LlamaModel::kEmbeddingToken) > 0;
+            if (part.ref.bbox == v.bbox) continue;  // the whole visual
+            QVERIFY(has_embeddings);
+            QVERIFY(part.ref.bbox.has_value());
+            const auto& b = *part.ref.bbox;
+            QVERIFY(b.x0 >= vb.x0 - 1e-6f && b.y0 >= vb.y0 - 1e-6f && b.x1 <= vb.x1 + 1e-6f && b.y1 <= vb.y1 + 1e-6f);
+            QVERIFY(b.x1 - b.x0 < vb.x1 - vb.x0);  // a part, not the whole
+            ++tile_spans;
+        }
+        QCOMPARE(tile_spans, tiled);
+        if (v.kind == sl::doc::VisualKind::PageRender) {
+            QCOMPARE(tiled, 4);  // 2 x 2 at this size: the quadrants of the page
+            QCOMPARE(*pv.parts[1].ref.bbox, (sl::doc::BBox{0, 0, 0.5f, 0.5f}));
+        }
     }
     QCOMPARE(n, 3);  // the prose page is read as text only
 
@@ -298,9 +341,10 @@ void TstVisionAskContext::rowsAreTheEncodersRows() {
     std::vector<float> want(static_cast<size_t>(ref.size()) * static_cast<size_t>(w));
     ref.fill_embeddings(0, static_cast<int>(ref.size()), want.data());
     sl::VisualCache::round_to_f16(want);  // the rows a visual gets are f16-exact (visual_cache.h)
+    const auto placed = placed_visuals(ts);
     const sl::ProvenanceSpan* span = nullptr;
-    for (const auto& sp : ts.spans)
-        if (sp.kind == sl::SpanKind::Visual && sp.source == 0) span = &sp;
+    for (const auto& pv : placed)
+        if (pv.whole.source == 0) span = &pv.whole;
     QVERIFY(span);
     QCOMPARE(span->end - span->begin, ref.size());
     const double err = sl::test::normalized_error(rows.data() + static_cast<size_t>(span->begin) * static_cast<size_t>(w), want.data(), want.size());
