@@ -176,6 +176,20 @@ std::vector<PlacedVisual> placed_visuals(const sl::TokenStream& ts) {
     return out;
 }
 
+sl::SessionOptions cpu_session() {
+    sl::SessionOptions so;
+    so.device = "cpu";
+    so.n_threads = 2;
+    return so;
+}
+
+// Every position's row of `v` over a stream of n positions.
+std::vector<float> all_rows(sl::VisualEmbeddings& v, int n) {
+    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(v.width()));
+    v.fill(0, n, rows.data());
+    return rows;
+}
+
 std::vector<float> last_logits_of(sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
 
 }  // namespace
@@ -373,11 +387,7 @@ void TstVisionAskContext::cachedRowsEqualFreshOnes() {
     sl::VisionEncoder enc(idefics3_.vm->model, pool);
     const sl::AskVision av{&idefics3_.vm->model, "0123456789abcdef0123", pixels_of};
     const auto n = static_cast<int>(ts.tokens.size());
-    auto rows_of = [&](sl::VisualEmbeddings& v) {
-        std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(v.width()));
-        v.fill(0, n, rows.data());
-        return rows;
-    };
+    auto rows_of = [&](sl::VisualEmbeddings& v) { return all_rows(v, n); };
     sl::VisualEmbeddings first(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx, &cache);
     const auto a = rows_of(first);
     QCOMPARE(first.encoded(), 3);
@@ -408,16 +418,12 @@ void TstVisionAskContext::chunkedPrefillEqualsOnePass() {
     QVERIFY(idefics3_.lm);
     const auto docs = documents();
     const sl::TokenStream ts = build(idefics3_, docs);
-    sl::SessionOptions so;
-    so.device = "cpu";
-    so.n_threads = 2;
+    const sl::SessionOptions so = cpu_session();
     sl::Session one(*idefics3_.lm, so), chunked(*idefics3_.lm, so);
     sl::VisionEncoder enc(idefics3_.vm->model, one.pool());
     sl::AskVision av{&idefics3_.vm->model, "test", pixels_of};
     sl::VisualEmbeddings all(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx);
-    const auto n = static_cast<int>(ts.tokens.size());
-    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(all.width()));
-    all.fill(0, n, rows.data());
+    const std::vector<float> rows = all_rows(all, static_cast<int>(ts.tokens.size()));
     one.prefill(ts.tokens, rows.data());
 
     sl::VisualEmbeddings vis(ts, docs, av, enc, *idefics3_.lm->tokenizer, kRenderPx);
@@ -435,9 +441,7 @@ void TstVisionAskContext::gemma3RunsStayWhole() {
     QVERIFY(gemma3_.lm);
     const auto docs = documents();
     const sl::TokenStream ts = build(gemma3_, docs);
-    sl::SessionOptions so;
-    so.device = "cpu";
-    so.n_threads = 2;
+    const sl::SessionOptions so = cpu_session();
     sl::Session one(*gemma3_.lm, so), chunked(*gemma3_.lm, so), causal(*gemma3_.lm, so);
     sl::VisionEncoder enc(gemma3_.vm->model, one.pool());
     sl::AskVision av{&gemma3_.vm->model, "test", pixels_of};
@@ -445,9 +449,7 @@ void TstVisionAskContext::gemma3RunsStayWhole() {
     QCOMPARE(static_cast<int>(all.bidirectional().size()), 3);  // one run per image (one tile each)
     const int64_t run = all.bidirectional()[0].second - all.bidirectional()[0].first;
     QVERIFY(run > 3);
-    const auto n = static_cast<int>(ts.tokens.size());
-    std::vector<float> rows(static_cast<size_t>(n) * static_cast<size_t>(all.width()));
-    all.fill(0, n, rows.data());
+    const std::vector<float> rows = all_rows(all, static_cast<int>(ts.tokens.size()));
     one.prefill(ts.tokens, rows.data(), all.bidirectional());
 
     // Chunks of 3 positions, each run longer than that: a chunk ends before a run and the next
