@@ -33,8 +33,7 @@ void attend_range(const AttentionCall& c, const KvCache& kv, int g, const float*
     }
     for (int i = 0; i < group; ++i) {
         float* s = scores + i * n;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+        const float mx = n > 0 ? kernels::max_f32(s, n) : -INFINITY;
         m[i] = mx;
         l[i] = kernels::exp_shifted_sum(s, n, mx);
         std::fill(acc + i * hd, acc + (i + 1) * hd, 0.0f);

@@ -127,7 +127,7 @@ void VisionEncoder::attention_gemm(int n) {
             for (int i = 0; i < m; ++i) {
                 float* p = s + sz(i) * sz(n);
                 for (int j = 0; j < n; ++j) p[j] *= scale;
-                const float mx = *std::max_element(p, p + n);
+                const float mx = kernels::max_f32(p, n);
                 const float inv = 1.0f / kernels::exp_shifted_sum(p, n, mx);
                 for (int j = 0; j < n; ++j) p[j] *= inv;
             }
@@ -154,7 +154,7 @@ void VisionEncoder::attention_rows(int n) {
             for (int r = r0; r < r1; ++r) {
                 const float* q = q_.data() + sz(r) * sz(D) + sz(h) * sz(hd);
                 kernels::dot_rows_f32(p, q, k_.data() + sz(h) * sz(hd), D, n, hd, scale);
-                const float mx = *std::max_element(p, p + n);
+                const float mx = kernels::max_f32(p, n);
                 const float sum = kernels::exp_shifted_sum(p, n, mx);
                 const float inv = 1.0f / sum;
                 for (int j = 0; j < n; ++j) p[j] *= inv;

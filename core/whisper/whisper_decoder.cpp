@@ -241,7 +241,7 @@ void WhisperDecoder::forward(std::span<const int> tokens, std::span<const int> l
     for (int64_t r = 0; r < R; ++r)
         std::copy_n(x + logit_rows[static_cast<size_t>(r)] * d, d, hn + r * d);
     WhisperModel::layer_norm(hn, R, d, model_.decoder_norm(), pool);
-    if (model_.int8()) {
+    if (!model_.token_embedding_s8().empty()) {
         // int8 rows: every requested row at once, the vocabulary split across the pool in panels.
         const kernels::S8Weights& w = model_.token_embedding_s8();
         std::vector<uint8_t> hq(static_cast<size_t>(kernels::s8_row_bytes(d) * R));

@@ -132,30 +132,38 @@ std::vector<int> int_list(const JsonValue& root, const char* key, const std::str
 // (already scaled by 1 / sqrt(hd) in its weights), K, V the column slices of qkv (n, 3d). One head
 // per work item, as two GEMMs (K packed as the weight of the score product, V^T as the weight of
 // the context product); each row's softmax is normalized after the second product. Not causal.
+// Bidirectional attention of n positions, per head: K and V packed once, then the queries in
+// blocks of kGemmTokenBlock rows, so a block's scores (96 x n floats: 576 KB at n = 1500) stay in
+// the cache through the max, the exponentials and the P V product instead of a whole n x n
+// matrix (9 MB) going to memory and back three times.
 void self_attention(const float* qkv, int64_t n, int64_t d, int n_heads, float* ctx,
                     ThreadPool& pool) {
     const int64_t hd = d / n_heads;
     const int64_t stride = 3 * d;
+    const int64_t rows = std::min<int64_t>(n, kernels::kGemmTokenBlock);
     pool.parallel_for(n_heads, [&](int64_t h0, int64_t h1, int) {
         std::vector<float> kp(kernels::packed_size(n, hd)), vp(kernels::packed_size(hd, n));
-        std::vector<float> sc(static_cast<size_t>(n * n)), inv(static_cast<size_t>(n));
+        std::vector<float> sc(static_cast<size_t>(rows * n)), inv(static_cast<size_t>(rows));
         for (int64_t h = h0; h < h1; ++h) {
             const float* Q = qkv + h * hd;
             const float* K = qkv + d + h * hd;
             const float* V = qkv + 2 * d + h * hd;
             kernels::pack_panels(K, stride, n, hd, kp.data());
             kernels::pack_panels_transposed(V, stride, n, hd, vp.data());
-            kernels::gemm_f32(Q, stride, n, hd, kp.data(), n, nullptr, sc.data(), n, 0, n);
-            for (int64_t i = 0; i < n; ++i) {
-                float* row = sc.data() + i * n;
-                float mx = row[0];
-                for (int64_t j = 1; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
-                inv[static_cast<size_t>(i)] = 1.0f / kernels::exp_shifted_sum(row, n, mx);
+            for (int64_t i0 = 0; i0 < n; i0 += rows) {
+                const int64_t m = std::min(rows, n - i0);
+                kernels::gemm_f32(Q + i0 * stride, stride, m, hd, kp.data(), n, nullptr, sc.data(),
+                                  n, 0, n);
+                for (int64_t i = 0; i < m; ++i) {
+                    float* row = sc.data() + i * n;
+                    inv[static_cast<size_t>(i)] =
+                        1.0f / kernels::exp_shifted_sum(row, n, kernels::max_f32(row, n));
+                }
+                float* out = ctx + i0 * d + h * hd;
+                kernels::gemm_f32(sc.data(), n, m, n, vp.data(), hd, nullptr, out, d, 0, hd);
+                for (int64_t i = 0; i < m; ++i)
+                    for (int64_t j = 0; j < hd; ++j) out[i * d + j] *= inv[static_cast<size_t>(i)];
             }
-            float* out = ctx + h * hd;
-            kernels::gemm_f32(sc.data(), n, n, n, vp.data(), hd, nullptr, out, d, 0, hd);
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t j = 0; j < hd; ++j) out[i * d + j] *= inv[static_cast<size_t>(i)];
         }
     });
 }
@@ -249,6 +257,10 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
 
     // int8 only where the product has a vector tier: the reference tier would be slower than f32.
     const bool int8 = options.int8 && kernels::s8_gemm_fast();
+    // The encoder's linears int8 with options.int8; the decoder's (and the projection) Q8_0 with
+    // q8_decoder, else int8 with options.int8, else f32.
+    const bool dint8 = int8 && !options.q8_decoder;
+    m.enc_int8_ = int8;
     m.conv1_ = conv(f, "encoder/conv1", d, c.n_mels);
     m.conv2_ = conv(f, "encoder/conv2", d, d);
     f.get("encoder/position_encodings/encodings", Shape{u(c.n_audio_ctx), u(d)});
@@ -270,7 +282,7 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
 
     f.get("decoder/embeddings/weight", Shape{u(c.n_vocab), u(d)});
     m.tok_emb_ = f.to_f32("decoder/embeddings/weight");
-    if (int8) {
+    if (dint8) {
         m.tok_emb_s8_ = kernels::quantize_weights(m.tok_emb_.data(), d, c.n_vocab, d);
         // The input embeddings as the int8 rows say (CTranslate2 looks them up from the same
         // int8 table), so the tied input and output see one set of weights.
@@ -297,8 +309,8 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         // rows and is int8 with the rest, f32 otherwise.
         auto per_token = [&](const std::string& name, int64_t out_dim, int64_t in_dim,
                              int64_t scaled_rows = 0) {
-            Linear l0 = linear(f, p + name, out_dim, in_dim, scaled_rows, dec_scale, int8);
-            return options.q8_decoder && !int8
+            Linear l0 = linear(f, p + name, out_dim, in_dim, scaled_rows, dec_scale, dint8);
+            return options.q8_decoder
                        ? quantized(std::move(l0), f, p + name, scaled_rows, dec_scale)
                        : l0;
         };
@@ -307,7 +319,7 @@ WhisperModel WhisperModel::from_ct2(const Ct2Model& f, const std::filesystem::pa
         l.self_out = per_token("/self_attention/linear_1", d, d);
         l.ln_cross = norm(f, p + "/attention/layer_norm", d);
         l.cross_q = per_token("/attention/linear_0", d, d, d);
-        l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d, 0, 1.0f, int8);
+        l.cross_kv = linear(f, p + "/attention/linear_1", 2 * d, d, 0, 1.0f, dint8);
         l.cross_out = per_token("/attention/linear_2", d, d);
         l.ln_ffn = norm(f, p + "/ffn/layer_norm", d);
         l.up = per_token("/ffn/linear_0", c.n_ffn, d);

@@ -47,12 +47,28 @@ private:
     std::vector<int16_t> buf_;
 };
 
-// float32 (the default: its word error rate is faster-whisper's) unless
-// $SIGHTLINE_WHISPER_COMPUTE says "int8" (~2x faster; on our evaluation, 2.5 points more word
-// errors than float32 — tests/reference/whisper/wer_eval.py).
-bool want_int8() {
+// $SIGHTLINE_WHISPER_COMPUTE picks the arithmetic (word errors on tests/reference/whisper/
+// wer_eval.py --seeds 8, 3,816 words; seconds for 54.5 s of audio on 2 cores, side_by_side.py):
+//   (unset), "default": the encoder's linears int8 as CTranslate2 computes them, the decoder's and
+//             the output projection Q8_0 (11.2 %; faster than faster-whisper's int8, whose word
+//             errors on the same passes are 12.1 %)
+//   "q8":      the encoder float32, the decoder Q8_0 (10.6 %; ~15 % slower than the default)
+//   "float32": everything float32, CTranslate2's float32 to the digit (10.5 %; ~1.5x the default)
+//   "int8":    CTranslate2's int8 (encoder and decoder int8; 12.3 %, as faster-whisper's int8)
+// Anything else is the default. int8 needs the CPU's int8 product (AVX-512 VNNI); elsewhere those
+// linears stay float32.
+whisper::WhisperLoadOptions compute_options() {
     const char* env = std::getenv("SIGHTLINE_WHISPER_COMPUTE");
-    return env && std::string(env) == "int8";
+    const std::string v = env ? env : "";
+    whisper::WhisperLoadOptions o;
+    if (v == "float32") return o;
+    if (v == "int8") {
+        o.int8 = true;
+        return o;
+    }
+    o.q8_decoder = true;
+    o.int8 = v != "q8";
+    return o;
 }
 
 // One model per folder and compute type per process (the last one asked for).
@@ -60,9 +76,8 @@ std::shared_ptr<const WhisperSpeech::Shared> load_shared(const std::string& dir)
     static std::mutex mu;
     static std::string loaded_key;
     static std::shared_ptr<const WhisperSpeech::Shared> loaded;
-    whisper::WhisperLoadOptions options;
-    options.int8 = want_int8();
-    const std::string key = dir + (options.int8 ? "\n8" : "\n32");
+    const whisper::WhisperLoadOptions options = compute_options();
+    const std::string key = dir + (options.int8 ? "\n8" : "\n32") + (options.q8_decoder ? "q8" : "");
     std::lock_guard lock(mu);
     if (loaded && loaded_key == key) return loaded;
     auto model = whisper::WhisperModel::open(dir, options);

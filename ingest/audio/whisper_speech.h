@@ -1,8 +1,9 @@
 // Speech to text with Whisper (core/whisper) for a media file's audio track, used instead of
 // pocketsphinx (speech_to_text.h) when a Whisper model is installed (scripts/setup.sh puts tiny.en
 // in <cache>/models/whisper-tiny.en; $SIGHTLINE_WHISPER_MODEL names another CTranslate2 model
-// folder, "off" turns Whisper off). The model runs float32; $SIGHTLINE_WHISPER_COMPUTE=int8 runs its
-// linears int8 where the CPU has the int8 product's vector tier (core/whisper/whisper_model.h).
+// folder, "off" turns Whisper off). The encoder's linears run int8 (CTranslate2's arithmetic, where
+// the CPU has the int8 product's vector tier) and the decoder's Q8_0; $SIGHTLINE_WHISPER_COMPUTE
+// = "q8", "float32" or "int8" picks another trade of speed and accuracy (whisper_speech.cpp).
 //
 // Bounded memory for long recordings: feed() appends the 16 kHz mono samples to a temporary file as
 // the track is decoded (115 MB per hour of audio, removed afterwards; gaps in the media time are

@@ -39,8 +39,7 @@ void rope(float* x, int n_heads, int head_dim, int rot_dim, int64_t pos, float b
 }
 
 float softmax(float* x, int64_t n) {
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+    const float mx = n > 0 ? max_f32(x, n) : -INFINITY;
     const double sum = exp_shifted_sum(x, n, mx);
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
@@ -90,6 +89,12 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
     return static_cast<float>(sum);
 }
 
+float max_f32(const float* x, int64_t n) {
+    float mx = x[0];
+    for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
@@ -127,6 +132,15 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
         case Isa::Scalar: break;
     }
     return ref::exp_shifted_sum(x, n, shift);
+}
+
+float max_f32(const float* x, int64_t n) {
+    switch (active_isa()) {
+        case Isa::Avx512: return avx512::max_f32(x, n);
+        case Isa::Avx2: return avx2::max_f32(x, n);
+        case Isa::Scalar: break;
+    }
+    return ref::max_f32(x, n);
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {

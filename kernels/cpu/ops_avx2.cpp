@@ -74,6 +74,26 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
     return sum;
 }
 
+float max_f32(const float* x, int64_t n) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+        m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+        m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 16));
+        m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + i + 24));
+    }
+    for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+    const __m256 v = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    float mx = lanes[0];
+    for (int l = 1; l < 8; ++l) mx = lanes[l] > mx ? lanes[l] : mx;
+    for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+    return mx;
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int64_t i = 0;

@@ -1,6 +1,8 @@
 // AVX-512 variants of ops.h. Called only when active_isa() == Isa::Avx512.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/cpu/ops.h"
 
 namespace sl::kernels::avx512 {
@@ -109,6 +111,25 @@ float exp_shifted_sum(float* x, int64_t n, float shift) {
         acc = _mm512_add_ps(acc, _mm512_maskz_mov_ps(m, e));
     }
     return _mm512_reduce_add_ps(acc);
+}
+
+float max_f32(const float* x, int64_t n) {
+    // Four accumulators hide the latency of vmaxps; the tail is masked to -inf.
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+        m2 = _mm512_max_ps(m2, _mm512_loadu_ps(x + i + 32));
+        m3 = _mm512_max_ps(m3, _mm512_loadu_ps(x + i + 48));
+    }
+    for (; i + 16 <= n; i += 16) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        m1 = _mm512_max_ps(m1, _mm512_mask_loadu_ps(ninf, m, x + i));
+    }
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {

@@ -21,6 +21,8 @@ private Q_SLOTS:
     void siluMul();
     void expShiftedSumTiers_data() { dotAxpyTiers_data(); }
     void expShiftedSumTiers();
+    void maxTiers_data() { dotAxpyTiers_data(); }
+    void maxTiers();
     void attentionRowsTiers_data() { dotAxpyTiers_data(); }
     void attentionRowsTiers();
     void dotAxpyTiers_data();
@@ -123,6 +125,29 @@ void TstOps::expShiftedSumTiers() {
                      qPrintable(QStringLiteral("n=%1 i=%2 got %3 want %4").arg(n).arg(i).arg(g).arg(w)));
         }
         QVERIFY(std::abs(got_sum - want_sum) <= 1e-6 * want_sum + 1e-30);
+    }
+}
+
+void TstOps::maxTiers() {
+    QFETCH(int, isa);
+    set_active_isa(static_cast<Isa>(isa));
+    // Every length across the tiers' unrolled blocks and masked tails, the largest at each place
+    // (a tail the vector loop skips, the first, the last), -inf entries and all -inf.
+    for (int n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1500, 4097}) {
+        auto x = sl::test::random_floats(static_cast<size_t>(n), -50.0f, 10.0f);
+        if (n > 2) x[1] = -INFINITY;
+        for (int at : {0, n / 2, n - 1}) {
+            auto y = x;
+            y[static_cast<size_t>(at)] = 11.0f + static_cast<float>(at);
+            const float want = ref::max_f32(y.data(), n);
+            QCOMPARE(want, 11.0f + static_cast<float>(at));
+            QCOMPARE(max_f32(y.data(), n), want);
+            // An offset start: unaligned loads.
+            if (n > 1 && at > 0) QCOMPARE(max_f32(y.data() + 1, n - 1), want);
+        }
+        QCOMPARE(max_f32(x.data(), n), ref::max_f32(x.data(), n));
+        std::vector<float> ninf(static_cast<size_t>(n), -INFINITY);
+        QCOMPARE(max_f32(ninf.data(), n), -INFINITY);
     }
 }
 

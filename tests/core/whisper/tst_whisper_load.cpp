@@ -25,6 +25,7 @@
 #include "core/whisper/whisper_decoder.h"
 #include "core/whisper/whisper_model.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/gemm_s8.h"
 #include "tests/common/test_support.h"
 #include "tests/core/whisper/ct2_test_writer.h"
 
@@ -130,17 +131,30 @@ private Q_SLOTS:
 
 void TstWhisperLoad::miniatureRuns_data() {
     QTest::addColumn<bool>("q8");
-    QTest::newRow("f32") << false;
-    QTest::newRow("Q8_0 decoder") << true;
+    QTest::addColumn<bool>("int8");
+    QTest::newRow("f32") << false << false;
+    QTest::newRow("Q8_0 decoder") << true << false;
+    QTest::newRow("int8") << false << true;
+    QTest::newRow("int8 encoder, Q8_0 decoder (ingest's default)") << true << true;
 }
 
 void TstWhisperLoad::miniatureRuns() {
     QFETCH(bool, q8);
+    QFETCH(bool, int8);
     const Bytes file = write(mini_whisper());
     const sl::Ct2Model ct2 = sl::Ct2Model::parse(file, "mini/model.bin");
     sl::whisper::WhisperLoadOptions opt;
     opt.q8_decoder = q8;
+    opt.int8 = int8;
     const auto model = sl::whisper::WhisperModel::from_ct2(ct2, {}, opt);
+    // Which weights each part got: int8 where the CPU has the product's vector tier.
+    const bool s8 = int8 && sl::kernels::s8_gemm_fast();
+    QCOMPARE(model.int8(), s8);
+    QCOMPARE(model.token_embedding_q8().empty(), !q8);
+    QCOMPARE(model.token_embedding_s8().empty(), !(s8 && !q8));
+    QCOMPARE(model.decoder_layers()[0].up.q8.empty(), !q8);
+    QCOMPARE(model.decoder_layers()[0].up.s8.empty(), !(s8 && !q8));
+    QCOMPARE(model.decoder_layers()[0].cross_kv.s8.empty(), !(s8 && !q8));
     const auto& c = model.config();
     QCOMPARE(c.d_model, 32);
     QCOMPARE(c.n_audio_ctx, 8);

@@ -6,7 +6,8 @@
 The recording is make_fw_transcript.py's (~54 s from pocketsphinx-testdata's LibriVox clips).
 Each round runs faster-whisper (2 CPU threads; float32 greedy, int8 greedy, int8 beam 5) and then
 Sightline's tst_transcriber rows matchesFasterWhisper (float32 greedy), beamSearch (float32
-beam 5) and int8MatchesFasterWhisperInt8 (int8 greedy) on a 2-thread pool, alternating so both see the same machine load; the best of the rounds
+beam 5), int8MatchesFasterWhisperInt8 (int8 greedy) and defaultComputeNearFloat32 (what ingest
+runs: int8 encoder, Q8_0 decoder; greedy) on a 2-thread pool, alternating so both see the same machine load; the best of the rounds
 is reported, as seconds and seconds per audio minute. The whisper-tiny.en model of
 scripts/setup.sh is used by both.
 """
@@ -44,7 +45,8 @@ def main() -> None:
             list(segments)
             best[name] = min(best.get(name, 1e9), time.time() - t)
         out = subprocess.run([str(test), "matchesFasterWhisper", "beamSearch",
-                              "int8MatchesFasterWhisperInt8"], capture_output=True, text=True).stdout
+                              "int8MatchesFasterWhisperInt8", "defaultComputeNearFloat32"],
+                             capture_output=True, text=True).stdout
         m = re.search(r"of audio in ([0-9.]+) s \(3 windows\)", out)
         b = re.search(r"beam 5: [0-9.]+ s of audio in ([0-9.]+) s", out)
         if m:
@@ -52,6 +54,10 @@ def main() -> None:
         i8 = re.search(r"int8: [0-9.]+ s of audio in ([0-9.]+) s", out)
         if i8:
             best["Sightline int8 greedy"] = min(best.get("Sightline int8 greedy", 1e9), float(i8.group(1)))
+        dflt = re.search(r"default \(int8 encoder, Q8_0 decoder\): [0-9.]+ s of audio in ([0-9.]+) s", out)
+        if dflt:
+            name = "Sightline default greedy (int8 enc, Q8_0 dec)"
+            best[name] = min(best.get(name, 1e9), float(dflt.group(1)))
         if b:
             best["Sightline float32 beam 5"] = min(best.get("Sightline float32 beam 5", 1e9), float(b.group(1)))
     for name in sorted(best):

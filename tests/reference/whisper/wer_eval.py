@@ -9,12 +9,20 @@ Sets (each file has a reference transcript):
   espeak    three spoken tracks (~40 s each, over one 30 s window) that espeak-ng makes from
             espeak_sentences.txt (our own sentences), three voices and speeds; needs espeak-ng
 Sightline: `sightline-cli ingest --json FILE` (what `add` stores: greedy with the temperature
-fallback and word times), once with the float32 model (the default) and once with
-SIGHTLINE_WHISPER_COMPUTE=int8. faster-whisper (PyPI, when importable;
+fallback and word times) with each SIGHTLINE_WHISPER_COMPUTE of ingest/audio/whisper_speech.cpp:
+default (int8 encoder, Q8_0 decoder), q8 (float32 encoder, Q8_0 decoder), float32, int8. faster-whisper (PyPI, when importable;
 same model folder, 2 CPU threads, int8): greedy with word times (as ingest runs), and its
 defaults (beam 5, no word times), both with the temperature fallback. Text is compared after lower-casing, dropping punctuation, splitting hyphens and
 spelling out numbers up to 99. Prints one table (errors / words per set) and the seconds each
 engine spent (Sightline's include starting the CLI and loading the model for every file).
+
+--seeds N runs the whole set N times: the files as they are, then N - 1 copies with a dither of
+one least significant bit (each 16-bit sample plus -1, 0 or +1 at random, seeded; inaudible, 90 dB
+under full scale), every engine on the same copies. int8 transcription is chaotic at near-ties:
+a change of 1e-7 in the features moves the int8 encoder's output by ~1.5 % (as far as
+CTranslate2's int8 and ours are from each other), which flips a word here and there, so one
+pass over 477 words measures a draw, not the engine; the table then gives each engine's errors
+summed over the passes and the range of its per-pass totals.
 """
 import argparse
 import json
@@ -23,6 +31,7 @@ import re
 import subprocess
 import tempfile
 import time
+import wave
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -93,6 +102,22 @@ def espeak(tmp: Path) -> list:
     return out
 
 
+def dithered(wav: Path, out: Path, seed: int) -> Path:
+    """`wav` (16-bit PCM) with -1/0/+1 added to each sample (random, from `seed`), as `out`."""
+    import numpy as np
+    with wave.open(str(wav)) as w:
+        params = w.getparams()
+        if params.sampwidth != 2:
+            raise SystemExit(f"{wav}: --seeds needs 16-bit PCM")
+        pcm = np.frombuffer(w.readframes(params.nframes), dtype="<i2").astype(np.int32)
+    rng = np.random.default_rng(seed)
+    pcm = np.clip(pcm + rng.integers(-1, 2, size=pcm.shape), -32768, 32767).astype("<i2")
+    with wave.open(str(out), "wb") as w:
+        w.setparams(params)
+        w.writeframes(pcm.tobytes())
+    return out
+
+
 def sightline(cli: str, wav: Path, compute: str) -> str:
     env = dict(os.environ, SIGHTLINE_WHISPER_COMPUTE=compute)
     r = subprocess.run([cli, "ingest", "--json", str(wav)], capture_output=True, text=True, env=env)
@@ -107,6 +132,10 @@ def main() -> None:
     ap.add_argument("--cli", default=str(ROOT / "build" / "ci" / "app" / "sightline-cli"))
     ap.add_argument("--model", default=str(CACHE / "models" / "whisper-tiny.en"))
     ap.add_argument("--show", action="store_true", help="print each file's hypotheses")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="passes: the files, then dithered copies (see the module's text)")
+    ap.add_argument("--engines", default="",
+                    help="comma-separated substrings: only the engines whose name holds one")
     args = ap.parse_args()
     try:
         from faster_whisper import WhisperModel
@@ -115,6 +144,8 @@ def main() -> None:
         fw = None
         print("faster-whisper is not importable: its columns are left out")
     engines = {
+        "Sightline default (int8/Q8_0)": lambda wav: sightline(args.cli, wav, "default"),
+        "Sightline q8 (f32/Q8_0)": lambda wav: sightline(args.cli, wav, "q8"),
         "Sightline float32": lambda wav: sightline(args.cli, wav, "float32"),
         "Sightline int8": lambda wav: sightline(args.cli, wav, "int8"),
     }
@@ -124,6 +155,9 @@ def main() -> None:
             return " ".join(s.text for s in segments)
         engines["faster-whisper int8 greedy+words"] = lambda wav: run_fw(wav, 1)
         engines["faster-whisper int8 beam 5"] = lambda wav: run_fw(wav, 5)
+    if args.engines:
+        keep = [k.strip() for k in args.engines.split(",") if k.strip()]
+        engines = {e: run for e, run in engines.items() if any(k in e for k in keep)}
     with tempfile.TemporaryDirectory() as tmp:
         sets = {"librivox": librivox(), "cards": cards()}
         try:
@@ -131,27 +165,35 @@ def main() -> None:
         except FileNotFoundError:
             print("espeak-ng is not installed: the espeak set is left out")
         errors = {e: {s: 0 for s in sets} for e in engines}
+        per_pass = {e: [] for e in engines}
         seconds = {e: 0.0 for e in engines}
         n_words = {s: 0 for s in sets}
-        for name, files in sets.items():
-            for wav, ref in files:
-                ref_words = words(ref)
-                n_words[name] += len(ref_words)
-                for e, run in engines.items():
-                    t = time.time()
-                    hyp = run(wav)
-                    seconds[e] += time.time() - t
-                    errors[e][name] += edit_distance(ref_words, words(hyp))
-                    if args.show:
-                        print(f"{e:28s} {wav.name}: {hyp.strip()}")
-    print("%-28s" % "engine" + "".join("%18s" % s for s in sets) + "%18s%10s" % ("all", "seconds"))
+        for seed in range(args.seeds):
+            before = {e: sum(errors[e].values()) for e in engines}
+            for name, files in sets.items():
+                for i, (wav, ref) in enumerate(files):
+                    if seed > 0:
+                        wav = dithered(wav, Path(tmp) / f"d-{name}-{i}.wav", seed * 1000 + i)
+                    ref_words = words(ref)
+                    n_words[name] += len(ref_words)
+                    for e, run in engines.items():
+                        t = time.time()
+                        hyp = run(wav)
+                        seconds[e] += time.time() - t
+                        errors[e][name] += edit_distance(ref_words, words(hyp))
+                        if args.show:
+                            print(f"{e:28s} {seed} {wav.name}: {hyp.strip()}")
+            for e in engines:
+                per_pass[e].append(sum(errors[e].values()) - before[e])
+    print("%-32s" % "engine" + "".join("%18s" % s for s in sets) + "%18s%10s" % ("all", "seconds") +
+          ("   per pass" if args.seeds > 1 else ""))
     total_words = sum(n_words.values())
     for e in engines:
         cells = "".join("%18s" % ("%d/%d %.1f%%" % (errors[e][s], n_words[s], 100.0 * errors[e][s] / max(1, n_words[s])))
                         for s in sets)
         tot = sum(errors[e].values())
-        print("%-28s" % e + cells + "%18s%10.1f" % ("%d/%d %.2f%%" % (tot, total_words, 100.0 * tot / total_words), seconds[e]))
-
+        spread = ("   %d..%d" % (min(per_pass[e]), max(per_pass[e]))) if args.seeds > 1 else ""
+        print("%-32s" % e + cells + "%18s%10.1f" % ("%d/%d %.2f%%" % (tot, total_words, 100.0 * tot / total_words), seconds[e]) + spread)
 
 if __name__ == "__main__":
     main()
