@@ -363,6 +363,21 @@ double add_word_timestamps(std::vector<TimedSegment>& segments, WhisperDecoder& 
             saved += t.tokens.size();
             ++word_index;
         }
+        // Beyond faster-whisper: a word that starts more than kRunaway seconds after the closing
+        // timestamp the model gave its own segment means the text and the alignment disagree on
+        // where the phrase is. Seen on the 54.5 s test recording (its clips twice): the second
+        // window opens on a hallucinated repeat of the first window's last sentence, which the
+        // model closes at 33.6 s, while the Q8_0 decoder's alignment finds that sentence where it
+        // is really said, at 50.6-53.6 s; the next window would then start at 53.6 s, skipping
+        // 20 s of speech nobody transcribed. Such words are pulled back to the segment's end,
+        // so the seek follows the model's own timestamps.
+        constexpr double kRunaway = 1.0;
+        if (!words.empty() && words.back().start > seg.end + kRunaway) {
+            for (Word& w : words) {
+                w.start = std::min(w.start, seg.end);
+                w.end = std::min(w.end, seg.end);
+            }
+        }
         if (!words.empty()) {
             // The first word after a pause is no longer than twice the median duration.
             if (words[0].end - last_speech_timestamp > median_duration * 4 &&
