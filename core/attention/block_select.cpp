@@ -98,6 +98,65 @@ float exact_score(const KvCache& kv, int layer, int kv_head, const float* rows, 
     return exact_max(k, n_keys, kv.head_dim(), rows, n_rows, row_stride, row_bound, slack, st);
 }
 
+// Slack per unit of a block's largest |key| for the Quest bounds of `rows`. Rounding: the bound and
+// the exact dot each round a sum of d products; their errors are below (d + 2) u Σ|q_i||k_i| <=
+// (d + 2) u |q|_1 max|k|, u = 2^-24. The slack covers both (twice over), so bound + slack >= every
+// exact score the block can produce. `far` (optional) are more rows with the same stride.
+float bound_eps(const float* rows, const float* far, int n_rows, int64_t row_stride, int d) {
+    float l1 = 0.0f;
+    for (int r = 0; r < n_rows; ++r) {
+        float a = 0.0f, fa = 0.0f;
+        for (int i = 0; i < d; ++i) {
+            a += std::fabs(rows[r * row_stride + i]);
+            if (far) fa += std::fabs(far[r * row_stride + i]);
+        }
+        l1 = std::max(l1, std::max(a, fa));
+    }
+    return 4.0f * static_cast<float>(d + 2) * 0x1p-24f * l1;
+}
+
+// The exact top-m of the candidates for_each_candidate(fn) names, Quest-pruned: bounds(b) fills
+// s.row_bound (each row's bound for block b) and returns the slack; exact(b, row_bound, slack) is
+// the block's exact score (it may skip rows whose bound + slack cannot beat its running max).
+// Candidates are visited by descending bound + slack and scored until the next bound cannot beat
+// the m-th best exact score, so the result is brute force's (ties to the lower block id).
+// Appends the chosen blocks to `out` (unsorted).
+template <class ForEach, class Bounds, class Exact>
+void pruned_top(int64_t m, ForEach&& for_each_candidate, Bounds&& bounds, Exact&& exact, SelectScratch& s,
+                std::vector<int32_t>& out) {
+    s.cand.clear();
+    s.top.clear();
+    for_each_candidate([&](int64_t b) {
+        const float slack = bounds(b);
+        const float u = kernels::max_f32(s.row_bound.data(), static_cast<int64_t>(s.row_bound.size()));
+        s.cand.emplace_back(u + slack, static_cast<int32_t>(b));
+    });
+    // Visit candidates by descending bound; `top` is a heap whose front is the worst of the best m.
+    auto by_bound = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first < b.first || (a.first == b.first && a.second > b.second);
+    };
+    std::make_heap(s.cand.begin(), s.cand.end(), by_bound);
+    auto end = s.cand.end();
+    while (end != s.cand.begin()) {
+        const auto [bound, b] = s.cand.front();
+        if (static_cast<int64_t>(s.top.size()) == m && bound < s.top.front().first) break;
+        std::pop_heap(s.cand.begin(), end, by_bound);
+        --end;
+        const float slack = bounds(b);
+        const float score = exact(b, s.row_bound.data(), slack);
+        const std::pair<float, int32_t> e{score, b};
+        if (static_cast<int64_t>(s.top.size()) < m) {
+            s.top.push_back(e);
+            std::push_heap(s.top.begin(), s.top.end(), better);
+        } else if (better(e, s.top.front())) {
+            std::pop_heap(s.top.begin(), s.top.end(), better);
+            s.top.back() = e;
+            std::push_heap(s.top.begin(), s.top.end(), better);
+        }
+    }
+    for (const auto& e : s.top) out.push_back(e.second);
+}
+
 }  // namespace
 
 RemapRows make_remap_rows(const RopeShift& rope, const std::vector<float>& rows, int n_queries, int per_query,
@@ -123,26 +182,67 @@ float exact_block_score(const BlockIndex& index, const KvCache& kv, int layer, i
 
 void select_blocks_native(const float* keys, int block, int dim, const float* rows, int n_rows, int64_t row_stride,
                           int64_t local, const SelectParams& p, SelectScratch& s, std::vector<int32_t>& out,
-                          SelectStats& st) {
+                          SelectStats& st, const NativeBounds* nb) {
     const Forced forced = force_blocks(local, p, out);
     const int64_t first = forced.first, local_end = forced.end, m = forced.m;
     const int64_t n_cand = local_end - first;
     st.candidates += n_cand;
+    st.brute_rows += n_cand * n_rows;  // (exact_blocks counts main-cache key blocks: none read here)
     if (m == n_cand) {
         for (int64_t b = first; b < local_end; ++b) out.push_back(static_cast<int32_t>(b));
+    } else if (m > 0 && nb && p.prune) {
+        // Quest-pruned: the bounds from each block's channel-wise key min / max, exact block-max
+        // only while a block can still enter the top m (A query block's rows score a key block in
+        // register tiles (exact_max) once there are enough of them; decode's single row goes row
+        // by row.)
+        st.summary_bytes += n_cand * 2 * dim * static_cast<int64_t>(sizeof(float));
+        s.row_bound.resize(static_cast<size_t>(n_rows));
+        const float eps = bound_eps(rows, nullptr, n_rows, row_stride, dim);
+        auto bounds = [&](int64_t b) {
+            kernels::quest_bounds(s.row_bound.data(), rows, n_rows, row_stride, nb->kmin + b * dim, nb->kmax + b * dim,
+                                  dim);
+            return eps * nb->kabs_max[b];
+        };
+        auto exact = [&](int64_t b, const float* row_bound, float slack) {
+            st.summary_bytes += static_cast<int64_t>(block) * dim * static_cast<int64_t>(sizeof(float));
+            return exact_max(keys + b * block * dim, block, dim, rows, n_rows, row_stride, row_bound, slack, st);
+        };
+        pruned_top(
+            m, [&](auto&& fn) { for (int64_t b = first; b < local_end; ++b) fn(b); }, bounds, exact, s, out);
     } else if (m > 0) {
         s.cand.clear();
-        // A query block's rows score each key block in register tiles (exact_max) once there are
-        // enough of them; decode's single row goes row by row.
         for (int64_t b = first; b < local_end; ++b)
             s.cand.emplace_back(exact_max(keys + b * block * dim, block, dim, rows, n_rows, row_stride, nullptr, 0.0f, st),
                                 static_cast<int32_t>(b));
-        st.brute_rows += n_cand * n_rows;  // (exact_blocks counts main-cache key blocks: none read here)
         st.summary_bytes += n_cand * block * dim * static_cast<int64_t>(sizeof(float));
         std::nth_element(s.cand.begin(), s.cand.begin() + (m - 1), s.cand.end(), better);
         for (int64_t i = 0; i < m; ++i) out.push_back(s.cand[static_cast<size_t>(i)].second);
     }
     std::sort(out.begin(), out.end());
+}
+
+void native_bounds(const float* keys, int block, int dim, int64_t b0, int64_t b1, std::vector<float>& kmin,
+                   std::vector<float>& kmax, std::vector<float>& kabs_max) {
+    const auto d = static_cast<size_t>(dim);
+    kmin.resize(static_cast<size_t>(b1) * d);
+    kmax.resize(static_cast<size_t>(b1) * d);
+    kabs_max.resize(static_cast<size_t>(b1));
+    for (int64_t b = b0; b < b1; ++b) {
+        float* lo = kmin.data() + static_cast<size_t>(b) * d;
+        float* hi = kmax.data() + static_cast<size_t>(b) * d;
+        const float* k = keys + b * block * dim;
+        std::copy_n(k, d, lo);
+        std::copy_n(k, d, hi);
+        for (int j = 1; j < block; ++j)
+            for (size_t i = 0; i < d; ++i) {
+                const float v = k[static_cast<size_t>(j) * d + i];
+                lo[i] = std::min(lo[i], v);
+                hi[i] = std::max(hi[i], v);
+            }
+        float a = 0.0f;
+        for (size_t i = 0; i < d; ++i) a = std::max(a, std::max(std::fabs(lo[i]), std::fabs(hi[i])));
+        kabs_max[static_cast<size_t>(b)] = a;
+    }
 }
 
 namespace {
@@ -252,21 +352,10 @@ void select_top(const BlockIndex& index, const KvCache& kv, int layer, int kv_he
         return;
     }
 
-    // Quest bounds. Rounding: the bound and the exact dot each round a sum of d products; their
-    // errors are below (d + 2) u Σ|q_i||k_i| <= (d + 2) u |q|_1 max|k|, u = 2^-24. `slack` covers
-    // both (twice over), so bound + slack >= every exact score the block can produce.
+    // Quest bounds (bound_eps: the slack covers the rounding of bound and exact score).
     st.summary_bytes += (hybrid ? static_cast<int64_t>(s.shortlist.size()) : n_cand) * 2 * d * static_cast<int64_t>(sizeof(float));
     s.row_bound.resize(static_cast<size_t>(n_rows));
-    float l1 = 0.0f;
-    for (int r = 0; r < n_rows; ++r) {
-        float a = 0.0f, fa = 0.0f;
-        for (int i = 0; i < d; ++i) {
-            a += std::fabs(rows[r * row_stride + i]);
-            if (rm) fa += std::fabs(far_rows[r * row_stride + i]);
-        }
-        l1 = std::max(l1, std::max(a, fa));
-    }
-    const float eps = 4.0f * static_cast<float>(d + 2) * 0x1p-24f * l1;
+    const float eps = bound_eps(rows, rm ? far_rows : nullptr, n_rows, row_stride, d);
     auto bounds = [&](int64_t b) {
         const int split = near(b);
         if (split > 0)
@@ -277,35 +366,7 @@ void select_top(const BlockIndex& index, const KvCache& kv, int layer, int kv_he
         const float amax = rm ? std::max(index.kabs_max(b, kv_head), index.rkabs_max(b, kv_head)) : index.kabs_max(b, kv_head);
         return eps * amax;  // the slack
     };
-    for_each_candidate([&](int64_t b) {
-        const float slack = bounds(b);
-        const float u = *std::max_element(s.row_bound.begin(), s.row_bound.end());
-        s.cand.emplace_back(u + slack, static_cast<int32_t>(b));
-    });
-    // Visit candidates by descending bound; `top` is a heap whose front is the worst of the best m.
-    auto by_bound = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
-        return a.first < b.first || (a.first == b.first && a.second > b.second);
-    };
-    std::make_heap(s.cand.begin(), s.cand.end(), by_bound);
-    auto end = s.cand.end();
-    while (end != s.cand.begin()) {
-        const auto [bound, b] = s.cand.front();
-        if (static_cast<int64_t>(s.top.size()) == m && bound < s.top.front().first) break;
-        std::pop_heap(s.cand.begin(), end, by_bound);
-        --end;
-        const float slack = bounds(b);
-        const float score = exact(b, s.row_bound.data(), slack);
-        const std::pair<float, int32_t> e{score, b};
-        if (static_cast<int64_t>(s.top.size()) < m) {
-            s.top.push_back(e);
-            std::push_heap(s.top.begin(), s.top.end(), better);
-        } else if (better(e, s.top.front())) {
-            std::pop_heap(s.top.begin(), s.top.end(), better);
-            s.top.back() = e;
-            std::push_heap(s.top.begin(), s.top.end(), better);
-        }
-    }
-    for (const auto& e : s.top) out.push_back(e.second);
+    pruned_top(m, for_each_candidate, bounds, exact, s, out);
     std::sort(out.begin(), out.end());
 }
 

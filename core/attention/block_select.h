@@ -36,7 +36,7 @@ struct SelectParams {
     // top_k (the sink among them counts as a window block). 0: the local block alone.
     int window = 0;
     BlockScoring scoring = BlockScoring::BlockMax;
-    bool prune = true;   // BlockMax only: Quest pruning (false: brute-force exact block-max)
+    bool prune = true;   // BlockMax and Native (with its bounds): Quest pruning (false: brute-force exact block-max)
     int hybrid_factor = 4;  // Hybrid: shortlist size as a multiple of the blocks to choose
     // Mass-adaptive growth (top-p; select_blocks only, not native): after the top-k, the blocks of
     // most estimated attention mass are added until the selection holds `mass` of the estimate, or
@@ -131,15 +131,32 @@ void select_blocks(const BlockIndex& index, const KvCache& kv, int layer, int kv
                    SelectScratch& scratch, std::vector<int32_t>& out, SelectStats& stats,
                    const RemapRows* remap = nullptr);
 
+// Channel-wise min and max of the index keys of each full block and the largest |key| in it
+// (native_bounds() fills them), for select_blocks_native's Quest pruning. kmin / kmax: (n_blocks,
+// dim); kabs_max: (n_blocks).
+struct NativeBounds {
+    const float* kmin = nullptr;
+    const float* kmax = nullptr;
+    const float* kabs_max = nullptr;
+};
+
 // Native MSA (models with a learned indexer; MSA.md): block score of block b < local = max over rows
 // r and tokens j of block b of iq_r · ik_j (plain f32 dots, no scale), index rows `rows` (n_rows,
 // `row_stride` floats apart, `dim` used) of one index head, and index keys `keys` (positions
 // [0, local * block), `dim` floats each, contiguous). Forcing, top-k and tie-breaking (lower block
-// id) as select_blocks(); `params.scoring` is ignored. Every key is scored (no bounds).
+// id) as select_blocks(); `params.scoring` is ignored. With `bounds` (covering blocks [0, local))
+// and params.prune, candidates are visited by their Quest bound and scored exactly only while they
+// can still enter the top-k: the same selection as scoring every key (brute force, bounds null),
+// a fraction of the dot products (SelectStats::exact_rows against brute_rows).
 // Thread-safe for distinct scratch/out/stats.
 void select_blocks_native(const float* keys, int block, int dim, const float* rows, int n_rows, int64_t row_stride,
                           int64_t local, const SelectParams& params, SelectScratch& scratch, std::vector<int32_t>& out,
-                          SelectStats& stats);
+                          SelectStats& stats, const NativeBounds* bounds = nullptr);
+
+// Fills blocks [b0, b1) of the NativeBounds arrays (resized to b1 blocks) from `keys` (at least
+// b1 * block keys of dim floats, contiguous).
+void native_bounds(const float* keys, int block, int dim, int64_t b0, int64_t b1, std::vector<float>& kmin,
+                   std::vector<float>& kmax, std::vector<float>& kabs_max);
 
 // The exact block-max score of block b < local for the rows (brute force over rows and keys), as
 // BlockMax ranks it. For tests and diagnostics.

@@ -204,6 +204,7 @@ void MsaAttention::set_native_keys(int layer, const KvCache& kv, const float* ke
     L.ikeys.assign(keys, keys + static_cast<size_t>(n) * static_cast<size_t>(dim));
     L.ik_n = n;
     L.ik_dim = dim;
+    L.ik_bounded = 0;
 }
 
 void MsaAttention::invalidate() {
@@ -213,6 +214,7 @@ void MsaAttention::invalidate() {
         l.selections.clear();
         l.ikeys.clear();
         l.ik_n = 0;
+        l.ik_bounded = 0;
     }
 }
 
@@ -238,6 +240,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             std::copy(c.index_k, c.index_k + static_cast<size_t>(c.n_tokens) * dim,
                       L.ikeys.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(c.pos0) * dim));
             L.ik_n = c.pos0 + c.n_tokens;
+            L.ik_bounded = std::min(L.ik_bounded, c.pos0 / config_.block_size);
         }
         L.selections.clear();
         ++stats_.bidirectional_calls;
@@ -258,6 +261,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         L.index.reset();
         L.ikeys.clear();
         L.ik_n = 0;
+        L.ik_bounded = 0;
     }
     const bool remap = config_.positions == PositionMode::Remap;
     if (remap && c.rope_dim <= 0)
@@ -315,6 +319,12 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
                       L.ikeys.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(c.pos0) * dim));
             L.ik_n = end;
             native = true;
+            // Quest summaries of the full blocks not summarized yet (or rewritten from pos0 on).
+            const int64_t full = L.ik_n / B;
+            const int64_t from = std::min(L.ik_bounded, c.pos0 / B);
+            if (from < full)
+                native_bounds(L.ikeys.data(), B, c.index_dim, from, full, L.ik_min, L.ik_max, L.ik_abs);
+            L.ik_bounded = full;
         } else {
             sp.scoring = BlockScoring::BlockMax;  // keys of [ik_n, pos0) are missing: training-free
             stats_.native_fallbacks += n_items;
@@ -350,8 +360,9 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
             sel.n_queries = nq;
             if (native) {
                 const int64_t stride = static_cast<int64_t>(c.index_n_head) * c.index_dim;
+                const NativeBounds nb{L.ik_min.data(), L.ik_max.data(), L.ik_abs.data()};
                 select_blocks_native(L.ikeys.data(), B, c.index_dim, c.index_q + t0 * stride + static_cast<int64_t>(g) * c.index_dim,
-                                     nq, stride, qb, sp, s.select, sel.blocks, s.stats);
+                                     nq, stride, qb, sp, s.select, sel.blocks, s.stats, &nb);
                 continue;
             }
             int n_rows = 0;

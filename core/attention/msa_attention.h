@@ -92,7 +92,7 @@ struct MsaConfig {
     int dense_layers = 0;   // layers [0, dense_layers) run dense attention
     BlockScoring scoring = BlockScoring::BlockMax;  // Native: the model's indexer (see above)
     IndexQuery index_query = IndexQuery::HeadMax;
-    bool prune = true;      // BlockMax: Quest pruning (same selection as brute force, far cheaper)
+    bool prune = true;      // BlockMax and Native: Quest pruning (same selection as brute force, far cheaper)
     int hybrid_factor = 4;  // Hybrid scoring: shortlist of hybrid_factor x (top_k - forced) blocks by mean key
     // Hybrid scoring in calls of one query (decode): the shortlist factor; 0 = hybrid_factor. A
     // decode step reads the shortlist's keys for one query, so its cost is the shortlist's bytes.
@@ -224,6 +224,9 @@ private:
         std::vector<float> ikeys;   // Native: index keys of positions [0, ik_n), (ik_n, index_dim)
         int64_t ik_n = 0;
         int ik_dim = 0;
+        // Native: the Quest summaries (NativeBounds) of the index keys' first ik_bounded blocks.
+        std::vector<float> ik_min, ik_max, ik_abs;
+        int64_t ik_bounded = 0;
     };
     struct Scratch;
 

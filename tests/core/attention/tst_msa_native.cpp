@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/attention/block_select.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
@@ -192,6 +193,8 @@ private Q_SLOTS:
     void restoredContextWithoutKeysFallsBackToTrainingFree();
     void minimaxM3MatchesReference();
     void minimaxM3SessionSavesAndRestores();
+    void prunedSelectionEqualsBruteForce_data();
+    void prunedSelectionEqualsBruteForce();
 
 private:
     QTemporaryDir dir_;
@@ -538,6 +541,82 @@ void TstMsaNative::minimaxM3SessionSavesAndRestores() {
     b.generate(go, [&](std::string_view t) { t2 += t; return true; });
     QCOMPARE(b.stats().generated_tokens, ref.stats().generated_tokens);
     QCOMPARE(QString::fromStdString(t2), QString::fromStdString(t1));
+}
+
+void TstMsaNative::prunedSelectionEqualsBruteForce_data() {
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<int>("block");
+    QTest::addColumn<int>("n_blocks");
+    QTest::addColumn<int>("n_rows");
+    QTest::addColumn<int>("top_k");
+    QTest::addColumn<bool>("sink");
+    QTest::addColumn<int>("structure");  // 0 random, 1 clustered with a few matching blocks, 2 ties
+    QTest::addColumn<int>("window");
+    QTest::newRow("random d128 B128 decode row") << 128 << 128 << 40 << 1 << 16 << false << 0 << 0;
+    QTest::newRow("clustered d128 B128 query block") << 128 << 128 << 48 << 128 << 16 << true << 1 << 0;
+    QTest::newRow("clustered d64 B16 7 rows") << 64 << 16 << 60 << 7 << 6 << false << 1 << 0;
+    QTest::newRow("random d17 B32 33 rows window 5") << 17 << 32 << 30 << 33 << 4 << true << 0 << 5;
+    QTest::newRow("ties d32 B16 40 rows") << 32 << 16 << 45 << 40 << 6 << false << 2 << 0;
+    QTest::newRow("ties d48 B8 one row k2") << 48 << 8 << 50 << 1 << 2 << false << 2 << 0;
+}
+
+void TstMsaNative::prunedSelectionEqualsBruteForce() {
+    // select_blocks_native with NativeBounds (the Quest pruning msa_attention.cpp uses for M3's
+    // indexer) against scoring every key: the same blocks, ties to the lower id, on fresh random
+    // keys of odd sizes; and fewer dot products.
+    QFETCH(int, dim);
+    QFETCH(int, block);
+    QFETCH(int, n_blocks);
+    QFETCH(int, n_rows);
+    QFETCH(int, top_k);
+    QFETCH(bool, sink);
+    QFETCH(int, structure);
+    QFETCH(int, window);
+    auto& rng = sl::test::rng();
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const auto n = static_cast<size_t>(n_blocks) * static_cast<size_t>(block);
+    const auto d = static_cast<size_t>(dim);
+    std::vector<float> keys(n * d);
+    std::vector<float> centers(4 * d);
+    for (float& x : centers) x = nd(rng);
+    for (size_t p = 0; p < n; ++p) {
+        const size_t b = p / static_cast<size_t>(block);
+        for (size_t i = 0; i < d; ++i) {
+            float v = nd(rng);
+            if (structure == 1) v = 0.3f * v + centers[(b % 4) * d + i] * (b % 7 == 3 ? 2.0f : 0.5f);
+            keys[p * d + i] = v;
+        }
+        if (structure == 2 && b % 3 == 2)  // a copy of the block before: exact ties
+            std::copy_n(keys.begin() + static_cast<std::ptrdiff_t>((p - static_cast<size_t>(block)) * d), d,
+                        keys.begin() + static_cast<std::ptrdiff_t>(p * d));
+    }
+    std::vector<float> kmin, kmax, kabs;
+    sl::native_bounds(keys.data(), block, dim, 0, n_blocks, kmin, kmax, kabs);
+    const sl::NativeBounds nb{kmin.data(), kmax.data(), kabs.data()};
+    sl::SelectParams p;
+    p.top_k = top_k;
+    p.sink = sink;
+    p.window = window;
+    sl::SelectScratch scratch;
+    sl::SelectStats st_p, st_b;
+    std::vector<int32_t> a, b;
+    for (int trial = 0; trial < 20; ++trial) {
+        const int64_t local = n_blocks - 1 - trial % 5;
+        // Half the trials: rows near a random key of the visible context (peaked scores).
+        std::vector<float> rows(static_cast<size_t>(n_rows) * d);
+        for (int r = 0; r < n_rows; ++r) {
+            const size_t at = std::uniform_int_distribution<size_t>(0, static_cast<size_t>(local * block) - 1)(rng);
+            for (size_t i = 0; i < d; ++i)
+                rows[static_cast<size_t>(r) * d + i] = trial % 2 ? keys[at * d + i] + 0.5f * nd(rng) : nd(rng);
+        }
+        sl::select_blocks_native(keys.data(), block, dim, rows.data(), n_rows, dim, local, p, scratch, a, st_p, &nb);
+        sl::select_blocks_native(keys.data(), block, dim, rows.data(), n_rows, dim, local, p, scratch, b, st_b);
+        QCOMPARE(a, b);
+    }
+    qInfo("native selection: pruned scored %lld (row, block) pairs, brute force %lld (%.1f%%)",
+          static_cast<long long>(st_p.exact_rows), static_cast<long long>(st_b.exact_rows),
+          100.0 * static_cast<double>(st_p.exact_rows) / static_cast<double>(std::max<int64_t>(1, st_b.exact_rows)));
+    QVERIFY(st_p.exact_rows <= st_b.exact_rows);
 }
 
 QTEST_APPLESS_MAIN(TstMsaNative)

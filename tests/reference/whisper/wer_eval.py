@@ -14,7 +14,9 @@ default (int8 encoder, Q8_0 decoder), q8 (float32 encoder, Q8_0 decoder), float3
 same model folder, 2 CPU threads, int8): greedy with word times (as ingest runs), and its
 defaults (beam 5, no word times), both with the temperature fallback. Text is compared after lower-casing, dropping punctuation, splitting hyphens and
 spelling out numbers up to 99. Prints one table (errors / words per set) and the seconds each
-engine spent (Sightline's include starting the CLI and loading the model for every file).
+engine spent (Sightline's include starting the CLI and loading the model for every file), and
+how many of faster-whisper's phrase bounds (its greedy run with word times, starts and ends) have
+one of the engine's within 0.5 s (the issue's boundary goal).
 
 --seeds N runs the whole set N times: the files as they are, then N - 1 copies with a dither of
 one least significant bit (each 16-bit sample plus -1, 0 or +1 at random, seeded; inaudible, 90 dB
@@ -118,13 +120,20 @@ def dithered(wav: Path, out: Path, seed: int) -> Path:
     return out
 
 
-def sightline(cli: str, wav: Path, compute: str) -> str:
+def sightline(cli: str, wav: Path, compute: str):
+    """(text, phrase bounds [t0, t1, t0, t1, ...] in seconds) of what `ingest` stores."""
     env = dict(os.environ, SIGHTLINE_WHISPER_COMPUTE=compute)
     r = subprocess.run([cli, "ingest", "--json", str(wav)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise SystemExit(f"{cli} ingest {wav}: {r.stderr}")
     doc = json.loads(r.stdout)
-    return " ".join(b["text"] for u in doc["units"] for b in u["blocks"] if b.get("role") == "transcript")
+    blocks = [b for u in doc["units"] for b in u["blocks"] if b.get("role") == "transcript"]
+    return " ".join(b["text"] for b in blocks), [t for b in blocks for t in (b["t0"], b["t1"])]
+
+
+def bounds_within(want: list, got: list, tol: float = 0.5) -> int:
+    """How many of `want`'s phrase bounds have one of `got`'s within tol seconds."""
+    return sum(1 for b in want if got and min(abs(b - g) for g in got) <= tol)
 
 
 def main() -> None:
@@ -152,7 +161,8 @@ def main() -> None:
     if fw:
         def run_fw(wav, beam):
             segments, _ = fw.transcribe(str(wav), beam_size=beam, language="en", word_timestamps=beam == 1)
-            return " ".join(s.text for s in segments)
+            segments = list(segments)
+            return " ".join(s.text for s in segments), [t for s in segments for t in (s.start, s.end)]
         engines["faster-whisper int8 greedy+words"] = lambda wav: run_fw(wav, 1)
         engines["faster-whisper int8 beam 5"] = lambda wav: run_fw(wav, 5)
     if args.engines:
@@ -166,6 +176,9 @@ def main() -> None:
             print("espeak-ng is not installed: the espeak set is left out")
         errors = {e: {s: 0 for s in sets} for e in engines}
         per_pass = {e: [] for e in engines}
+        # Phrase bounds against faster-whisper's greedy run with word times (as ingest runs).
+        ref_engine = "faster-whisper int8 greedy+words"
+        bounds = {e: [0, 0] for e in engines}
         seconds = {e: 0.0 for e in engines}
         n_words = {s: 0 for s in sets}
         for seed in range(args.seeds):
@@ -176,16 +189,21 @@ def main() -> None:
                         wav = dithered(wav, Path(tmp) / f"d-{name}-{i}.wav", seed * 1000 + i)
                     ref_words = words(ref)
                     n_words[name] += len(ref_words)
+                    got = {}
                     for e, run in engines.items():
                         t = time.time()
-                        hyp = run(wav)
+                        hyp, got[e] = run(wav)
                         seconds[e] += time.time() - t
                         errors[e][name] += edit_distance(ref_words, words(hyp))
                         if args.show:
                             print(f"{e:28s} {seed} {wav.name}: {hyp.strip()}")
+                    if ref_engine in got:
+                        for e in engines:
+                            bounds[e][0] += bounds_within(got[ref_engine], got[e])
+                            bounds[e][1] += len(got[ref_engine])
             for e in engines:
                 per_pass[e].append(sum(errors[e].values()) - before[e])
-    print("%-32s" % "engine" + "".join("%18s" % s for s in sets) + "%18s%10s" % ("all", "seconds") +
+    print("%-32s" % "engine" + "".join("%18s" % s for s in sets) + "%18s%10s%18s" % ("all", "seconds", "bounds <= 0.5 s") +
           ("   per pass" if args.seeds > 1 else ""))
     total_words = sum(n_words.values())
     for e in engines:
@@ -193,7 +211,9 @@ def main() -> None:
                         for s in sets)
         tot = sum(errors[e].values())
         spread = ("   %d..%d" % (min(per_pass[e]), max(per_pass[e]))) if args.seeds > 1 else ""
-        print("%-32s" % e + cells + "%18s%10.1f" % ("%d/%d %.2f%%" % (tot, total_words, 100.0 * tot / total_words), seconds[e]) + spread)
+        b = bounds[e]
+        bcell = "%d/%d %.1f%%" % (b[0], b[1], 100.0 * b[0] / b[1]) if b[1] else "-"
+        print("%-32s" % e + cells + "%18s%10.1f%18s" % ("%d/%d %.2f%%" % (tot, total_words, 100.0 * tot / total_words), seconds[e], bcell) + spread)
 
 if __name__ == "__main__":
     main()
