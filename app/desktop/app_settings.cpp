@@ -46,6 +46,18 @@ void AppSettings::setThreads(int n) { settings_->setValue(QStringLiteral("engine
 bool AppSettings::ocr() const { return settings_->value(QStringLiteral("ingest/ocr"), true).toBool(); }
 void AppSettings::setOcr(bool on) { settings_->setValue(QStringLiteral("ingest/ocr"), on); }
 
+QString AppSettings::speechModel() const { return settings_->value(QStringLiteral("speech/model")).toString(); }
+void AppSettings::setSpeechModel(const QString& dir) { settings_->setValue(QStringLiteral("speech/model"), dir); }
+
+QString AppSettings::speechCompute() const {
+    const QString c = settings_->value(QStringLiteral("speech/compute"), QStringLiteral("default")).toString();
+    return c == QLatin1String("q8") || c == QLatin1String("float32") || c == QLatin1String("int8") ? c
+                                                                                                     : QStringLiteral("default");
+}
+void AppSettings::setSpeechCompute(const QString& compute) {
+    settings_->setValue(QStringLiteral("speech/compute"), compute);
+}
+
 qint64 AppSettings::contextBudget() const {
     return settings_->value(QStringLiteral("context/budget"), qint64{1000000}).toLongLong();
 }

@@ -1,4 +1,4 @@
-// The app's persistent settings (QSettings): the model, the device, a remote engine, the effort, OCR, the budget,
+// The app's persistent settings (QSettings): the model, the device, a remote engine, the effort, OCR, speech, the budget,
 // the saved contexts' size cap and whether to confirm heavy ingest. One instance per window; GUI thread only.
 #pragma once
 
@@ -33,6 +33,13 @@ public:
     void setThreads(int n);
     bool ocr() const;
     void setOcr(bool on);
+    // Speech in media files: the Whisper model folder (empty: $SIGHTLINE_WHISPER_MODEL or the
+    // default tiny.en) and its arithmetic ("default", "q8", "float32", "int8":
+    // ingest/audio/whisper_speech.h; anything else reads as "default").
+    QString speechModel() const;
+    void setSpeechModel(const QString& dir);
+    QString speechCompute() const;
+    void setSpeechCompute(const QString& compute);
     qint64 contextBudget() const;              // tokens the library may fill (default 1,000,000)
     void setContextBudget(qint64 tokens);
     qint64 kvCacheCap() const;                 // bytes the library's saved contexts (kv/) may take (default 2 GiB)

@@ -41,6 +41,7 @@
 #include "app/desktop/shared_model.h"
 #include "app/desktop/viewer_pane.h"
 #include "core/util/error.h"
+#include "ingest/audio/whisper_speech.h"
 
 namespace sl::desktop {
 
@@ -272,6 +273,8 @@ void MainWindow::createStatusBar() {
 }
 
 void MainWindow::applyModel() {
+    // Speech settings for the media added from now on (ingest reads them when it transcribes).
+    ingest::WhisperSpeech::set_settings(settings_->speechModel().toStdString(), settings_->speechCompute().toStdString());
     const QString path = settings_->modelPath();
     const bool exists = QFileInfo::exists(path);
     if (!exists) model_.reset();

@@ -1,6 +1,7 @@
 // Model → Manage models: the model in use (the default one preselected), open any GGUF file, its
 // metadata (architecture, layers, heads, context, tensor types, chat template), its vision tower
-// (an mmproj file: the visuals then enter answers as image tokens) and the device
+// (an mmproj file: the visuals then enter answers as image tokens), speech (the Whisper model folder
+// and its trade of speed and accuracy, for media added afterwards) and the device
 // (CPU, or the GPU when a CUDA device is usable); and a remote engine (an OpenAI-compatible
 // server's URL, its model and API key) that answers instead of the local model when set. Reading a file's metadata runs on a worker;
 // widgets are touched on the GUI thread only.
@@ -50,6 +51,9 @@ public:
     void setVisionTowerPath(const QString& path);
     void setEngine(const QString& url, const QString& model, const QString& key);
     void setSampling(double temperature, int threads);
+    // Speech in media files: the Whisper model folder (empty: the default) and its arithmetic
+    // ("default", "q8", "float32", "int8").
+    void setSpeech(const QString& model_dir, const QString& compute);
     const ModelInfo& info() const { return info_; }
     void loadInfo(const QString& path);  // asynchronous; infoLoaded() when done
 
@@ -69,6 +73,8 @@ private:
     QTableWidget* table_;
     QComboBox* device_;
     QLineEdit* mmproj_ = nullptr;
+    QLineEdit* speech_model_ = nullptr;
+    QComboBox* speech_compute_ = nullptr;
     QLineEdit* engine_url_;
     QLineEdit* engine_model_;
     QLineEdit* engine_key_;

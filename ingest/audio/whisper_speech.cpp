@@ -57,9 +57,34 @@ private:
 //   "int8":    CTranslate2's int8 (encoder and decoder int8; 12.3 %, as faster-whisper's int8)
 // Anything else is the default. int8 needs the CPU's int8 product (AVX-512 VNNI); elsewhere those
 // linears stay float32.
+// The settings' overrides (set_settings), else the environment's.
+std::mutex settings_mu;
+std::string settings_model, settings_compute;
+
+std::string setting(const std::string& over, const char* env_name) {
+    {
+        std::lock_guard lock(settings_mu);
+        if (!over.empty()) return over;
+    }
+    const char* env = std::getenv(env_name);
+    return env ? env : "";
+}
+
+std::string compute_setting() {
+    std::string v;
+    {
+        std::lock_guard lock(settings_mu);
+        v = settings_compute;
+    }
+    if (v.empty()) {
+        const char* env = std::getenv("SIGHTLINE_WHISPER_COMPUTE");
+        v = env ? env : "";
+    }
+    return v == "q8" || v == "float32" || v == "int8" ? v : "default";
+}
+
 whisper::WhisperLoadOptions compute_options() {
-    const char* env = std::getenv("SIGHTLINE_WHISPER_COMPUTE");
-    const std::string v = env ? env : "";
+    const std::string v = compute_setting();
     whisper::WhisperLoadOptions o;
     if (v == "float32") return o;
     if (v == "int8") {
@@ -90,9 +115,17 @@ std::shared_ptr<const WhisperSpeech::Shared> load_shared(const std::string& dir)
 
 }  // namespace
 
+void WhisperSpeech::set_settings(const std::string& model_dir, const std::string& compute) {
+    std::lock_guard lock(settings_mu);
+    settings_model = model_dir;
+    settings_compute = compute;
+}
+
+std::string WhisperSpeech::compute() { return compute_setting(); }
+
 std::string WhisperSpeech::model_dir() {
-    const char* env = std::getenv("SIGHTLINE_WHISPER_MODEL");
-    std::string dir = env && *env ? env : whisper::WhisperModel::default_dir().string();
+    const std::string set = setting(settings_model, "SIGHTLINE_WHISPER_MODEL");
+    std::string dir = !set.empty() ? set : whisper::WhisperModel::default_dir().string();
     if (dir == "off") return {};
     std::error_code ec;
     return fs::exists(fs::path(dir) / "model.bin", ec) ? dir : std::string();

@@ -32,9 +32,17 @@ class WhisperSpeech {
 public:
     static constexpr int kSampleRate = 16000;
 
-    // The model folder to use: $SIGHTLINE_WHISPER_MODEL, else the default tiny.en; empty when Whisper
-    // is turned off ("off") or the folder has no model.bin.
+    // The model folder to use: the settings' (set_settings), else $SIGHTLINE_WHISPER_MODEL, else the
+    // default tiny.en; empty when Whisper is turned off ("off") or the folder has no model.bin.
     static std::string model_dir();
+    // Process-wide choices that take precedence over the environment (the desktop's settings):
+    // the model folder ("off" turns Whisper off) and the arithmetic ("default", "q8", "float32",
+    // "int8"; see whisper_speech.cpp); an empty string leaves the environment's. Thread-safe;
+    // applies to the transcriptions created after it.
+    static void set_settings(const std::string& model_dir, const std::string& compute);
+    // The arithmetic transcriptions use now: "default", "q8", "float32" or "int8" (anything else
+    // asked for reads as "default").
+    static std::string compute();
 
     // A transcriber, or nullptr with the reason in `why_not` (no model installed, the model cannot
     // be read, no temporary file): the caller falls back to pocketsphinx.

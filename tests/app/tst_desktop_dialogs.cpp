@@ -4,6 +4,7 @@
 // by the model manager, and an answer service pointed at a server that is not there failing with
 // its address; the vision tower kept by the model manager, and an answer with one reading a
 // picture of the library as image tokens (a tiny random-weight tower of the default model's width).
+#include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QTableWidget>
@@ -15,6 +16,7 @@
 #include "app/desktop/library_answer_service.h"
 #include "app/desktop/model_manager.h"
 #include "core/library/library.h"
+#include "ingest/audio/whisper_speech.h"
 #include "ingest/ingest_context.h"
 #include "ingest/reader.h"
 #include "core/util/assets.h"
@@ -33,6 +35,7 @@ private Q_SLOTS:
     void modelInfoOfBadFile();
     void remoteEngineSettings();
     void visionTowerSettings();
+    void speechSettings();
 };
 
 void TstDesktopDialogs::budgetPlanPerSource() {
@@ -95,6 +98,52 @@ void TstDesktopDialogs::modelInfoOfBadFile() {
     const ModelInfo info = read_model_info(bad);
     qInfo("error shown: %s", qPrintable(info.error));
     QVERIFY(info.error.contains(QStringLiteral("not-a-model.gguf")));
+}
+
+void TstDesktopDialogs::speechSettings() {
+    // Model → Manage models → Speech: the Whisper folder and arithmetic are saved, shown again,
+    // and reach ingest (WhisperSpeech::set_settings, which the window applies with the model).
+    QTemporaryDir dir;
+    AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
+    QVERIFY(settings.speechModel().isEmpty());
+    QCOMPARE(settings.speechCompute(), QStringLiteral("default"));
+    // A folder with a model.bin (the dialog checks only that it is there).
+    const QString folder = dir.filePath(QStringLiteral("whisper-small"));
+    QVERIFY(QDir().mkpath(folder));
+    QFile bin(QDir(folder).filePath(QStringLiteral("model.bin")));
+    QVERIFY(bin.open(QIODevice::WriteOnly));
+    bin.close();
+    {
+        ModelManagerDialog dlg(&settings);
+        dlg.setSpeech(folder, QStringLiteral("q8"));
+        dlg.accept();
+    }
+    QCOMPARE(settings.speechModel(), folder);
+    QCOMPARE(settings.speechCompute(), QStringLiteral("q8"));
+    {
+        ModelManagerDialog dlg(&settings);
+        dlg.setSpeech(QString(), QStringLiteral("float32"));
+        dlg.accept();
+    }
+    QVERIFY(settings.speechModel().isEmpty());
+    QCOMPARE(settings.speechCompute(), QStringLiteral("float32"));
+    settings.raw().setValue(QStringLiteral("speech/compute"), QStringLiteral("fp4"));
+    QCOMPARE(settings.speechCompute(), QStringLiteral("default"));  // unknown: the default
+
+    // Ingest takes the choice over the environment; an empty choice leaves the environment's.
+    qputenv("SIGHTLINE_WHISPER_COMPUTE", "int8");
+    sl::ingest::WhisperSpeech::set_settings({}, "q8");
+    QCOMPARE(sl::ingest::WhisperSpeech::compute(), std::string("q8"));
+    sl::ingest::WhisperSpeech::set_settings({}, {});
+    QCOMPARE(sl::ingest::WhisperSpeech::compute(), std::string("int8"));
+    qunsetenv("SIGHTLINE_WHISPER_COMPUTE");
+    QCOMPARE(sl::ingest::WhisperSpeech::compute(), std::string("default"));
+    sl::ingest::WhisperSpeech::set_settings(folder.toStdString(), "float32");
+    QCOMPARE(sl::ingest::WhisperSpeech::model_dir(), folder.toStdString());
+    QCOMPARE(sl::ingest::WhisperSpeech::compute(), std::string("float32"));
+    sl::ingest::WhisperSpeech::set_settings("off", {});
+    QVERIFY(sl::ingest::WhisperSpeech::model_dir().empty());
+    sl::ingest::WhisperSpeech::set_settings({}, {});
 }
 
 void TstDesktopDialogs::visionTowerSettings() {

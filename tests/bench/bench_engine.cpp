@@ -2,10 +2,12 @@
 // plus model load time and peak RSS. Prints one JSON object per context size, for
 // tests/bench/engine_vs_llamacpp.py, which runs llama.cpp on the same file and threads beside it.
 //
-//   bench_engine [--model M] [--threads N] [--ctx 128,512,4096] [--decode 32] [--attention dense|native]
+//   bench_engine [--model M] [--threads N] [--ctx 128,512,4096] [--decode 32]
+//                [--attention dense|native|native-brute]
 //
 // --attention native runs the file's own MSA indexer (MiniMax-M3 style; tests/bench/m3_stack.sh
-// compares it with dense on a random-weight M3 layer stack at 32K).
+// compares it with dense on a random-weight M3 layer stack at 32K); native-brute the same with
+// every index key scored (no Quest pruning: the same selections).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -67,12 +69,13 @@ int main(int argc, char** argv) {
             so.n_threads = threads;
             so.n_batch = 512;
             std::unique_ptr<sl::Attention> att;
-            if (attention == "native") {
-                const sl::MsaConfig native = sl::native_msa_config(m->model->config(), {});
+            if (attention == "native" || attention == "native-brute") {
+                sl::MsaConfig native = sl::native_msa_config(m->model->config(), {});
+                native.prune = attention == "native";
                 so.kv_block = native.block_size;
                 att = std::make_unique<sl::MsaAttention>(native);
             } else if (attention != "dense") {
-                throw std::runtime_error("--attention " + attention + ": dense or native");
+                throw std::runtime_error("--attention " + attention + ": dense, native or native-brute");
             }
             sl::Session s(*m, so, std::move(att));
             const double p0 = now_s();
