@@ -97,6 +97,23 @@ private:
                  const QString& key = QStringLiteral("segments"));
     // Word errors of `m` (greedy, temperature 0) over the reference's LibriVox clips.
     void clip_errors(const sl::whisper::WhisperModel& m, size_t& n_words, size_t& errors);
+    // faster-whisper int8 beam 5's word error rate (%) over the clips' n_words.
+    double fw_int8_clip_wer(size_t n_words) const {
+        return 100.0 * ref_.value(QStringLiteral("wer")).toObject().value(QStringLiteral("int8_default_errors")).toDouble() /
+               static_cast<double>(n_words);
+    }
+    // The recording transcribed by `m` (greedy, temperature 0): its text; the seconds it took and
+    // the audio's.
+    std::string transcribe_recording(const sl::whisper::WhisperModel& m, double& seconds, double& duration) {
+        QElapsedTimer timer;
+        timer.start();
+        const auto t = sl::whisper::transcribe(m, *tok_, audio_, greedy_t0(), *pool_);
+        seconds = static_cast<double>(timer.nsecsElapsed()) / 1e9;
+        duration = t.duration;
+        std::string text;
+        for (const auto& sg : t.segments) text += sg.text;
+        return text;
+    }
 
     std::unique_ptr<sl::whisper::WhisperModel> model_;
     std::unique_ptr<sl::whisper::WhisperTokenizer> tok_;
@@ -351,25 +368,19 @@ void TstTranscriber::int8MatchesFasterWhisperInt8() {
     const auto dir = sl::whisper::WhisperModel::default_dir();
     const sl::whisper::WhisperModel m = sl::whisper::WhisperModel::open(dir, lo);
     QVERIFY(m.int8());
-    QElapsedTimer timer;
-    timer.start();
-    const auto t = sl::whisper::transcribe(m, *tok_, audio_, greedy_t0(), *pool_);
-    const double seconds = timer.nsecsElapsed() / 1e9;
-    std::string text;
-    for (const auto& s : t.segments) text += s.text;
+    double seconds = 0, duration = 0;
+    const std::string text = transcribe_recording(m, seconds, duration);
     const auto want = words(ref_.value(QStringLiteral("int8_greedy_text")).toString().toStdString());
     const size_t diff = edit_distance(want, words(text));
     qInfo("int8: %.1f s of audio in %.2f s (%.1f s per audio minute; float32 above); %zu of %zu "
           "words differ from faster-whisper int8 greedy",
-          t.duration, seconds, seconds / t.duration * 60, diff, want.size());
+          duration, seconds, seconds / duration * 60, diff, want.size());
     QVERIFY2(diff * 50 <= want.size(), text.c_str());  // at most 2 %
 
     size_t n_words = 0, errors = 0;
     clip_errors(m, n_words, errors);
     const double wer = 100.0 * static_cast<double>(errors) / static_cast<double>(n_words);
-    const double fw_int8 = 100.0 *
-                           ref_.value(QStringLiteral("wer")).toObject().value(QStringLiteral("int8_default_errors")).toDouble() /
-                           static_cast<double>(n_words);
+    const double fw_int8 = fw_int8_clip_wer(n_words);
     qInfo("int8 WER over %zu words: %.2f%% (%zu errors); faster-whisper int8 beam 5 %.2f%%", n_words,
           wer, errors, fw_int8);
     // 71 words: one near-tie flipped by the rounding of the activations moves the rate by 3-6
@@ -392,12 +403,8 @@ void TstTranscriber::defaultComputeNearFloat32() {
     QCOMPARE(m.int8(), sl::kernels::s8_gemm_fast());
     QVERIFY(m.token_embedding_s8().empty());
     QVERIFY(!m.token_embedding_q8().empty());
-    QElapsedTimer timer;
-    timer.start();
-    const auto t = sl::whisper::transcribe(m, *tok_, audio_, greedy_t0(), *pool_);
-    const double seconds = timer.nsecsElapsed() / 1e9;
-    std::string text;
-    for (const auto& s : t.segments) text += s.text;
+    double seconds = 0, duration = 0;
+    const std::string text = transcribe_recording(m, seconds, duration);
     std::string f32_text;  // faster-whisper's float32 greedy segments, which float32 matches
     for (const auto& sv : ref_.value(QStringLiteral("segments")).toArray())
         f32_text += sv.toObject().value(QStringLiteral("text")).toString().toStdString();
@@ -406,14 +413,12 @@ void TstTranscriber::defaultComputeNearFloat32() {
     const size_t diff = edit_distance(want, words(text));
     qInfo("default (int8 encoder, Q8_0 decoder): %.1f s of audio in %.2f s (%.1f s per audio "
           "minute); %zu of %zu words differ from float32",
-          t.duration, seconds, seconds / t.duration * 60, diff, want.size());
+          duration, seconds, seconds / duration * 60, diff, want.size());
     QVERIFY2(diff * 50 <= want.size(), text.c_str());
     size_t n_words = 0, errors = 0;
     clip_errors(m, n_words, errors);
     const double wer = 100.0 * static_cast<double>(errors) / static_cast<double>(n_words);
-    const double fw_int8 = 100.0 *
-                           ref_.value(QStringLiteral("wer")).toObject().value(QStringLiteral("int8_default_errors")).toDouble() /
-                           static_cast<double>(n_words);
+    const double fw_int8 = fw_int8_clip_wer(n_words);
     qInfo("default WER over %zu words: %.2f%% (%zu errors); faster-whisper int8 beam 5 %.2f%%",
           n_words, wer, errors, fw_int8);
     QVERIFY2(wer <= fw_int8 + 7.0, qPrintable(QString::number(wer)));
