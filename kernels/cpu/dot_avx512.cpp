@@ -39,7 +39,7 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
-        prefetch_ahead<2 * sizeof(WB)>(x + ib);
+        prefetch_ahead<2 * sizeof(WB), NT>(x + ib);
         __m512i w;
         if constexpr (K == W0::Q4_0) {
             w = _mm512_sub_epi8(nibbles2(x[ib].qs, x[ib + 1].qs), _mm512_set1_epi8(8));
@@ -92,7 +92,7 @@ void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float
     for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
     int64_t ib = 0;
     for (; ib + 1 < nb; ib += 2) {
-        prefetch_ahead<2 * sizeof(WB)>(x + ib);
+        prefetch_ahead<2 * sizeof(WB), NT>(x + ib);
         __m512i w = nibbles2(x[ib].qs, x[ib + 1].qs);
         if constexpr (kQ5) w = _mm512_mask_add_epi8(w, q5_bits2(x[ib].qh, x[ib + 1].qh), w, _mm512_set1_epi8(16));
         const float dx0 = h2f(x[ib].d), dx1 = h2f(x[ib + 1].d);
@@ -145,7 +145,7 @@ void dot_q4_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
         idx[k] = _mm512_load_si512(ix);
     }
     for (int64_t i = 0; i < nb; ++i) {
-        prefetch_ahead<sizeof(BlockQ4_K)>(x + i);
+        prefetch_ahead<sizeof(BlockQ4_K), NT>(x + i);
         uint64_t sc, mn;
         q4k_scale_min_words(x[i].scales, &sc, &mn);
         // Each min applies to two bsums (16 values each): m0 m0 m1 m1 ... as int16.
@@ -197,7 +197,7 @@ void dot_q6_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
         idx[k] = _mm512_load_si512(ix);
     }
     for (int64_t i = 0; i < nb; ++i) {
-        prefetch_ahead<sizeof(BlockQ6_K)>(x + i);
+        prefetch_ahead<sizeof(BlockQ6_K), NT>(x + i);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
         const __m512i sc512 = _mm512_zextsi256_si512(sc16);
         __m512i q[4], sv[4];
