@@ -15,10 +15,12 @@ namespace sl::kernels::avx2 {
 namespace {
 
 // Software prefetch of weights streamed once per token (as dot_avx512_helpers.h's prefetch_ahead:
-// the cache lines of [p + 1 KiB, p + 1 KiB + Bytes); a hint, it cannot fault past the tensor).
-template <size_t Bytes>
+// the cache lines of [p + ahead, p + ahead + Bytes), 4 KiB ahead for one token (decode), 1 KiB
+// for tiles of several; a hint, it cannot fault past the tensor).
+template <size_t Bytes, int NT = 2>
 inline void prefetch_ahead(const void* p) {
-    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + 1024 + o, _MM_HINT_T0);
+    constexpr size_t ahead = NT == 1 ? 4096 : 1024;
+    for (size_t o = 0; o < Bytes; o += 64) _mm_prefetch(static_cast<const char*>(p) + ahead + o, _MM_HINT_T0);
 }
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
@@ -85,7 +87,7 @@ void dot_x_q8_0(int64_t n, const void* wv, const void* act, size_t stride, float
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ++ib) {
-        prefetch_ahead<sizeof(WB)>(x + ib);
+        prefetch_ahead<sizeof(WB), NT>(x + ib);
         __m256i w;
         if constexpr (K == W0::Q4_0) {
             w = _mm256_sub_epi8(nibbles(x[ib].qs), _mm256_set1_epi8(8));
@@ -118,7 +120,7 @@ void dot_x_q8_1(int64_t n, const void* wv, const void* act, size_t stride, float
     float summs[NT] = {};
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < n / 32; ++ib) {
-        prefetch_ahead<sizeof(WB)>(x + ib);
+        prefetch_ahead<sizeof(WB), NT>(x + ib);
         __m256i w = nibbles(x[ib].qs);
         if constexpr (kQ5) w = _mm256_or_si256(w, _mm256_and_si256(bits_to_bytes(x[ib].qh), _mm256_set1_epi8(0x10)));
         const float dx = h2f(x[ib].d), mx = h2f(x[ib].m);
@@ -144,7 +146,7 @@ void dot_q45_K(int64_t n, const void* wv, const void* act, size_t stride, float*
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        prefetch_ahead<sizeof(x[0])>(x + i);
+        prefetch_ahead<sizeof(x[0]), NT>(x + i);
         alignas(16) uint8_t sc[16], mn[16];
         q4k_unpack_scales(x[i].scales, sc, mn);
         __m256i sumi[NT];
@@ -190,7 +192,7 @@ void dot_iq4_xs(int64_t n, const void* wv, const void* act, size_t stride, float
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i tbl = iq4nl_table();
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        prefetch_ahead<sizeof(x[0])>(x + i);
+        prefetch_ahead<sizeof(x[0]), NT>(x + i);
         __m256i sumi[NT];
         for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
         for (int ib = 0; ib < kQK_K / 32; ++ib) {
@@ -222,7 +224,7 @@ void dot_q23_K(int64_t n, const void* wv, const void* act, size_t stride, float*
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        prefetch_ahead<sizeof(x[0])>(x + i);
+        prefetch_ahead<sizeof(x[0]), NT>(x + i);
         alignas(16) int8_t sc[16];  // Q3_K: signed scales; Q2_K: the 4-bit scales
         alignas(16) uint8_t mn[16];
         if constexpr (Q3) {
@@ -283,7 +285,7 @@ void dot_q6_K(int64_t n, const void* wv, const void* act, size_t stride, float* 
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        prefetch_ahead<sizeof(x[0])>(x + i);
+        prefetch_ahead<sizeof(x[0]), NT>(x + i);
         const int8_t* sc = x[i].scales;
         __m256i sumi[NT];
         for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
