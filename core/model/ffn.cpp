@@ -24,9 +24,15 @@ void dense_ffn(const LlamaConfig& c, const TensorView& gate, const TensorView& u
     if (s.g.size() < m) s.g.resize(m);
     if (s.u.size() < m) s.u.resize(m);
     if (s.h.size() < m) s.h.resize(m);
-    linear(gate, xn, n, s.g.data(), pool, s.quant);
-    linear(up, xn, n, s.u.data(), pool, s.quant);
-    ffn_activate(c, s.h.data(), s.g.data(), s.u.data(), static_cast<int64_t>(m));
+    // Gate and up in one pass, in step, each worker applying the activation to the columns it
+    // computed (elementwise: the same values as over the whole array at once).
+    const LinearOut gu[] = {{&gate, s.g.data()}, {&up, s.u.data()}};
+    linear_shared(gu, xn, n, pool, s.quant, [&](int64_t r0, int64_t r1) {
+        for (int t = 0; t < n; ++t) {
+            const size_t o = static_cast<size_t>(t) * static_cast<size_t>(width) + static_cast<size_t>(r0);
+            ffn_activate(c, s.h.data() + o, s.g.data() + o, s.u.data() + o, r1 - r0);
+        }
+    });
     linear(down, s.h.data(), n, out, pool, s.quant);
 }
 

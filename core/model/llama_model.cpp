@@ -85,9 +85,8 @@ void LlamaModel::forward(const int32_t* tokens, int n, int64_t pos0, KvCache& kv
         const float rope_base = slides ? c.rope_base_swa : c.rope_base;
         const float rope_scale = slides ? c.rope_freq_scale_swa : c.rope_freq_scale;
         for (int i = 0; i < n; ++i) kernels::rms_norm(s.xn.data() + i * d, s.x.data() + i * d, L.attn_norm, d, c.rms_eps);
-        linear(L.wq, s.xn.data(), n, s.q.data(), pool, s.quant);
-        linear(L.wk, s.xn.data(), n, s.k.data(), pool, s.quant);
-        linear(L.wv, s.xn.data(), n, s.v.data(), pool, s.quant);
+        const LinearOut qkv[] = {{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}};
+        linear_shared(qkv, s.xn.data(), n, pool, s.quant);
         for (int i = 0; i < n; ++i) {
             float* q = s.q.data() + i * dq;
             float* k = s.k.data() + i * dkv;

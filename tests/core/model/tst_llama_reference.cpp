@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 #include <cstring>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include "core/runtime/session.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/assets.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
 #include "core/util/error.h"
 #include "tests/common/test_support.h"
 
@@ -131,6 +134,7 @@ private Q_SLOTS:
     void implausibleValuesRefused();
     void realModelsMatchReference_data();
     void realModelsMatchReference();
+    void sharedLinearEqualsOneByOne();
     void cleanup() { sl::set_exact_activations(false); }
 };
 
@@ -368,6 +372,79 @@ void TstLlamaReference::realModelsMatchReference() {
     qInfo("ours: %s", m->tokenizer->decode(cont).c_str());
     qInfo("ref:  %s", m->tokenizer->decode(want_cont).c_str());
     QCOMPARE(cont, want_cont);
+}
+
+void TstLlamaReference::sharedLinearEqualsOneByOne() {
+    // linear_shared (Q/K/V, gate/up in one pass over the pool) gives every output linear()'s bits:
+    // weight types sharing one activation format, mixed formats (one at a time), odd row counts,
+    // token counts around the 8-token tile, 1..3 threads; with the in-step epilogue (SwiGLU) too.
+    using sl::kernels::TensorType;
+    std::mt19937 rng(20261206);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    const int64_t n = 512;
+    auto make = [&](TensorType t, int64_t rows, std::vector<uint8_t>& buf) {
+        sl::TensorView w{t, nullptr, n, rows};
+        buf.assign(static_cast<size_t>(w.row_bytes() * rows), 0);
+        std::vector<float> x(static_cast<size_t>(n));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (float& v : x) v = g(rng);
+            sl::kernels::quantize_row(t, x.data(), buf.data() + r * w.row_bytes(), n);
+        }
+        w.data = buf.data();
+        return w;
+    };
+    struct Case { std::vector<TensorType> types; std::vector<int64_t> rows; };
+    const Case cases[] = {{{TensorType::Q4_K, TensorType::Q4_K, TensorType::Q4_K}, {72, 24, 24}},
+                          {{TensorType::Q4_K, TensorType::Q6_K}, {40, 33}},      // both Q8_K
+                          {{TensorType::Q4_1, TensorType::Q6_K}, {16, 48}},      // Q8_1 and Q8_K: one at a time
+                          {{TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0}, {50, 17, 3}}};
+    for (const Case& c : cases) {
+        std::vector<std::vector<uint8_t>> bufs(c.types.size());
+        std::vector<sl::TensorView> ws;
+        for (size_t i = 0; i < c.types.size(); ++i) ws.push_back(make(c.types[i], c.rows[i], bufs[i]));
+        for (int tokens : {1, 7, 19}) {
+            std::vector<float> X(static_cast<size_t>(tokens * n));
+            for (float& v : X) v = g(rng);
+            for (int threads : {1, 2, 3}) {
+                sl::ThreadPool pool(threads);
+                std::vector<uint8_t> scratch;
+                std::vector<std::vector<float>> one(ws.size()), shared(ws.size());
+                std::vector<sl::LinearOut> outs;
+                for (size_t i = 0; i < ws.size(); ++i) {
+                    one[i].assign(static_cast<size_t>(tokens * ws[i].ne1), 0.0f);
+                    shared[i].assign(one[i].size(), -1.0f);
+                    sl::linear(ws[i], X.data(), tokens, one[i].data(), pool, scratch);
+                    outs.push_back({&ws[i], shared[i].data()});
+                }
+                sl::linear_shared(outs, X.data(), tokens, pool, scratch);
+                for (size_t i = 0; i < ws.size(); ++i)
+                    QVERIFY2(std::memcmp(one[i].data(), shared[i].data(), one[i].size() * sizeof(float)) == 0,
+                             qPrintable(QStringLiteral("weight %1 of a %2-weight group, %3 tokens, %4 threads")
+                                            .arg(i).arg(ws.size()).arg(tokens).arg(threads)));
+            }
+        }
+    }
+    // Gate and up in step, SwiGLU on each worker's columns: equals the whole-array activation.
+    std::vector<uint8_t> bg, bu;
+    const sl::TensorView gate = make(TensorType::Q4_K, 80, bg), up = make(TensorType::Q4_K, 80, bu);
+    for (int tokens : {3, 9}) {
+        std::vector<float> X(static_cast<size_t>(tokens * n));
+        for (float& v : X) v = g(rng);
+        sl::ThreadPool pool(2);
+        std::vector<uint8_t> scratch;
+        const size_t m = static_cast<size_t>(tokens * 80);
+        std::vector<float> G(m), U(m), H(m), G2(m), U2(m), H2(m, -1.0f);
+        sl::linear(gate, X.data(), tokens, G.data(), pool, scratch);
+        sl::linear(up, X.data(), tokens, U.data(), pool, scratch);
+        sl::kernels::silu_mul(H.data(), G.data(), U.data(), static_cast<int64_t>(m));
+        const sl::LinearOut gu[] = {{&gate, G2.data()}, {&up, U2.data()}};
+        sl::linear_shared(gu, X.data(), tokens, pool, scratch, [&](int64_t r0, int64_t r1) {
+            for (int t = 0; t < tokens; ++t)
+                sl::kernels::silu_mul(H2.data() + t * 80 + r0, G2.data() + t * 80 + r0, U2.data() + t * 80 + r0, r1 - r0);
+        });
+        QVERIFY(std::memcmp(H.data(), H2.data(), m * sizeof(float)) == 0);
+        QVERIFY(std::memcmp(G.data(), G2.data(), m * sizeof(float)) == 0);
+    }
 }
 
 QTEST_APPLESS_MAIN(TstLlamaReference)
