@@ -56,4 +56,6 @@ void err(const std::string& text) {
     std::fflush(stderr);
 }
 
+bool valid_device(std::string_view device) { return device == "auto" || device == "cpu" || device == "cuda"; }
+
 }  // namespace sl::cli

@@ -33,6 +33,9 @@ void out(const std::string& text);
 void err(const std::string& text);
 std::string terminal_safe(std::string_view text);
 
+// --device's values (core/runtime/backend.h): auto, cpu or cuda.
+bool valid_device(std::string_view device);
+
 }  // namespace sl::cli
 
 #define SIGHTLINE_CLI_COMMAND(ident, name, summary, usage, fn) \

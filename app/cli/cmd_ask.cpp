@@ -1,6 +1,6 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
 //  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
-//  [--temp T] [--threads N] [--json] [--model FILE.gguf [--mmproj VISION.gguf]]
+//  [--temp T] [--threads N] [--device auto|cpu|cuda] [--json] [--model FILE.gguf [--mmproj VISION.gguf]]
 //  [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
 // unit ranked for the question, the best that fit read; or the library's own prefill plus the best
 // units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
@@ -47,7 +47,7 @@ namespace {
 const char* kUsage =
     "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
     "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-    "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--json]\n"
+    "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--device auto|cpu|cuda] [--json]\n"
     "       [--model FILE.gguf [--mmproj VISION.gguf]]   (another model; its vision tower reads the visuals)\n"
     "       [--engine URL [--engine-model NAME] [--api-key-env VAR]]   (a remote OpenAI-compatible server answers)\n";
 
@@ -127,6 +127,9 @@ int run(const QStringList& args) {
             bool ok = false;
             o.threads = value().toInt(&ok);
             if (!ok || o.threads < 0 || o.threads > 1024) return usage();
+        } else if (a == QLatin1String("--device")) {
+            o.device = value().toStdString();
+            if (!sl::cli::valid_device(o.device)) return usage();
         } else if (a == QLatin1String("--model")) model_path = sl::arg_bytes(value());
         else if (a == QLatin1String("--mmproj")) mmproj_path = sl::arg_bytes(value());
         else if (a == QLatin1String("--engine")) engine_url = value();
@@ -202,6 +205,7 @@ int run(const QStringList& args) {
         return 130;
     }
     sl::cli::out("\n\n");
+    if (!r.device.empty()) sl::cli::out("Device: " + r.device + "\n");
     if (!r.kv_note.empty()) sl::cli::out((engine_url.isEmpty() ? "KV cache: " : "Engine: ") + r.kv_note + "\n");
     if (!r.read_summary.empty()) sl::cli::out("Read: " + r.read_summary + "\n");
     if (!r.vision_note.empty()) sl::cli::out("Vision: " + r.vision_note.substr(r.vision_note.rfind("vision: ", 0) == 0 ? 8 : 0) + "\n");

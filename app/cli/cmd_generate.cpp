@@ -124,7 +124,7 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--kv-spill-dir")) so.kv_spill_dir = sl::arg_bytes(value());
         else if (a == QLatin1String("--device")) {
             so.device = value().toStdString();
-            if (so.device != "auto" && so.device != "cpu" && so.device != "cuda") {
+            if (!sl::cli::valid_device(so.device)) {
                 sl::cli::err("sightline-cli generate: bad value '" + so.device + "' for --device (auto, cpu or cuda)\n" + kUsage);
                 return 2;
             }

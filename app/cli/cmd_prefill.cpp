@@ -1,4 +1,4 @@
-// `sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N]`: the progressive
+// `sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]`: the progressive
 // prefill of the whole library as one long context (app/common/library_prefill.h: MSA, block 128,
 // top-k 16), saved after every chunk into the library's kv/ folder and recorded there (partial,
 // then complete); `ask` answers from it, complete or not. Progress and ETA
@@ -29,7 +29,7 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void on_prefill_interrupt(int) { g_interrupted.store(true); }
 
-const char* kUsage = "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N]\n";
+const char* kUsage = "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -54,15 +54,17 @@ int run(const QStringList& args) {
         if (a == QLatin1String("--library")) dir = sl::arg_bytes(args[++i]);
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
+        else if (a == QLatin1String("--device")) po.device = args[++i].toStdString();
         else return usage();
     }
-    if (po.max_tokens < 1024 || po.save_every < 1) return usage();
+    if (po.max_tokens < 1024 || po.save_every < 1 || !sl::cli::valid_device(po.device)) return usage();
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
     sl::LibraryPrefill prefill(lib, *model, po);
     const std::string& path = prefill.context().path;
     sl::cli::out(prefill.context().plan.to_text());
+    sl::cli::out("Device: " + prefill.device_reason() + "\n");
 
     std::signal(SIGINT, on_prefill_interrupt);
     prefill.start();

@@ -1,5 +1,5 @@
 // `sightline-cli quickstart [--question TEXT] [--library DIR] [--report FILE.md] [--ctx N]
-// [--effort low|medium|high] [--verify]`: the README's main job. It shows what this build links,
+// [--effort low|medium|high] [--device auto|cpu|cuda] [--verify]`: the README's main job. It shows what this build links,
 // checks the default model and the sample inputs, adds the samples (a PDF manual, a PowerPoint deck,
 // a video) to a library, asks the default model a question over them in one long context with MSA
 // attention, prints the answer with citations to pages, slides and times (from the engine's own
@@ -24,7 +24,7 @@
 namespace {
 
 const char* kUsage = "usage: sightline-cli quickstart [--question TEXT] [--library DIR] [--report FILE.md] "
-                     "[--ctx N] [--effort low|medium|high] [--verify]\n";
+                     "[--ctx N] [--effort low|medium|high] [--device auto|cpu|cuda] [--verify]\n";
 
 namespace fs = std::filesystem;
 
@@ -67,7 +67,7 @@ int run(const QStringList& args) {
     std::string question = kDefaultQuestion;
     fs::path report = fs::current_path() / "sightline-report.md";
     fs::path library = fs::current_path() / "sightline-quickstart-library";
-    QString ctx = QStringLiteral("4096"), effort = QStringLiteral("low");
+    QString ctx = QStringLiteral("4096"), effort = QStringLiteral("low"), device = QStringLiteral("auto");
     for (int i = 0; i < args.size(); ++i) {
         const bool has_value = i + 1 < args.size();
         if (args[i] == QLatin1String("--verify")) verify_all = true;
@@ -76,6 +76,8 @@ int run(const QStringList& args) {
         else if (args[i] == QLatin1String("--library") && has_value) library = sl::arg_bytes(args[++i]);
         else if (args[i] == QLatin1String("--ctx") && has_value) ctx = args[++i];
         else if (args[i] == QLatin1String("--effort") && has_value) effort = args[++i];
+        else if (args[i] == QLatin1String("--device") && has_value && sl::cli::valid_device(args[i + 1].toStdString()))
+            device = args[++i];
         else {
             sl::cli::err(kUsage);
             return 2;
@@ -104,7 +106,8 @@ int run(const QStringList& args) {
 
     sl::cli::out("\n== sightline-cli ask (one long context, MSA attention, citations from its selections)\n");
     const int asked = run_command("ask", {QString::fromStdString(question), QStringLiteral("--library"), lib,
-                                          QStringLiteral("--ctx"), ctx, QStringLiteral("--effort"), effort});
+                                          QStringLiteral("--ctx"), ctx, QStringLiteral("--effort"), effort,
+                                          QStringLiteral("--device"), device});
     if (asked != 0) return asked;
 
     sl::cli::out("\n== sightline-cli report (Markdown, HTML, PDF)\n");

@@ -21,6 +21,7 @@ struct ChatAnswer {
     std::string read_summary;    // AskResult::read_summary: what the answer read ("Read: ...")
     std::string plan;            // AskResult::plan: the context's plan per document (plan_dialog.h)
     int64_t context_tokens = 0;  // tokens of the context the answer was written from
+    std::string device;          // where it ran and why (AskResult::device); empty: a remote engine
     std::string status;          // the latest progress line while it runs; cleared when finished
     bool finished = false;
     std::string error;  // non-empty when answering failed

@@ -58,6 +58,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     o.kv_cap_bytes = options_.kv_cap_bytes;
     o.temperature = options_.temperature;
     o.threads = options_.threads;
+    o.device = options_.device;
     o.cancel = cancel;
     o.embedder = embedder();
     app::VisualPixels pixels(&lib);
@@ -128,6 +129,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     out.read_summary = r.read_summary;
     out.plan = r.plan;
     out.context_tokens = r.context_tokens;
+    out.device = r.device;
     if (!r.attention.empty()) out.method += "; attention " + r.attention;
     if (!r.vision_note.empty()) out.method += "; " + r.vision_note;
     if (r.from_library_prefill) {

@@ -43,6 +43,7 @@ struct LibraryAnswerOptions {
     std::string api_key;       // empty: $SIGHTLINE_API_KEY
     float temperature = 0;     // AskOptions::temperature (0: greedy)
     int threads = 0;           // AskOptions::threads (0: all cores)
+    std::string device = "cpu";  // AskOptions::device: "cpu", or "auto" when the GPU is chosen
     // The model's vision tower (an mmproj GGUF; empty: none): loaded on the first answer, the
     // visuals the plan keeps then enter as image tokens (AskOptions::vision). Local engine only.
     std::string mmproj_path;

@@ -247,6 +247,12 @@ void MainWindow::createStatusBar() {
                              Qt::ToolTipRole);
     effort_->setCurrentIndex(std::max(0, effort_->findData(settings_->effort())));
     // The "context plan" link under an answer: its plan, and the effort and context for what follows.
+    connect(chat_, &ChatPane::answerFinished, this, [this](int index) {
+        const std::string& d = chat_->answers()[static_cast<size_t>(index)].device;
+        if (d.empty()) return;
+        last_device_ = QString::fromStdString(d);
+        updateStatus();
+    });
     connect(chat_, &ChatPane::planRequested, this, [this](int index) {
         auto* dlg = new PlanDialog(chat_->answers()[static_cast<size_t>(index)], chat_->effort(), settings_->answerContext(),
                                    model_context_, this);
@@ -296,6 +302,7 @@ void MainWindow::applyModel() {
         lo.n_ctx = settings_->answerContext();
         lo.temperature = static_cast<float>(settings_->temperature());
         lo.threads = settings_->threads();
+        lo.device = settings_->device() == Device::Gpu ? "auto" : "cpu";
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
         lo.mmproj_path = settings_->visionTowerPath().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();
@@ -345,10 +352,14 @@ void MainWindow::showPrefill(const PrefillProgress& p) {
 
 void MainWindow::updateStatus() {
     const bool gpu = settings_->device() == Device::Gpu;
-    // The answer engine (core/runtime Session) runs on the CPU today; a GPU choice is kept for
-    // when it offloads.
-    device_label_->setText(gpu ? tr("Device: CPU (GPU selected)") : tr("Device: CPU"));
-    device_label_->setToolTip(gpu ? tr("The GPU is selected; this engine build answers on the CPU") : QString());
+    // Where the last answer ran and why (Session::device_reason): with the GPU chosen, an answer
+    // runs there when the device can do what it needs (MSA and saved contexts run on the CPU for
+    // now, and the reason says so).
+    const bool ran_on_gpu = last_device_.startsWith(QLatin1String("CUDA"));
+    device_label_->setText(ran_on_gpu ? tr("Device: GPU") : gpu ? tr("Device: CPU (GPU selected)") : tr("Device: CPU"));
+    device_label_->setToolTip(!last_device_.isEmpty() ? tr("Last answer: %1").arg(last_device_)
+                              : gpu ? tr("The GPU is selected; answers use it where the engine can run there")
+                                    : QString());
     qint64 used = 0;
     for (const auto& d : library_->readyDocuments()) used += estimate_tokens(*d);
     const qint64 budget = settings_->contextBudget();

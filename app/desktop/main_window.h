@@ -124,6 +124,7 @@ private:
     EventLoopProbe* probe_ = nullptr;
     QLabel* model_label_ = nullptr;
     QLabel* device_label_ = nullptr;
+    QString last_device_;  // the last answer's ChatAnswer::device
     QLabel* context_label_ = nullptr;
     QLabel* prefill_label_ = nullptr;
     PrefillController* prefill_ = nullptr;

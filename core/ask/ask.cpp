@@ -265,11 +265,14 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     SessionOptions so;
     so.n_threads = o.threads;
     so.kv_block = mc.block_size;
-    so.device = "cpu";  // restores a saved context: CPU sessions only (core/runtime/session.h)
+    so.device = o.device;
+    so.needs.save_restore = true;  // restores the library's prefill (and may truncate it)
+    so.needs.truncate = true;
     // The file may grow while we read it (a background prefill): leave room for all of it.
     so.n_ctx = static_cast<int>(total + budget + static_cast<int64_t>(c.prepared.closing.size()) +
                                 std::max(q_tokens + effort.answer_tokens, probe) + 16);
     Session session(model, so, std::move(attention));
+    r.device = session.device_reason();
 
     const UnitRanking ranking = rank_for(c.prepared, lib, *model.tokenizer, o, cb);
     const auto t_prefill = Clock::now();
@@ -429,8 +432,12 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     so.n_threads = o.threads;
     so.n_ctx = static_cast<int>(longest);
     so.kv_block = o.block_size;
-    if (images) so.device = "cpu";  // image embeddings run on the CPU backend (session.h)
+    so.device = o.device;
+    so.needs.images = images;
+    so.needs.truncate = true;                // the positional baseline's probe
+    so.needs.save_restore = o.reuse_kv;      // the question cache
     Session session(model, so, std::move(attention));
+    r.device = session.device_reason();
     r.attention = o.msa ? "msa " + att.mode + ", top-k " + std::to_string(att.config.top_k) : "dense";
     std::unique_ptr<VisionEncoder> encoder;
     std::unique_ptr<VisualCache> visual_cache;

@@ -63,6 +63,10 @@ struct AskOptions {
     // > 0 samples at that temperature (top-k 40, top-p 0.95, min-p 0.05). The probe is always greedy.
     float temperature = 0;
     int threads = 0;  // the session's threads (0: all cores)
+    // Where the model runs: auto | cpu | cuda (core/runtime/backend.h). The session stays on the
+    // CPU where the device cannot do what the question needs yet (MSA, saved contexts), and
+    // AskResult::device says so; "cuda" without a usable device throws sl::Error.
+    std::string device = "auto";
     // A vision tower (model set): the visuals the plan keeps enter as image-patch tokens
     // (visual_context.h), on the CPU; the library's own prefill (text only) is not used then.
     AskVision vision;
@@ -89,6 +93,7 @@ struct AskResult {
     int64_t chat_id = 0;           // the stored chat
     std::string settings_json;     // as stored with the chat
     std::string attention;         // "msa <mode>, top-k N" or "dense"
+    std::string device;            // where the answer ran and why (Session::device_reason)
     // Vision: visuals placed as image tokens, their positions, encoded (0 when restored), seconds.
     int image_visuals = 0;
     int64_t image_positions = 0;

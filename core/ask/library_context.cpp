@@ -59,7 +59,8 @@ LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPr
     SessionOptions so;
     so.n_ctx = static_cast<int>(context_.stream.tokens.size()) + 1024;  // room for a question and an answer
     so.kv_block = context_.msa.block_size;
-    so.device = "cpu";  // saved as it goes: Session::save is CPU-only (and MSA runs on the CPU)
+    so.device = o.device;
+    so.needs.save_restore = true;  // saved as it goes, resumed from its file
     session_ = std::make_unique<Session>(model, so, std::make_unique<MsaAttention>(context_.msa));
     PrefillOptions po;
     po.save_every = o.save_every;
@@ -74,6 +75,8 @@ LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPr
     prefill_ = std::make_unique<ProgressivePrefill>(*session_, context_.stream.tokens, context_.path, po);
     if (auto old = lib_.find_kv_cache(context_.fingerprint, context_.ids, context_.spec.encode())) record_id_ = old->id;
 }
+
+const std::string& LibraryPrefill::device_reason() const { return session_->device_reason(); }
 
 LibraryPrefill::~LibraryPrefill() {
     if (prefill_) {

@@ -68,6 +68,8 @@ struct LibraryPrefillOptions {
     int64_t max_tokens = kLibraryContextTokens;
     int64_t save_every = 2048;
     double progress_interval = 0.5;
+    std::string device = "auto";  // auto | cpu | cuda (core/runtime/backend.h); saved as it goes, so the
+                                  // CPU until device sessions save (device_reason says so)
 };
 
 class LibraryPrefill {
@@ -80,6 +82,8 @@ public:
     LibraryPrefill& operator=(const LibraryPrefill&) = delete;
 
     const LibraryContext& context() const { return context_; }
+    // Where the prefill runs and why (Session::device_reason).
+    const std::string& device_reason() const;
 
     void start();                    // background thread; resumes from the saved file when it can
     void run();                      // the same on the calling thread

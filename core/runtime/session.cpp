@@ -49,6 +49,15 @@ size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
 
 }  // namespace
 
+std::string device_lacks(const SessionNeeds& n) {
+    std::string why;
+    auto add = [&](const char* what) { why += (why.empty() ? "" : ", ") + std::string(what); };
+    if (n.save_restore) add("saved contexts");
+    if (n.truncate) add("context truncation");
+    if (n.images) add("image embeddings");
+    return why;
+}
+
 Session::Session(const LoadedModel& model, SessionOptions options, std::unique_ptr<Attention> attention)
     : model_(model),
       options_(options),
@@ -61,6 +70,10 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
     if (std::string(attention_->name()) != "dense") {  // the caller's attention (MSA) runs on the host KV cache
         backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now (" +
                                        backend_.reason + ")"};
+        return;
+    }
+    if (const std::string why = device_lacks(options.needs); !why.empty()) {
+        backend_ = {cpu_backend(), "CPU: needs what does not run on CUDA yet: " + why + " (" + backend_.reason + ")"};
         return;
     }
     if (const std::string why = cuda_unsupported(model.model->config()); !why.empty()) {

@@ -26,6 +26,16 @@ namespace sl {
 struct LoadedModel;
 class CudaLlamaRunner;
 
+// What a caller will ask of a session beyond prefill and generate. A backend that cannot do it
+// yet keeps the session on the CPU from the start (device_reason() says why), rather than failing
+// halfway through a question: the CUDA runner has no saved contexts, truncation or image
+// embeddings today (#23).
+struct SessionNeeds {
+    bool save_restore = false;  // save(), save_delta(), restore()
+    bool truncate = false;      // truncate()
+    bool images = false;        // prefill with image embeddings or bidirectional runs
+};
+
 struct SessionOptions {
     int n_ctx = 4096;     // most positions the context may hold (pages are allocated as filled)
     int n_threads = 0;    // 0: all cores
@@ -35,6 +45,7 @@ struct SessionOptions {
     int64_t kv_budget_bytes = 0;   // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file
     std::string kv_spill_dir;      // where the spill file goes; empty: the system temp dir
     std::string device = "auto";   // auto | cpu | cuda (core/runtime/backend.h); CUDA runs dense attention
+    SessionNeeds needs;            // what the caller will use; decides, with the attention, the device
 };
 
 struct GenerateOptions {
@@ -150,6 +161,10 @@ private:
     // file is verified in full before appending to it.
     mutable std::string file_memo_;
 };
+
+// What of `needs` the CUDA session cannot do yet, listed ("saved contexts, context truncation"),
+// or "" when nothing: Session keeps such a session on the CPU and says so in device_reason().
+std::string device_lacks(const SessionNeeds& needs);
 
 // A cheap identity of a model file for saved contexts: sha256 (hex) of the file's size, its GGUF
 // header, metadata and tensor-info region (everything before the tensor data) and 33 evenly spaced

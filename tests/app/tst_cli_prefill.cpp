@@ -87,6 +87,20 @@ void TstCliPrefill::resumesAndCompletes() {
     const Run third = cli(args);
     QVERIFY2(third.exit_code == 0, third.out.constData());
     QCOMPARE(number_after(third.out, QStringLiteral("resumed from (\\d+)")), total);
+    // Where it ran, and why: the saved-as-it-goes prefill needs what only the CPU session has.
+    QVERIFY2(third.out.contains("Device: CPU: "), third.out.constData());
+
+    // --device: cpu is the CPU, said so; a bad name is a usage error; cuda without a usable device
+    // fails naming that (on a GPU machine the prefill stays on the CPU, saying why).
+    const Run cpu = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("cpu"));
+    QVERIFY2(cpu.exit_code == 0, cpu.out.constData());
+    QVERIFY2(cpu.out.contains("Device: CPU (asked for with --device cpu)"), cpu.out.constData());
+    const Run bad = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("gpu"));
+    QCOMPARE(bad.exit_code, 2);
+    QVERIFY2(bad.out.contains("--device auto|cpu|cuda"), bad.out.constData());
+    const Run cuda = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("cuda"));
+    if (cuda.exit_code == 0) QVERIFY2(cuda.out.contains("Device: CPU: "), cuda.out.constData());
+    else QVERIFY2(cuda.out.contains("--device cuda: no usable CUDA device"), cuda.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliPrefill)

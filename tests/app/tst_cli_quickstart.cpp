@@ -47,7 +47,7 @@ void TstCliQuickstart::answersWithSourcesAndReport() {
     const Run first = quickstart(dir, question);
     QVERIFY2(first.exit_code == 0, first.out.constData());
     for (const char* want : {"added R-intro.pdf: 113 pages", "added pandoc-reference.pptx: 4 slides", "added vtest.avi",
-                             "Context plan:", "context tokens prefilled", "Answer with citations:", "Sources:\n[1] R-intro.pdf p. "})
+                             "Context plan:", "context tokens prefilled", "Answer with citations:", "Device: CPU: ", "Sources:\n[1] R-intro.pdf p. "})
         QVERIFY2(first.out.contains(want), qPrintable(QStringLiteral("missing '%1' in:\n%2").arg(QLatin1String(want), QString::fromUtf8(first.out))));
     QVERIFY2(first.out.contains("[1]") || first.out.contains("[1?]"), first.out.constData());
 

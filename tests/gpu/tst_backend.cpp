@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include "core/runtime/backend.h"
+#include "core/runtime/session.h"
 #include "core/util/error.h"
 #include "kernels/cuda/cuda_device.h"
 
@@ -16,6 +17,7 @@ private Q_SLOTS:
     void cudaWithoutDeviceFails();
     void unknownNameIsRefused();
     void modelRunsWhereItCan();
+    void sessionNeedsAreNamed();
 };
 
 void TstBackend::autoPicksWhatIsUsable() {
@@ -80,6 +82,19 @@ void TstBackend::modelRunsWhereItCan() {
         QVERIFY(c.reason.find("does not run on cuda yet") != std::string::npos);
     }
     QCOMPARE(sl::backend_for_model("cpu").backend->kind(), sl::DeviceKind::Cpu);
+}
+
+void TstBackend::sessionNeedsAreNamed() {
+    // What a caller needs that the CUDA session lacks keeps it on the CPU, named in the reason.
+    QCOMPARE(sl::device_lacks({}), std::string());
+    sl::SessionNeeds n;
+    n.save_restore = true;
+    QCOMPARE(sl::device_lacks(n), std::string("saved contexts"));
+    n.truncate = true;
+    n.images = true;
+    QCOMPARE(sl::device_lacks(n), std::string("saved contexts, context truncation, image embeddings"));
+    n.save_restore = false;
+    QCOMPARE(sl::device_lacks(n), std::string("context truncation, image embeddings"));
 }
 
 QTEST_APPLESS_MAIN(TstBackend)
