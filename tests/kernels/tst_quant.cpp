@@ -430,7 +430,8 @@ void TstQuant::matmulMatchesFloat64() {
 void TstQuant::tileEqualsRowKernel() {
     // The AVX-512 tile kernels (dot_tile_avx512.cpp: the activation scales converted once per
     // tile; Q4_K / Q6_K: 8 tokens per pass) give the row kernels' bits (4 tokens per call): every
-    // type that has one, an odd and an even block count, tiles of 1..8 rows, 1..8 tokens.
+    // type that has one, an odd and an even block count and a long row (Q4_K's tile goes over
+    // rows of more than 8 blocks in pieces: 11 blocks), tiles of 1..8 rows, 1..8 tokens.
     if (max_supported_isa() != Isa::Avx512) QSKIP("no AVX-512 on this CPU: there are no tile kernels to check");
     int checked = 0;
     for (const TensorType t : kWeightTypes) {
@@ -438,7 +439,8 @@ void TstQuant::tileEqualsRowKernel() {
         if (!tile) continue;
         const VecDotFn rowfn = vec_dot_fn(t, Isa::Avx512);
         const bool k256 = tensor_type_info(t).block_size == 256;
-        const std::array<int64_t, 2> sizes = k256 ? std::array<int64_t, 2>{256, 1280} : std::array<int64_t, 2>{96, 608};
+        const std::array<int64_t, 3> sizes =
+            k256 ? std::array<int64_t, 3>{256, 1280, 2816} : std::array<int64_t, 3>{96, 608, 2848};
         for (const int64_t n : sizes) {
             const int64_t d = 8;
             constexpr int kTok = kMaxTileTokens;
@@ -463,7 +465,7 @@ void TstQuant::tileEqualsRowKernel() {
             ++checked;
         }
     }
-    QCOMPARE(checked, 14);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K x two sizes
+    QCOMPARE(checked, 21);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K x three sizes
 }
 
 void TstQuant::rejectsBadInput() {
