@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/attention/msa_attention.h"
 #include "core/model/llama_model.h"
 #include "core/util/error.h"
 #include "kernels/cuda/cuda_device.h"
@@ -36,6 +37,27 @@ std::string cuda_unsupported(const LlamaConfig& c) {
     if ((c.head_dim != 64 && c.head_dim != 128) || c.n_kv_head <= 0 || c.n_head % c.n_kv_head)
         return "head_dim " + std::to_string(c.head_dim) + " / " + std::to_string(c.n_head) + " heads over " +
                std::to_string(c.n_kv_head) + " KV heads is not supported by the CUDA kernels (head_dim 64 or 128)";
+    return {};
+}
+
+std::string cuda_msa_options(const MsaConfig& c, CudaMsaOptions& out) {
+    auto n = [](int v) { return std::to_string(v); };
+    if (c.scoring != BlockScoring::Hybrid)
+        return std::string(c.scoring == BlockScoring::BlockMax ? "BlockMax" : c.scoring == BlockScoring::MeanKey ? "mean-key"
+                                                                                                                  : "native-indexer") +
+               " block scoring (the device scores hybrid)";
+    if (c.index_query != IndexQuery::GroupMean) return "head-max index queries (the device uses the group mean)";
+    if (c.block_size != 128) return "blocks of " + n(c.block_size) + " tokens (the device's are 128)";
+    if (c.top_k < 1 || c.top_k > 64) return "top-k " + n(c.top_k) + " (the device takes 1..64)";
+    if (c.hybrid_factor < 1 || c.hybrid_factor > 64) return "a shortlist factor of " + n(c.hybrid_factor) + " (1..64)";
+    if (c.decode_hybrid_factor != 0 && c.decode_hybrid_factor != c.hybrid_factor)
+        return "a decode shortlist factor of " + n(c.decode_hybrid_factor) + " apart from prefill's " + n(c.hybrid_factor);
+    if (c.window_blocks > 0) return "a local window of " + n(c.window_blocks) + " blocks";
+    if (c.top_p > 0) return "mass-adaptive growth of the selection";
+    if (c.dense_layers > 0) return n(c.dense_layers) + " dense leading layers";
+    if (c.positions != PositionMode::Original) return "remapped positions";
+    if (c.token_mass) return "per-token attention mass (the citations' weights)";
+    out = CudaMsaOptions{true, c.top_k, c.hybrid_factor, c.sink};
     return {};
 }
 

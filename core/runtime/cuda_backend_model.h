@@ -18,6 +18,7 @@ namespace sl {
 
 class LlamaModel;
 struct LlamaConfig;
+struct MsaConfig;  // core/attention/msa_attention.h
 
 // Why the CUDA runner cannot run a model of this configuration ("" when it can): the pieces its
 // kernels do not have yet (Gemma 3's norms, GELU and sliding window; head dims other than 64/128).
@@ -36,6 +37,14 @@ struct CudaMsaOptions {
     int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
     bool sink = true;
 };
+
+// One attention configuration for both engines: the device options that run the CPU's MsaConfig
+// `c` the same way, written to `out`, and "" — or why the device cannot ("a local window of 16
+// blocks", "BlockMax scoring", ...). What the device runs: Hybrid scoring over group-mean index
+// queries, blocks of 128, top_k 1..64, one shortlist factor 1..64 for prefill and decode, the sink
+// or not, no window, no mass-adaptive growth, no dense leading layers, original positions, no
+// per-token attention mass (MsaConfig::token_mass). Pure; usable without CUDA.
+std::string cuda_msa_options(const MsaConfig& c, CudaMsaOptions& out);
 
 class CudaLlamaRunner {
 public:

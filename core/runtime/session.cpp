@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/attention/dense_attention.h"
+#include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_file.h"
 #include "core/runtime/cuda_backend_model.h"
 #include "core/util/mapped_file.h"
@@ -68,8 +69,14 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
       backend_(backend_for_model(options.device)) {
     if (backend_.backend->kind() != DeviceKind::Cuda) return;
     if (std::string(attention_->name()) != "dense") {  // the caller's attention (MSA) runs on the host KV cache
-        backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now (" +
-                                       backend_.reason + ")"};
+        // Which MSA the device could run (cuda_msa_options) is said; even that stays on the CPU
+        // until the device runner hands its selections to the caller's attention (citations).
+        std::string why = "the device runner does not return its selections to the session yet";
+        CudaMsaOptions dev;
+        if (const auto* msa = dynamic_cast<const MsaAttention*>(attention_.get()))
+            if (std::string lack = cuda_msa_options(msa->config(), dev); !lack.empty()) why = "the device lacks " + lack;
+        backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now: " + why +
+                                       " (" + backend_.reason + ")"};
         return;
     }
     if (const std::string why = device_lacks(options.needs); !why.empty()) {

@@ -3,7 +3,9 @@
 // refused naming the text.
 #include <QTest>
 
+#include "core/attention/msa_attention.h"
 #include "core/runtime/backend.h"
+#include "core/runtime/cuda_backend_model.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
 #include "kernels/cuda/cuda_device.h"
@@ -18,6 +20,7 @@ private Q_SLOTS:
     void unknownNameIsRefused();
     void modelRunsWhereItCan();
     void sessionNeedsAreNamed();
+    void msaConfigMapsToTheDevice();
 };
 
 void TstBackend::autoPicksWhatIsUsable() {
@@ -95,6 +98,47 @@ void TstBackend::sessionNeedsAreNamed() {
     QCOMPARE(sl::device_lacks(n), std::string("saved contexts, context truncation, image embeddings"));
     n.save_restore = false;
     QCOMPARE(sl::device_lacks(n), std::string("context truncation, image embeddings"));
+}
+
+void TstBackend::msaConfigMapsToTheDevice() {
+    // One attention configuration: the CPU's MsaConfig maps onto the device's options where the
+    // device runs the same selection, and anything else is named.
+    sl::MsaConfig c;
+    c.top_k = 12;
+    sl::parse_msa_scoring("hybrid6/group-mean/sink", c);
+    sl::CudaMsaOptions o;
+    QCOMPARE(sl::cuda_msa_options(c, o), std::string());
+    QVERIFY(o.enabled);
+    QCOMPARE(o.top_k, 12);
+    QCOMPARE(o.shortlist_factor, 6);
+    QVERIFY(o.sink);
+    sl::parse_msa_scoring("hybrid6/group-mean", c);
+    QCOMPARE(sl::cuda_msa_options(c, o), std::string());
+    QVERIFY(!o.sink);
+
+    struct Row { const char* mode; void (*tweak)(sl::MsaConfig&); const char* named; };
+    const Row rows[] = {
+        {"block-max", nullptr, "BlockMax"},
+        {"mean-key/group-mean", nullptr, "mean-key"},
+        {"hybrid4/head-max", nullptr, "head-max"},
+        {"hybrid4d2/group-mean", nullptr, "decode shortlist factor of 2"},
+        {"hybrid4/group-mean/w16", nullptr, "local window of 16 blocks"},
+        {"hybrid4/group-mean/p95", nullptr, "mass-adaptive"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.block_size = 64; }, "blocks of 64"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.top_k = 65; }, "top-k 65"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.dense_layers = 2; }, "2 dense leading layers"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.positions = sl::PositionMode::Remap; }, "remapped"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.token_mass = true; }, "per-token attention mass"},
+    };
+    for (const Row& r : rows) {
+        sl::MsaConfig m;
+        sl::parse_msa_scoring(r.mode, m);
+        if (r.tweak) r.tweak(m);
+        sl::CudaMsaOptions untouched{false, 3, 3, false};
+        const std::string why = sl::cuda_msa_options(m, untouched);
+        QVERIFY2(why.find(r.named) != std::string::npos, (std::string(r.mode) + ": '" + why + "'").c_str());
+        QVERIFY(!untouched.enabled);  // left as it was
+    }
 }
 
 QTEST_APPLESS_MAIN(TstBackend)
