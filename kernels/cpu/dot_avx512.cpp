@@ -176,7 +176,8 @@ void q4k_prepare(const void* act, size_t stride, int64_t nb, Q4KAct& a) {
         for (int64_t i = 0; i < nb; ++i) {
             int8_t* o = a.qs.data() + (i * NT + t) * 256;
             for (int h = 0; h < 2; ++h) {
-                const __m512i y0 = _mm512_loadu_si512(y[i].qs + 128 * h), y1 = _mm512_loadu_si512(y[i].qs + 128 * h + 64);
+                const __m512i y0 = _mm512_loadu_si512(y[i].qs + 128 * h);
+                const __m512i y1 = _mm512_loadu_si512(y[i].qs + 128 * h + 64);
                 _mm512_storeu_si512(o + 128 * h, _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)));
                 _mm512_storeu_si512(o + 128 * h + 64, _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1)));
             }
@@ -188,7 +189,8 @@ void q4k_prepare(const void* act, size_t stride, int64_t nb, Q4KAct& a) {
         const BlockQ8_K* y1 = 2 * p + 1 < NT ? row<BlockQ8_K>(act, stride, 2 * p + 1) : nullptr;
         for (int64_t i = 0; i < nb; ++i) {
             _mm512_storeu_ps(a.dy.data() + (i * NP + p) * 16,
-                             _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(y0[i].d), _mm512_set1_ps(y1 ? y1[i].d : 0.0f)));
+                             _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(y0[i].d),
+                                                  _mm512_set1_ps(y1 ? y1[i].d : 0.0f)));
             const __m512 m0 = _mm512_castps256_ps512(q4k_act_mins(y0[i]));
             const __m512 m1 = y1 ? _mm512_castps256_ps512(q4k_act_mins(y1[i])) : _mm512_setzero_ps();
             _mm512_storeu_ps(a.am.data() + (i * NP + p) * 16, _mm512_permutex2var_ps(m0, mins_idx, m1));
@@ -244,7 +246,8 @@ void dot_q4_K_rows(int64_t n, const void* wv, const Q4KAct& a, float* out, size_
         prefetch_ahead<sizeof(BlockQ4_K), NT>(x + i);
         uint64_t sc, mn;
         q4k_scale_min_words(x[i].scales, &sc, &mn);
-        const __m512i sc512 = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+        const __m512i sc512 =
+            _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
         const __m512i sv0 = _mm512_permutexvar_epi16(sidx0, sc512), sv1 = _mm512_permutexvar_epi16(sidx1, sc512);
         __m512i q[4];
         for (int h = 0; h < 2; ++h) {
@@ -264,8 +267,8 @@ void dot_q4_K_rows(int64_t n, const void* wv, const Q4KAct& a, float* out, size_
         for (int p = 0; p < NP; ++p) {
             const int8_t* yt = yb + 2 * p * 256;
             auto dot4 = [&](const int8_t* y, int k) {
-                return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[k], _mm512_loadu_si512(y + 64 * k)),
-                                           q[k + 1], _mm512_loadu_si512(y + 64 * k + 64));
+                const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[k], _mm512_loadu_si512(y + 64 * k));
+                return _mm512_dpbusd_epi32(d, q[k + 1], _mm512_loadu_si512(y + 64 * k + 64));
             };
             const __m512i at = dot4(yt, 0), bt = dot4(yt, 2);
             __m512i au = _mm512_setzero_si512(), bu = _mm512_setzero_si512();
@@ -273,9 +276,10 @@ void dot_q4_K_rows(int64_t n, const void* wv, const Q4KAct& a, float* out, size_
                 au = dot4(yt + 256, 0);
                 bu = dot4(yt + 256, 2);
             }
-            const __m512i sumi = _mm512_dpwssd_epi32(
-                _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_packs_epi32(at, au), sv0), _mm512_packs_epi32(bt, bu), sv1);
-            acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dx, _mm512_loadu_ps(dyb + 16 * p)), acc[p]);
+            const __m512i sa = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_packs_epi32(at, au), sv0);
+            const __m512i sumi = _mm512_dpwssd_epi32(sa, _mm512_packs_epi32(bt, bu), sv1);
+            const __m512 scale = _mm512_mul_ps(dx, _mm512_loadu_ps(dyb + 16 * p));
+            acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), scale, acc[p]);
             acc[p] = _mm512_fnmadd_ps(wm, _mm512_loadu_ps(amb + 16 * p), acc[p]);
         }
     }

@@ -17,11 +17,11 @@ namespace {
 // Rows per tile: their weights stay in L1 while every token group passes over them.
 constexpr int64_t kRowTile = 8;
 // With a tile kernel (dot.h DotTileFn), which prepares a token group's activation scales (Q4_K:
-// the activations reordered, the mins' activation side) once per call: more rows share that work. The tile's weights then
-// come from L2 for each token group (128 rows of 2048 Q4_K: 144 KB), which measured no slower than
-// L1-sized tiles (one core, 8 tokens: 72-73 GMAC/s for 32..256 rows, 68 at 512), and the per-call
-// preparation is spread over 4x the rows (1B Q4_K prefill @512, best of 4 alternating: 121 -> 125
-// tok/s; the default model not slower).
+// the activations reordered, the mins' activation side) once per call: more rows share that work.
+// The tile's weights then come from L2 for each token group (128 rows of 2048 Q4_K: 144 KB),
+// which measured no slower than L1-sized tiles (one core, 8 tokens: 72-73 GMAC/s for 32..256
+// rows, 68 at 512), and the per-call preparation is spread over 4x the rows (1B Q4_K prefill
+// @512, best of 4 alternating: 121 -> 125 tok/s; the default model not slower).
 constexpr int64_t kTileKernelRows = 128;
 
 size_t row_bytes(TensorType type, int64_t n) {
