@@ -1,6 +1,6 @@
-// Inline helpers shared by the AVX-512 dot kernels (dot_avx512.cpp, dot_tile_avx512.cpp): block
-// loads, nibble unpacking, scale vectors, signed dots and the Q8_0-family block types. Include only from files compiled with the AVX-512
-// flags (*_avx512.cpp).
+// Inline helpers shared by the AVX-512 dot kernels (dot_avx512.cpp, dot_tile_avx512.cpp,
+// dot_kquant_avx512.cpp): block loads, nibble unpacking, scale vectors, signed dots and the
+// Q8_0-family block types. Include only from files compiled with the AVX-512 flags (*_avx512.cpp).
 #pragma once
 
 #include <immintrin.h>

@@ -423,13 +423,20 @@ def build(args) -> dict:
             w.add_tensor(name, data, raw_dtype=qtype)
         summary[qtype.name] += 1
 
+    def more_bits(il, qtype):
+        # --mix q4_k_m: llama.cpp's Q4_K_M gives attn_v and ffn_down Q6_K in the first and last
+        # eighth of the layers and every third one between (llama-quant.cpp use_more_bits).
+        if args.mix != "q4_k_m":
+            return qtype
+        return QT.Q6_K if il < L // 8 or il >= 7 * L // 8 or (il - L // 8) % 3 == 2 else qtype
+
     put("token_embd.weight", mat(V, D, 0.5), args.embd_q)   # std 0.5: tied logits not dominated by the input token
     for il in range(L):
         p = f"blk.{il}."
         put(p + "attn_norm.weight", norm(D))
         put(p + "attn_q.weight", mat(H * Dh, D), args.attn_q)
         put(p + "attn_k.weight", mat(Hkv * Dh, D), args.attn_q)
-        put(p + "attn_v.weight", mat(Hkv * Dh, D), args.attn_q)
+        put(p + "attn_v.weight", mat(Hkv * Dh, D), more_bits(il, args.attn_q))
         put(p + "attn_output.weight", mat(D, H * Dh), args.attn_q)
         put(p + "ffn_norm.weight", norm(D))
         if E and il >= moe_dense:   # mixture of experts, stacked as llama.cpp stores them
@@ -446,7 +453,7 @@ def build(args) -> dict:
         else:
             put(p + "ffn_gate.weight", mat(F, D), args.ffn_q)
             put(p + "ffn_up.weight", mat(F, D), args.ffn_q)
-            put(p + "ffn_down.weight", mat(D, F), args.ffn_q)
+            put(p + "ffn_down.weight", mat(D, F), more_bits(il, args.ffn_q))
         if m3:   # per-head q/k norms (one head_dim vector for every head)
             put(p + "attn_q_norm.weight", norm(Dh))
             put(p + "attn_k_norm.weight", norm(Dh))
@@ -507,6 +514,9 @@ def parse_args(argv=None):
     ap.add_argument("--out-type", choices=ch, help="output.weight (default --wtype)")
     ap.add_argument("--attn-type", choices=ch, help="attn_q/k/v/output (default --wtype)")
     ap.add_argument("--ffn-type", choices=ch, help="ffn_gate/up/down (default --wtype)")
+    ap.add_argument("--mix", choices=["q4_k_m"],
+                    help="q4_k_m: llama.cpp's Q4_K_M mix (Q4_K; output, and attn_v / ffn_down in the "
+                         "first and last eighth and every third layer, Q6_K); --wtype etc. are ignored")
     ap.add_argument("--experts", type=int, default=0,
                     help="routed experts (minimax-m3 default 4; with llama: a Mixtral-style MoE in every layer)")
     ap.add_argument("--experts-used", type=int, default=0, help="expert_used_count (default min(2, experts))")
@@ -529,6 +539,8 @@ def parse_args(argv=None):
     ap.add_argument("--msa-bad-q-rows", type=int, default=0,
                     help="hostile files: rows of every indexer.q_proj (default head_count*key_length)")
     args = ap.parse_args(argv)
+    if args.mix == "q4_k_m":
+        args.wtype, args.embd_type, args.out_type, args.attn_type, args.ffn_type = "q4_k", "q4_k", "q6_k", None, None
     args.wtype_q = TYPE_NAMES[args.wtype]
     args.embd_q = TYPE_NAMES[args.embd_type or args.wtype]
     args.out_q = TYPE_NAMES[args.out_type or args.wtype]
