@@ -60,8 +60,8 @@ VecDotFn vec_dot_fn(TensorType wtype);
 }  // namespace avx2
 namespace avx512 {
 VecDotFn vec_dot_fn(TensorType wtype);
-DotTileFn dot_tile_fn(TensorType wtype);  // dot_tile_avx512.cpp: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K
-// dot_kquant_avx512.cpp: Q4_K and Q6_K, tokens in pairs; nullptr for other types.
+DotTileFn dot_tile_fn(TensorType wtype);  // dot_tile_avx512.cpp: Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K
+// dot_kquant_avx512.cpp: Q4_K, Q5_K and Q6_K, tokens in pairs; nullptr for other types.
 DotTileFn kquant_tile_fn(TensorType wtype);
 VecDotFn kquant_vec_dot_fn(TensorType wtype);
 }  // namespace avx512

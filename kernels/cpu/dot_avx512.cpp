@@ -5,7 +5,7 @@
 // then for each of the NT activation rows do the integer dot with VNNI (vpdpbusd: u8 x s8 -> s32)
 // and fold the block scale in with one FMA into a per-row float accumulator. Signed x signed
 // products use |w| x sign(y, w). Horizontal sums happen once per row, at the end. The K-quants
-// (Q4_K, Q6_K: per-sub-block scales, tokens in pairs) are in dot_kquant_avx512.cpp.
+// (Q4_K, Q5_K, Q6_K: per-sub-block scales, tokens in pairs) are in dot_kquant_avx512.cpp.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -197,6 +197,7 @@ VecDotFn vec_dot_fn(TensorType wtype) {
         case TensorType::Q5_0: return by_nt<KQ5_0>;
         case TensorType::Q5_1: return by_nt<KQ5_1>;
         case TensorType::Q4_K:
+        case TensorType::Q5_K:
         case TensorType::Q6_K: return kquant_vec_dot_fn(wtype);  // dot_kquant_avx512.cpp
         case TensorType::F32: return by_nt<KF32>;
         case TensorType::F16: return by_nt<KF16>;

@@ -1,5 +1,5 @@
-// AVX-512 K-quant dot kernels (dot.h): Q4_K and Q6_K weights against Q8_K activations, the
-// VecDotFn and the DotTileFn (8 tokens per pass) of both. Compiled with AVX-512 flags; called only
+// AVX-512 K-quant dot kernels (dot.h): Q4_K, Q5_K and Q6_K weights against Q8_K activations, the
+// VecDotFn and the DotTileFn (8 tokens per pass) of each. Compiled with AVX-512 flags; called only
 // when active_isa() == Isa::Avx512.
 //
 // Tokens go in pairs (t, u). A token's block dot comes out of vpdpbusd (u8 x s8, products summed
@@ -10,7 +10,7 @@
 // and one transpose-and-add per row sums the tokens' lanes (pair_finish). The multiply port
 // (vpdpbusd, vpdpwssd, vpmaddubsw and the int -> float conversion share it) is what bounds these
 // kernels: one token at a time, Q4_K took 14 of its uops per two tokens and block, paired 11;
-// Q6_K 18 + the correction's, paired 13.
+// Q6_K 18 + the correction's, paired 13. (Q5_K had no AVX-512 kernel: the AVX2 one ran.)
 //
 // Per tile the activations are copied block-major (KAct: a block's operands for all the tile's
 // tokens at fixed offsets from one pointer; Q4_K's also reordered, below) with the per-pair
@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/dot.h"
@@ -36,7 +37,7 @@ namespace {
 
 using namespace helpers;
 
-enum class KQ { Q4_K, Q6_K };
+enum class KQ { Q4_K, Q5_K, Q6_K };
 
 // Per tile, for NT tokens of nb blocks, block-major:
 //   qs: (nb, NT) x 256 bytes. Q6_K: the block's values in order. Q4_K: 16-value pieces {0,2,4,6},
@@ -68,7 +69,7 @@ void prepare(const void* act, size_t stride, int64_t nb, KAct& a) {
     constexpr int NP = (NT + 1) / 2;
     a.qs.resize(static_cast<size_t>(NT * nb * 256));
     a.dy.resize(static_cast<size_t>(NP * nb * 16));
-    if constexpr (K == KQ::Q4_K) a.am.resize(static_cast<size_t>(NP * nb * 16));
+    if constexpr (K != KQ::Q6_K) a.am.resize(static_cast<size_t>(NP * nb * 16));
     else a.bs.resize(static_cast<size_t>(NP * nb * 32));
     for (int t = 0; t < NT; ++t) {
         const BlockQ8_K* y = row<BlockQ8_K>(act, stride, t);
@@ -95,7 +96,7 @@ void prepare(const void* act, size_t stride, int64_t nb, KAct& a) {
             _mm512_storeu_ps(a.dy.data() + (i * NP + p) * 16,
                              _mm512_mask_blend_ps(0xCCCC, _mm512_set1_ps(y0[i].d),
                                                   _mm512_set1_ps(y1 ? y1[i].d : 0.0f)));
-            if constexpr (K == KQ::Q4_K) {
+            if constexpr (K != KQ::Q6_K) {
                 const __m512 m0 = _mm512_castps256_ps512(q4k_act_mins(y0[i]));
                 const __m512 m1 = y1 ? _mm512_castps256_ps512(q4k_act_mins(y1[i])) : _mm512_setzero_ps();
                 _mm512_storeu_ps(a.am.data() + (i * NP + p) * 16, _mm512_permutex2var_ps(m0, mins_idx, m1));
@@ -144,14 +145,18 @@ inline void pair_finish(const __m512 (&acc)[(NT + 1) / 2], float* out, size_t os
 // Bench (one core, 128-row tiles x 2048, 8 tokens; the project's flags, this host): 72 -> 100
 // GMAC/s against one token at a time (8192-wide rows: 72 -> 101), the same error against an exact
 // reference.
+// Q5_K is the same with a fifth bit added to each value before the reorder (q in 0..31:
+// |lane| <= 8 * 31 * 128 still fits int16); its scales and mins are packed as Q4_K's.
+//
 // One weight row x NT tokens over blocks [i0, i1) (i1 < 0: to the end), with prepare's
 // activations. Unless i1 is the end, the accumulators continue from and stay in `state` (pairs
 // vectors of 16 floats): the row's sums in pieces, each lane's FMAs in the order of one pass.
-template <int NT>
-void dot_q4_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t os, int64_t i0 = 0,
-                   int64_t i1 = -1, float* state = nullptr) {
-    static_assert(NT <= 8);
-    const auto* x = static_cast<const BlockQ4_K*>(wv);
+template <int NT, KQ K>
+void dot_q45_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t os, int64_t i0 = 0,
+                    int64_t i1 = -1, float* state = nullptr) {
+    static_assert(NT <= 8 && K != KQ::Q6_K);
+    using WB = std::conditional_t<K == KQ::Q5_K, BlockQ5_K, BlockQ4_K>;
+    const auto* x = static_cast<const WB*>(wv);
     const int64_t nb = n / kQK_K;
     constexpr int NP = (NT + 1) / 2;
     __m512 acc[NP];
@@ -169,7 +174,7 @@ void dot_q4_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t 
     // Mins: lane 4L + 2s + e holds sub-block 2L + e.
     const __m512i midx = _mm512_setr_epi32(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
     for (int64_t i = i0; i < i1; ++i) {
-        prefetch_ahead<sizeof(BlockQ4_K), NT>(x + i);
+        prefetch_ahead<sizeof(WB), NT>(x + i);
         uint64_t sc, mn;
         q4k_scale_min_words(x[i].scales, &sc, &mn);
         const __m512i sc512 =
@@ -178,7 +183,18 @@ void dot_q4_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t 
         __m512i q[4];
         for (int h = 0; h < 2; ++h) {
             const __m512i b = _mm512_loadu_si512(x[i].qs + 64 * h);
-            const __m512i lo = _mm512_and_si512(b, m4), hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), m4);
+            __m512i lo = _mm512_and_si512(b, m4), hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), m4);
+            if constexpr (K == KQ::Q5_K) {
+                // Value e of sub-block s has its fifth bit at bit s of qh[e]: lo holds sub-blocks
+                // 4h (bytes 0..31) and 4h + 2, hi 4h + 1 and 4h + 3.
+                const __m512i qh =
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh)));
+                const __m512i blo = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(char(1 << (4 * h))),
+                                                           _mm512_set1_epi8(char(4 << (4 * h))));
+                const __m512i sixteen = _mm512_set1_epi8(16);
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, blo), lo, sixteen);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, _mm512_add_epi8(blo, blo)), hi, sixteen);
+            }
             q[2 * h] = _mm512_permutex2var_epi64(lo, pidx0, hi);
             q[2 * h + 1] = _mm512_permutex2var_epi64(lo, pidx1, hi);
         }
@@ -333,7 +349,7 @@ void dot_q6_K_one(int64_t n, const void* wv, const void* act, float* out) {
 template <int NT, KQ K>
 void rows_k(int64_t n, const void* w, const KAct& a, float* out, size_t os, int64_t i0 = 0, int64_t i1 = -1,
             float* state = nullptr) {
-    if constexpr (K == KQ::Q4_K) dot_q4_K_rows<NT>(n, w, a, out, os, i0, i1, state);
+    if constexpr (K != KQ::Q6_K) dot_q45_K_rows<NT, K>(n, w, a, out, os, i0, i1, state);
     else dot_q6_K_rows<NT>(n, w, a, out, os, i0, i1, state);
 }
 
@@ -417,6 +433,7 @@ void tile_by_nt(int64_t n, const void* w, size_t wbytes, int rows, const void* a
 DotTileFn kquant_tile_fn(TensorType wtype) {
     switch (wtype) {
         case TensorType::Q4_K: return tile_by_nt<KQ::Q4_K>;
+        case TensorType::Q5_K: return tile_by_nt<KQ::Q5_K>;
         case TensorType::Q6_K: return tile_by_nt<KQ::Q6_K>;
         default: return nullptr;
     }
@@ -425,6 +442,7 @@ DotTileFn kquant_tile_fn(TensorType wtype) {
 VecDotFn kquant_vec_dot_fn(TensorType wtype) {
     switch (wtype) {
         case TensorType::Q4_K: return row_by_nt<KQ::Q4_K>;
+        case TensorType::Q5_K: return row_by_nt<KQ::Q5_K>;
         case TensorType::Q6_K: return row_by_nt<KQ::Q6_K>;
         default: return nullptr;
     }

@@ -1,5 +1,5 @@
 // AVX-512 tile kernels (dot.h DotTileFn): `rows` weight rows x NT activation rows per call (Q4_K
-// and Q6_K: dot_kquant_avx512.cpp, 8 tokens per pass), here for the
+// Q5_K and Q6_K: dot_kquant_avx512.cpp, 8 tokens per pass), here for the
 // block types whose activations carry f16 scales (Q8_0 with Q4_0 / Q5_0 / Q8_0 weights, Q8_1 with
 // Q4_1 / Q5_1 weights). The row-at-a-time kernels of dot_avx512.cpp convert every activation
 // block's f16 scale (and Q8_1's sum) again for each weight row; here they are converted once per
@@ -202,6 +202,7 @@ DotTileFn dot_tile_fn(TensorType wtype) {
         case TensorType::Q4_1: return by_nt<TQ4_1>;
         case TensorType::Q5_1: return by_nt<TQ5_1>;
         case TensorType::Q4_K:
+        case TensorType::Q5_K:
         case TensorType::Q6_K: return kquant_tile_fn(wtype);  // dot_kquant_avx512.cpp: 8 tokens per pass
         default: return nullptr;
     }

@@ -429,7 +429,7 @@ void TstQuant::matmulMatchesFloat64() {
 
 void TstQuant::tileEqualsRowKernel() {
     // The AVX-512 tile kernels (dot_tile_avx512.cpp: the activation scales converted once per
-    // tile; Q4_K / Q6_K: 8 tokens per pass) give the row kernels' bits (4 tokens per call): every
+    // tile; Q4_K / Q5_K / Q6_K: 8 tokens per pass) give the row kernels' bits (4 tokens per call): every
     // type that has one, an odd and an even block count and a long row (Q4_K's tile goes over
     // rows of more than 8 blocks in pieces: 11 blocks), tiles of 1..8 rows, 1..8 tokens.
     if (max_supported_isa() != Isa::Avx512) QSKIP("no AVX-512 on this CPU: there are no tile kernels to check");
@@ -465,7 +465,7 @@ void TstQuant::tileEqualsRowKernel() {
             ++checked;
         }
     }
-    QCOMPARE(checked, 21);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q6_K x three sizes
+    QCOMPARE(checked, 24);  // Q4_0, Q5_0, Q8_0, Q4_1, Q5_1, Q4_K, Q5_K, Q6_K x three sizes
 }
 
 void TstQuant::rejectsBadInput() {
