@@ -158,6 +158,11 @@ void TstLlamaReference::tinyModels_data() {
     QTest::newRow("q5_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q5_k")} + kshape) << 5e-2;
     QTest::newRow("q3_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q3_k")} + kshape) << 5e-2;
     QTest::newRow("q2_k") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q2_k")} + kshape) << 5e-2;
+    // Qwen2 / Qwen2.5: q/k/v biases and NEOX RoPE (llama.cpp reads this tiny file and agrees with the
+    // numpy reference at 3e-7, checked by hand with llama-cpp-python 0.3.36).
+    const QStringList qwen2{QStringLiteral("--arch"), QStringLiteral("qwen2")};
+    QTest::newRow("qwen2 f32") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("f32")} + qwen2) << 1e-4;
+    QTest::newRow("qwen2 q4_k untied") << (QStringList{QStringLiteral("--wtype"), QStringLiteral("q4_k"), QStringLiteral("--untied")} + kshape + qwen2) << 5e-2;
     // Gemma 3: 7 layers (0-4 and 6 slide over 8 positions, 5 is global) on 23 tokens.
     const QStringList gemma{QStringLiteral("--arch"), QStringLiteral("gemma3"), QStringLiteral("--sliding-window"), QStringLiteral("8"),
                             QStringLiteral("--n-layers"), QStringLiteral("7")};

@@ -5,7 +5,8 @@
         --head-dim 16 --ffn 96 --vocab 300 --ctx 256 --rope-base 10000 --eps 1e-5
         --tied | --untied  --wtype q8_0 --embd-type f32 --out-type f16 --msa ...]
 
-The file mirrors what llama.cpp's converter writes for arch "llama": the same metadata
+The file mirrors what llama.cpp's converter writes for arch "llama" (or --arch qwen2 / gemma3 /
+minimax-m3): the same metadata
 keys, tensor names, ggml dims order ({n_in, n_out} for matrices, i.e. numpy (n_out, n_in)),
 F32 norm weights, and a minimal GPT-2 byte-level BPE tokenizer (256 byte tokens,
 merges learned from a short built-in text, ChatML special tokens, ChatML template).
@@ -332,8 +333,8 @@ def build(args) -> dict:
     if m3:
         args.msa = True               # M3 files carry the indexer in every sparse layer
     E = args.experts or (4 if m3 else 0)
-    if E and arch == "gemma3":
-        raise SystemExit("--experts: gemma3 has no mixture of experts")
+    if E and arch in ("gemma3", "qwen2"):
+        raise SystemExit("--experts: " + arch + " has no mixture of experts here")
     K = args.experts_used or min(2, E)
     Fe = args.expert_ffn or F
     S = args.shared_experts if args.shared_experts is not None else (1 if m3 else 0)
@@ -438,6 +439,10 @@ def build(args) -> dict:
         put(p + "attn_k.weight", mat(Hkv * Dh, D), args.attn_q)
         put(p + "attn_v.weight", mat(Hkv * Dh, D), more_bits(il, args.attn_q))
         put(p + "attn_output.weight", mat(D, H * Dh), args.attn_q)
+        if arch == "qwen2":   # Qwen2's q/k/v biases (llama.cpp requires them for this arch)
+            put(p + "attn_q.bias", (0.2 * rng.standard_normal(H * Dh)).astype(np.float32))
+            put(p + "attn_k.bias", (0.2 * rng.standard_normal(Hkv * Dh)).astype(np.float32))
+            put(p + "attn_v.bias", (0.2 * rng.standard_normal(Hkv * Dh)).astype(np.float32))
         put(p + "ffn_norm.weight", norm(D))
         if E and il >= moe_dense:   # mixture of experts, stacked as llama.cpp stores them
             put(p + "ffn_gate_inp.weight", mat(E, D, 1.0))        # F32, as converters keep it
@@ -485,8 +490,8 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="Write a tiny random-weight llama GGUF model.")
     ap.add_argument("out")
     ap.add_argument("--name", default="sightline-tiny-llama")
-    ap.add_argument("--arch", choices=["llama", "gemma3", "minimax-m3"], default="llama",
-                    help="gemma3: its q/k norms, post norms, GELU, embedding scale and sliding window")
+    ap.add_argument("--arch", choices=["llama", "qwen2", "gemma3", "minimax-m3"], default="llama",
+                    help="qwen2: q/k/v biases, NEOX RoPE (Qwen2 / Qwen2.5); gemma3: its q/k norms, post norms, GELU, embedding scale and sliding window")
     ap.add_argument("--sliding-window", type=int, default=0, help="gemma3: attention.sliding_window")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--d-model", type=int, default=64)
