@@ -240,6 +240,29 @@ void dot_q45_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t
 // same [t, t, u, u] int32 lanes. Per pair and block 8 vpdpbusd, 4 vpackssdw, 5 vpdpwssd, 1
 // conversion, 1 FMA, where one token at a time took 4 vpmaddubsw + 4 vpdpwssd + the correction +
 // 1 conversion per token.
+// Q6_K helpers shared by the paired and the one-token kernels.
+// Lane j of permutation k picks scale 4k + j / 8: in chunk k (values 64k..64k+63) int16 lane j
+// (one vpackssdw / vpmaddubsw lane) belongs to sub-block 4k + j / 8.
+inline void q6k_scale_idx(__m512i (&idx)[4]) {
+    for (int k = 0; k < 4; ++k) {
+        alignas(64) int16_t ix[32];
+        for (int j = 0; j < 32; ++j) ix[j] = static_cast<int16_t>(4 * k + j / 8);
+        idx[k] = _mm512_load_si512(ix);
+    }
+}
+
+// The block's values q in 0..63, in order: q[k] = values 64k..64k+63.
+inline void q6k_unpack(const BlockQ6_K& b, __m512i (&q)[4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+        const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
+    }
+}
+
 template <int NT>
 void dot_q6_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t os, int64_t i0 = 0,
                    int64_t i1 = -1, float* state = nullptr) {
@@ -250,15 +273,10 @@ void dot_q6_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t 
     __m512 acc[NP];
     for (int p = 0; p < NP; ++p) acc[p] = i0 > 0 ? _mm512_loadu_ps(state + 16 * p) : _mm512_setzero_ps();
     if (i1 < 0) i1 = nb;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     // Pack lane j (128-bit lane j / 8) of chunk k: sub-block 4k + j / 8. The correction's lane j:
     // sub-block 4 (j / 8) + j % 4.
     __m512i idx[4];
-    for (int k = 0; k < 4; ++k) {
-        alignas(64) int16_t ix[32];
-        for (int j = 0; j < 32; ++j) ix[j] = static_cast<int16_t>(4 * k + j / 8);
-        idx[k] = _mm512_load_si512(ix);
-    }
+    q6k_scale_idx(idx);
     __m512i cidx;
     {
         alignas(64) int16_t ix[32];
@@ -270,13 +288,7 @@ void dot_q6_K_rows(int64_t n, const void* wv, const KAct& a, float* out, size_t 
         const __m512i sc512 = _mm512_zextsi256_si512(
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales))));
         __m512i q[4], sv[4];
-        for (int h = 0; h < 2; ++h) {
-            const __m512i ql = _mm512_loadu_si512(x[i].ql + 64 * h);
-            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
-            const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-            q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
-            q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
-        }
+        q6k_unpack(x[i], q);
         for (int k = 0; k < 4; ++k) sv[k] = _mm512_permutexvar_epi16(idx[k], sc512);
         const __m512i scv = _mm512_slli_epi16(_mm512_permutexvar_epi16(cidx, sc512), 5);  // 32 sc, |.| <= 4096
         const __m512 dx = _mm512_set1_ps(h2f(x[i].d));
@@ -313,31 +325,18 @@ void dot_q6_K_one(int64_t n, const void* wv, const void* act, float* out) {
     const auto* y = static_cast<const BlockQ8_K*>(act);
     const int64_t nb = n / kQK_K;
     __m512 acc = _mm512_setzero_ps();
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    // Lane j of permutation k picks scale 4k + j / 8 (16 values = 8 int16 pair lanes per scale).
     __m512i idx[4];
-    for (int k = 0; k < 4; ++k) {
-        alignas(64) int16_t ix[32];
-        for (int j = 0; j < 32; ++j) ix[j] = static_cast<int16_t>(4 * k + j / 8);
-        idx[k] = _mm512_load_si512(ix);
-    }
+    q6k_scale_idx(idx);
     for (int64_t i = 0; i < nb; ++i) {
         prefetch_ahead<sizeof(BlockQ6_K), 1>(x + i);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
         const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+        __m512i q[4];
+        q6k_unpack(x[i], q);
         __m512i sumi = _mm512_setzero_si512();
-        for (int h = 0; h < 2; ++h) {
-            const __m512i ql = _mm512_loadu_si512(x[i].ql + 64 * h);
-            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qh + 32 * h));
-            const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-            const __m512i q0 =
-                _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh2, 4), m30));
-            const __m512i q1 =
-                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh2, m30));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q0, _mm512_loadu_si512(y[i].qs + 128 * h)),
-                                       _mm512_permutexvar_epi16(idx[2 * h], sc512));
-            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q1, _mm512_loadu_si512(y[i].qs + 128 * h + 64)),
-                                       _mm512_permutexvar_epi16(idx[2 * h + 1], sc512));
+        for (int k = 0; k < 4; ++k) {
+            const __m512i p16 = _mm512_maddubs_epi16(q[k], _mm512_loadu_si512(y[i].qs + 64 * k));
+            sumi = _mm512_dpwssd_epi32(sumi, p16, _mm512_permutexvar_epi16(idx[k], sc512));
         }
         const __m256i corr = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)), sc16);
         sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
