@@ -47,7 +47,7 @@ BackendChoice backend_for_model(std::string_view device) {
     BackendChoice c = backend_for(device);
     if (c.backend->caps().full_model) return c;
     return {cpu_backend(), "CPU: " + c.backend->description() + " is usable, but the model forward does not run on " +
-                               c.backend->name() + " yet"};
+                               c.backend->name() + " by default yet (SIGHTLINE_CUDA_MODEL=1 runs it there)"};
 }
 
 }  // namespace sl

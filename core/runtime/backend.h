@@ -44,8 +44,9 @@ struct BackendChoice {
 BackendChoice backend_for(std::string_view device);
 
 // The backend a Session runs the whole model on: backend_for(device), then, when that backend cannot
-// run a full forward pass yet (BackendCaps::full_model), the CPU with a reason saying so, e.g.
-// "CPU: NVIDIA H200 (sm_90, ...) is usable, but the model forward does not run on CUDA yet".
+// run a full forward pass (BackendCaps::full_model; on CUDA opt-in for now: cuda_backend.h), the
+// CPU with a reason saying so, e.g. "CPU: NVIDIA H200 (sm_90, ...) is usable, but the model
+// forward does not run on cuda by default yet (SIGHTLINE_CUDA_MODEL=1 runs it there)".
 // Throws like backend_for for bad names and for "cuda" without a usable device.
 BackendChoice backend_for_model(std::string_view device);
 

@@ -1,6 +1,6 @@
 // The CUDA backend: device 0 through kernels/cuda. Created only by backend_for() after the probe
-// said the device is usable. Owns nothing on the device yet (the device-side model lands with the
-// Session integration); it reports the device and what the kernels cover.
+// said the device is usable. Owns nothing on the device (a Session's CudaLlamaRunner does); it
+// reports the device and what the kernels cover.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,10 @@
 #include "kernels/cuda/cuda_device.h"
 
 namespace sl {
+
+// Whether SIGHTLINE_CUDA_MODEL=1 is set: the whole model runs on the device (BackendCaps::full_model)
+// only then, until a Session on the device has passed its checks on one (tests/gpu/run.sh).
+bool cuda_model_opted_in();
 
 class CudaBackend final : public Backend {
 public:

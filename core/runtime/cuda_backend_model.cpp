@@ -3,6 +3,8 @@
 #include <string>
 
 #include "core/attention/msa_attention.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_transfer.h"
 #include "core/model/llama_model.h"
 #include "core/util/error.h"
 #include "kernels/cuda/cuda_device.h"
@@ -16,13 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "core/kvcache/device_kv_cache.h"
 #include "core/runtime/linear.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dequantize.h"
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/msa.cuh"
 #include "kernels/cuda/ops.cuh"
-#include "kernels/cuda/paged_kv.cuh"
 #include "kernels/cuda/quant.cuh"
 #endif
 
@@ -40,7 +42,7 @@ std::string cuda_unsupported(const LlamaConfig& c) {
     return {};
 }
 
-std::string cuda_msa_options(const MsaConfig& c, CudaMsaOptions& out) {
+std::string cuda_msa_lacks(const MsaConfig& c) {
     auto n = [](int v) { return std::to_string(v); };
     if (c.scoring != BlockScoring::Hybrid)
         return std::string(c.scoring == BlockScoring::BlockMax ? "BlockMax" : c.scoring == BlockScoring::MeanKey ? "mean-key"
@@ -57,7 +59,6 @@ std::string cuda_msa_options(const MsaConfig& c, CudaMsaOptions& out) {
     if (c.dense_layers > 0) return n(c.dense_layers) + " dense leading layers";
     if (c.positions != PositionMode::Original) return "remapped positions";
     if (c.token_mass) return "per-token attention mass (the citations' weights)";
-    out = CudaMsaOptions{true, c.top_k, c.hybrid_factor, c.sink};
     return {};
 }
 
@@ -68,6 +69,14 @@ namespace {
 void ck(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw Error("CUDA model: " + cuda::cuda_error_text(what, e));
 }
+
+// The MSA the runner runs: MsaConfig's fields the device takes (cuda_msa_lacks says which).
+struct DeviceMsa {
+    bool enabled = false;
+    int top_k = 16;            // 1..64
+    int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
+    bool sink = true;
+};
 
 // A device weight matrix: d = ne1 rows of ne0 values in `type`.
 struct DevMatrix {
@@ -94,7 +103,7 @@ struct CudaLlamaRunner::Impl {
     const float* output_norm = nullptr;
     const float* rope_freq_factors = nullptr;  // (rope_dim / 2), or null
     DevMatrix output;
-    std::unique_ptr<cuda::PagedKvCache> cache;
+    std::unique_ptr<DeviceKvCache> cache;
     // Scratch, grown to the largest batch.
     int cap = 0;
     float *x = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr, *o = nullptr,
@@ -103,7 +112,7 @@ struct CudaLlamaRunner::Impl {
     int64_t ws_floats = 0, sel_ints = 0;
     // MSA: index queries (cap, n_kv_head, head_dim), the hybrid index's workspace, and what the
     // last call selected (sel holds one (tasks, top_k) table per layer when it was sparse).
-    CudaMsaOptions msa;
+    DeviceMsa msa;
     float* iq = nullptr;
     void* hws = nullptr;
     int64_t hws_bytes = 0;
@@ -204,19 +213,20 @@ struct CudaLlamaRunner::Impl {
     }
 };
 
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOptions msa)
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa)
     : impl_(std::make_unique<Impl>(model)) {
     const cuda::DeviceStatus st = cuda::probe();
     if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
     const LlamaConfig& c = model.config();
     if (const std::string why = cuda_unsupported(c); !why.empty()) throw Error("CUDA model: " + why);
     if (n_ctx <= 0) throw Error("CUDA model: n_ctx must be positive");
-    if (msa.enabled && (msa.top_k < 1 || msa.top_k > 64 || msa.shortlist_factor < 1 || msa.shortlist_factor > 64))
-        throw Error("CUDA model: MSA top-k must be 1 to 64 and the shortlist factor 1 to 64 (got " +
-                    std::to_string(msa.top_k) + ", " + std::to_string(msa.shortlist_factor) + ")");
     Impl& m = *impl_;
+    if (msa) {
+        if (const std::string why = cuda_msa_lacks(*msa); !why.empty())
+            throw Error("CUDA model: the device's MSA lacks " + why);
+        m.msa = DeviceMsa{true, msa->top_k, msa->hybrid_factor, msa->sink};
+    }
     m.n_ctx = n_ctx;
-    m.msa = msa;
     ck(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     const LlamaWeights& w = model.weights();
     for (const LlamaLayer& L : w.layers) {
@@ -241,7 +251,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
     m.output = m.upload(w.output);
     m.logits = static_cast<float*>(m.alloc(static_cast<size_t>(c.n_vocab) * 4));
 
-    cuda::PagedKvCache::Config kc;
+    DeviceKvCache::Config kc;
     kc.n_layer = c.n_layer;
     kc.n_kv_head = c.n_kv_head;
     kc.head_dim = c.head_dim;
@@ -249,7 +259,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
     kc.max_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
     kc.device_blocks = kc.max_blocks * c.n_layer;
     std::string error;
-    m.cache = cuda::PagedKvCache::create(kc, &error);
+    m.cache = DeviceKvCache::create(kc, &error);
     if (!m.cache) throw Error("CUDA model: " + error);
     m.bytes += kc.device_blocks * 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;
     m.bytes += static_cast<int64_t>(c.n_layer) * kc.max_blocks * c.n_kv_head * c.head_dim * 2;  // mean keys
@@ -258,7 +268,74 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOpti
 CudaLlamaRunner::~CudaLlamaRunner() = default;
 
 int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
-void CudaLlamaRunner::reset() { impl_->n_past = 0; }  // positions are rewritten before they are read
+void CudaLlamaRunner::reset() {  // positions are rewritten before they are read
+    impl_->n_past = 0;
+    impl_->last_top_k = 0;
+}
+
+void CudaLlamaRunner::truncate(int64_t n) {
+    Impl& m = *impl_;
+    if (n < 0 || n > m.n_past)
+        throw Error("CUDA model: truncate to " + std::to_string(n) + " positions of " + std::to_string(m.n_past));
+    // The kept blocks' K/V stay; the partial last block's mean key is recomputed by the next append
+    // (DeviceKvCache::append averages a block over its tokens before the append's end).
+    m.n_past = n;
+    m.last_top_k = 0;
+}
+
+namespace {
+
+// The runner's device cache as kv_transfer sees it: blocks read back through the stream, host rows
+// staged through the forward pass's K/V scratch (cap rows at a time) and appended.
+class DeviceStore final : public KvBlockStore {
+public:
+    DeviceStore(DeviceKvCache& cache, cudaStream_t stream, float* k_scratch, float* v_scratch, int64_t cap)
+        : cache_(cache), stream_(stream), k_(k_scratch), v_(v_scratch), cap_(cap) {}
+    int block_size() const override { return cache_.config().block_size; }
+    void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) override {
+        std::string error;
+        if (!cache_.read_block(layer, block, k, v, stream_, &error)) throw Error("CUDA model: " + error);
+    }
+    void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) override {
+        const int64_t row = static_cast<int64_t>(cache_.config().n_kv_head) * cache_.config().head_dim;
+        std::string error;
+        for (int64_t i = 0; i < n; i += cap_) {
+            const int64_t m = std::min(cap_, n - i);
+            const size_t bytes = static_cast<size_t>(m * row) * 4;
+            ck(cudaMemcpyAsync(k_, k + i * row, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (upload K)");
+            ck(cudaMemcpyAsync(v_, v + i * row, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (upload V)");
+            if (!cache_.append(layer, pos0 + i, m, k_, v_, stream_, &error)) throw Error("CUDA model: " + error);
+            // The next copy reuses the scratch and `k` / `v` may be freed by the caller: wait.
+            ck(cudaStreamSynchronize(stream_), "upload");
+        }
+    }
+
+private:
+    DeviceKvCache& cache_;
+    cudaStream_t stream_;
+    float *k_, *v_;
+    int64_t cap_;
+};
+
+}  // namespace
+
+void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
+    Impl& m = *impl_;
+    ck(cudaStreamSynchronize(m.stream), "download");
+    DeviceStore store(*m.cache, m.stream, m.k, m.v, m.cap);
+    kv_download(store, dst, from, m.n_past);
+}
+
+void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t n) {
+    Impl& m = *impl_;
+    reset();
+    if (n > m.n_ctx)
+        throw Error("CUDA model: a context of " + std::to_string(n) + " positions does not fit " + std::to_string(m.n_ctx));
+    m.grow(256);
+    DeviceStore store(*m.cache, m.stream, m.k, m.v, m.cap);
+    kv_upload(src, store, 0, n, m.cap);
+    m.n_past = n;
+}
 int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
 int CudaLlamaRunner::last_top_k() const { return impl_->last_top_k; }
 
@@ -361,13 +438,16 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
 #else  // built without CUDA
 
 struct CudaLlamaRunner::Impl {};
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, CudaMsaOptions) {
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*) {
     throw Error("CUDA model: built without CUDA");
 }
 CudaLlamaRunner::~CudaLlamaRunner() = default;
 void CudaLlamaRunner::forward(const int32_t*, int, float*) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
+void CudaLlamaRunner::truncate(int64_t) {}
+void CudaLlamaRunner::download_kv(KvCache&, int64_t) const { throw Error("CUDA model: built without CUDA"); }
+void CudaLlamaRunner::upload_kv(const KvCache&, int64_t) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
 int CudaLlamaRunner::last_top_k() const { return 0; }

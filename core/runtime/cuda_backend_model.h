@@ -1,7 +1,8 @@
 // A LlamaModel's forward pass on CUDA device 0 (kernels/cuda): the weights uploaded once (types the
 // device kernels take as they are; any other type dequantized on the host and uploaded as f16), a
-// paged bf16 KV cache on the device, and attention through the MSA sparse kernel: dense (every
-// visible block selected) by default, or MSA with the hybrid index (CudaMsaOptions). Linear layers are the quantized matrix-vector kernels with f32
+// paged bf16 KV cache on the device (core/kvcache/device_kv_cache.h), and attention through the MSA
+// sparse kernel: dense (every visible block selected) by default, or MSA with the hybrid index
+// (an MsaConfig the device runs: cuda_msa_lacks). Linear layers are the quantized matrix-vector kernels with f32
 // activations (up to 4 tokens per pass over the weights: fine for decode and for small models'
 // prefill; cuBLAS prefill is the next step).
 //
@@ -16,6 +17,7 @@
 
 namespace sl {
 
+class KvCache;
 class LlamaModel;
 struct LlamaConfig;
 struct MsaConfig;  // core/attention/msa_attention.h
@@ -25,32 +27,24 @@ struct MsaConfig;  // core/attention/msa_attention.h
 // Sessions use it to stay on the CPU with the reason instead of failing.
 std::string cuda_unsupported(const LlamaConfig& c);
 
-// MSA on the device (kernels/cuda/msa.cuh, msa_hybrid_select): once a call's context has more than
+// One attention configuration for both engines: why the device cannot run the CPU's MsaConfig `c`
+// the same way ("a local window of 16 blocks", "BlockMax scoring", ...), or "" when it can. What
+// the device runs (kernels/cuda/msa.cuh, msa_hybrid_select): once a call's context has more than
 // top_k blocks of 128 tokens, every (query block, KV group) of every layer attends to the local
-// block, block 0 (sink) and the best of a mean-key shortlist by exact block score, top_k blocks
-// in all; before that, every block. The CPU's "hybrid<shortlist_factor>/group-mean/sink" mode
-// (core/attention/block_select.h) with the same top_k, except that the CPU also gives a prefill
-// call's last query a selection of its own.
-struct CudaMsaOptions {
-    bool enabled = false;
-    int top_k = 16;            // 1..64
-    int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
-    bool sink = true;
-};
-
-// One attention configuration for both engines: the device options that run the CPU's MsaConfig
-// `c` the same way, written to `out`, and "" — or why the device cannot ("a local window of 16
-// blocks", "BlockMax scoring", ...). What the device runs: Hybrid scoring over group-mean index
-// queries, blocks of 128, top_k 1..64, one shortlist factor 1..64 for prefill and decode, the sink
-// or not, no window, no mass-adaptive growth, no dense leading layers, original positions, no
-// per-token attention mass (MsaConfig::token_mass). Pure; usable without CUDA.
-std::string cuda_msa_options(const MsaConfig& c, CudaMsaOptions& out);
+// block, block 0 when `sink`, and the best of a mean-key shortlist by exact block score, top_k
+// blocks in all; before that, every block — the CPU's "hybrid<factor>/group-mean[/sink]" mode
+// (core/attention/block_select.h) with top_k 1..64 and one shortlist factor 1..64 for prefill and
+// decode; no window, no mass-adaptive growth, no dense leading layers, original positions, no
+// per-token attention mass (MsaConfig::token_mass). The CPU also gives a prefill call's last query
+// a selection of its own. Pure; usable without CUDA.
+std::string cuda_msa_lacks(const MsaConfig& c);
 
 class CudaLlamaRunner {
 public:
-    // n_ctx: most positions the device cache holds. Throws sl::Error without a usable device or
-    // with MSA options out of range.
-    CudaLlamaRunner(const LlamaModel& model, int n_ctx, CudaMsaOptions msa = {});
+    // n_ctx: most positions the device cache holds. msa: null for dense attention, else the MSA
+    // the device runs (copied). Throws sl::Error without a usable device, or naming what of `msa`
+    // the device lacks (cuda_msa_lacks).
+    CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr);
     ~CudaLlamaRunner();
     CudaLlamaRunner(const CudaLlamaRunner&) = delete;
     CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
@@ -61,6 +55,16 @@ public:
 
     int64_t n_past() const;
     void reset();  // forgets the context (the cache blocks are reused)
+    // Keeps the first n positions (n <= n_past()); the next forward writes from position n on.
+    void truncate(int64_t n);
+    // The context into the host cache (core/kvcache/kv_transfer.h): positions [from, n_past()) of
+    // every layer are written into `dst` (positions before `from` are dst's already), then dst's
+    // n_past is n_past(). For saving a context. Throws sl::Error on a CUDA error.
+    void download_kv(KvCache& dst, int64_t from) const;
+    // Replaces the context with positions [0, n) of `src` (n <= src.n_past()), uploaded; the next
+    // forward continues at position n. For a restored context. Throws sl::Error on a CUDA error or
+    // n > n_ctx, leaving the context empty.
+    void upload_kv(const KvCache& src, int64_t n);
     int64_t device_bytes() const;  // weights + cache + scratch on the device
     // The blocks each KV group of `layer` attended in the last forward call, (query block, group)
     // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.

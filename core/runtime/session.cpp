@@ -53,8 +53,8 @@ size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
 std::string device_lacks(const SessionNeeds& n) {
     std::string why;
     auto add = [&](const char* what) { why += (why.empty() ? "" : ", ") + std::string(what); };
-    if (n.save_restore) add("saved contexts");
-    if (n.truncate) add("context truncation");
+    // Saved contexts and truncation run on the device (the context mirrored through the host
+    // cache: Session::save / restore); images do not yet.
     if (n.images) add("image embeddings");
     return why;
 }
@@ -72,9 +72,8 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
         // Which MSA the device could run (cuda_msa_options) is said; even that stays on the CPU
         // until the device runner hands its selections to the caller's attention (citations).
         std::string why = "the device runner does not return its selections to the session yet";
-        CudaMsaOptions dev;
         if (const auto* msa = dynamic_cast<const MsaAttention*>(attention_.get()))
-            if (std::string lack = cuda_msa_options(msa->config(), dev); !lack.empty()) why = "the device lacks " + lack;
+            if (std::string lack = cuda_msa_lacks(msa->config()); !lack.empty()) why = "the device lacks " + lack;
         backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now: " + why +
                                        " (" + backend_.reason + ")"};
         return;
@@ -197,6 +196,7 @@ GenerateStats Session::generate(const GenerateOptions& o, const std::function<bo
 void Session::reset() {
     tokens_.clear();
     if (gpu_) gpu_->reset();
+    mirrored_ = 0;
     logits_.clear();
     kv_.clear();
     attention_->reset_state();
@@ -206,13 +206,18 @@ void Session::truncate(int64_t n) {
     if (n < 0 || n > static_cast<int64_t>(tokens_.size()))
         throw Error("truncate to " + std::to_string(n) + " tokens: the context holds " + std::to_string(tokens_.size()));
     if (n == static_cast<int64_t>(tokens_.size())) return;
-    if (gpu_) throw Error("truncate: not supported while the model runs on CUDA");
     if (n == 0) {
         reset();
         return;
     }
     tokens_.resize(static_cast<size_t>(n));
-    kv_.set_n_past(n);
+    if (gpu_) {
+        gpu_->truncate(n);
+        mirrored_ = std::min(mirrored_, n);
+        kv_.set_n_past(mirrored_);
+    } else {
+        kv_.set_n_past(n);
+    }
     logits_.clear();
     // MsaAttention re-summarizes from a lower pos0 by itself; other attentions keep no state.
 }
@@ -265,9 +270,16 @@ std::vector<KvIndexKeys> Session::index_keys_of() const {
     return keys;
 }
 
+void Session::mirror_device() const {
+    if (!gpu_) return;
+    const auto n = static_cast<int64_t>(tokens_.size());
+    if (mirrored_ < n) gpu_->download_kv(kv_, mirrored_);
+    mirrored_ = n;
+}
+
 void Session::save(const std::string& path) const {
-    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
     if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
+    mirror_device();
     const KvFileInfo info = file_info();
     const std::vector<KvIndexKeys> keys = index_keys_of();
     std::error_code ec;
@@ -297,7 +309,6 @@ void Session::save(const std::string& path) const {
 }
 
 void Session::save_delta(const std::string& path, const std::string& base_path, int64_t shared) const {
-    if (gpu_) throw Error(path + ": saving a context is not supported on the CUDA backend yet (use --device cpu)");
     const std::filesystem::path bp(base_path), pp(path);
     if (bp.parent_path() != pp.parent_path())
         throw Error(path + ": cannot save over " + base_path + ": a base must be in the same folder");
@@ -322,12 +333,12 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.name = bp.filename().string();
     b.tokens = static_cast<uint64_t>(shared);
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
+    mirror_device();
     write_kv_file(path, info, kv_, tokens_, logits_, index_keys_of(), b);
     file_memo_ = file_identity(path);
 }
 
 void Session::restore(const std::string& path, int64_t keep) {
-    if (gpu_) throw Error(path + ": restoring a context is not supported on the CUDA backend yet (use --device cpu)");
     reset();
     auto map = std::make_shared<const MappedFile>(path);
     const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
@@ -387,6 +398,15 @@ void Session::restore(const std::string& path, int64_t keep) {
         }
     tokens.insert(tokens.end(), saved.tokens.begin(), saved.tokens.end());
     tokens.resize(static_cast<size_t>(n));
+    if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
+        try {
+            gpu_->upload_kv(kv_, static_cast<int64_t>(n));
+        } catch (...) {
+            reset();  // left empty, as for a bad file
+            throw;
+        }
+        mirrored_ = static_cast<int64_t>(n);
+    }
     tokens_ = std::move(tokens);
     if (!part) logits_ = saved.logits;
     file_memo_ = file_identity(path);

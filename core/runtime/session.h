@@ -28,8 +28,8 @@ class CudaLlamaRunner;
 
 // What a caller will ask of a session beyond prefill and generate. A backend that cannot do it
 // yet keeps the session on the CPU from the start (device_reason() says why), rather than failing
-// halfway through a question: the CUDA runner has no saved contexts, truncation or image
-// embeddings today (#23).
+// halfway through a question: the CUDA runner has no image embeddings today (#23). Saved contexts
+// and truncation run there (the device context is mirrored through the host cache).
 struct SessionNeeds {
     bool save_restore = false;  // save(), save_delta(), restore()
     bool truncate = false;      // truncate()
@@ -92,8 +92,8 @@ public:
 
     // Keeps the first n tokens of the context and forgets the rest (a probe decoded after a prefix,
     // a question turn), without touching the prefix's KV pages. Afterwards last_logits() is empty
-    // until the next prefill. Throws sl::Error when n exceeds the context or the model runs on CUDA.
-    void truncate(int64_t n);
+    // until the next prefill. Throws sl::Error when n exceeds the context.
+    void truncate(int64_t n);  // on CUDA too (the device keeps its first n positions)
 
     // Saves the context (tokens, KV pages, logits after the last token, and the attention's index
     // keys where it keeps any: Attention::index_keys, MSA native mode) to `path` (format:
@@ -101,7 +101,9 @@ public:
     // same model and cache settings, only what is new is appended (pages from the prefix's last
     // block on, and a commit); otherwise the file is written anew through a temp file renamed over
     // it. Crash-safe: a kill during save leaves the previously saved context readable.
-    // Throws IoError / Error naming the file.
+    // Throws IoError / Error naming the file. On CUDA the device's K/V are first copied into the
+    // host cache (what is new since the last save or restore; bf16 -> the cache's storage type), so
+    // the file is the same format and restores on either engine.
     void save(const std::string& path) const;
 
     // Saves the context as a delta file over `base_path` (a whole saved context in the same folder
@@ -123,6 +125,7 @@ public:
     // One writer per file at a time.
     // keep >= 0 and fewer than the file holds: only its first `keep` tokens (as restore, then
     // truncate(keep), but the file may hold more than n_ctx); last_logits() is then empty.
+    // On CUDA the restored K/V are then uploaded to the device (rounded to bf16).
     void restore(const std::string& path, int64_t keep = -1);
 
     const std::vector<int32_t>& tokens() const { return tokens_; }
@@ -143,10 +146,14 @@ private:
     const LoadedModel& model_;
     SessionOptions options_;
     ThreadPool pool_;
-    KvCache kv_;
+    // On CUDA the device holds the context and kv_ mirrors its first mirrored_ positions (filled by
+    // save, set by restore): mutable because saving is a const operation of the session.
+    mutable KvCache kv_;
+    mutable int64_t mirrored_ = 0;
+    void mirror_device() const;  // copies the device's positions [mirrored_, tokens) into kv_
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;
-    std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ stays empty)
+    std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ is the mirror)
     ForwardScratch scratch_;
     const std::string& fingerprint() const;
     KvFileInfo file_info() const;                   // what a save records about this session
@@ -162,7 +169,7 @@ private:
     mutable std::string file_memo_;
 };
 
-// What of `needs` the CUDA session cannot do yet, listed ("saved contexts, context truncation"),
+// What of `needs` the CUDA session cannot do yet, listed ("image embeddings"),
 // or "" when nothing: Session keeps such a session on the CPU and says so in device_reason().
 std::string device_lacks(const SessionNeeds& needs);
 

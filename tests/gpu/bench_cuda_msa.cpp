@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/cuda_backend_model.h"
 #include "core/runtime/session.h"
@@ -33,7 +34,7 @@
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/msa.cuh"
 #include "kernels/cuda/ops.cuh"
-#include "kernels/cuda/paged_kv.cuh"
+#include "core/kvcache/device_kv_cache.h"
 
 namespace {
 
@@ -138,14 +139,14 @@ double graph_ms(cudaStream_t st, int reps, Fn step) {
 constexpr int kHybridCand = 61;  // 4 x (top-16 - the local block) + the local block: the CPU's hybrid4
 
 void run_size(int64_t N, cudaStream_t st, std::vector<Row>& rows) {
-    sl::cuda::PagedKvCache::Config cfg;
+    sl::DeviceKvCache::Config cfg;
     cfg.n_kv_head = kKvHeads;
     cfg.head_dim = kDim;
     cfg.block_size = kBlock;
     cfg.max_blocks = (N + kBlock - 1) / kBlock;
     cfg.device_blocks = cfg.max_blocks;
     std::string err;
-    auto cache = sl::cuda::PagedKvCache::create(cfg, &err);
+    auto cache = sl::DeviceKvCache::create(cfg, &err);
     if (!cache) die(err);
     const int64_t fill = 65536, row = static_cast<int64_t>(kKvHeads) * kDim;
     float* kf = dev_alloc<float>(static_cast<size_t>(fill * row));
@@ -329,9 +330,10 @@ std::string smollm_line() {
         for (int i = 0; i < n_long; ++i) longp[static_cast<size_t>(i)] = (i * 7919 + 13) % n_vocab;
         double rate[2][2] = {};
         for (const bool msa : {false, true}) {
-            sl::CudaMsaOptions mo;
-            mo.enabled = msa;
-            sl::CudaLlamaRunner r(*m->model, n_long + n_dec + 8, mo);
+            sl::MsaConfig mo;  // the device's MSA: hybrid4/group-mean/sink, top-16
+            mo.top_k = 16;
+            sl::parse_msa_scoring("hybrid4/group-mean/sink", mo);
+            sl::CudaLlamaRunner r(*m->model, n_long + n_dec + 8, msa ? &mo : nullptr);
             auto l0 = now();
             for (int p = 0; p < n_long; p += 512) r.forward(longp.data() + p, std::min(512, n_long - p), logits.data());
             auto l1 = now();

@@ -11,7 +11,7 @@ source "$root/scripts/env.sh"
 cd "$root"
 build="${SIGHTLINE_BUILD:-build/release}"
 blocks="${SIGHTLINE_GPU_BLOCKS:-6}"
-targets=(tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend bench_cuda_msa)
+targets=(tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_cuda_session tst_backend bench_cuda_msa)
 cmake --build "$build" -j "$SIGHTLINE_JOBS" --target "${targets[@]}"
 rm -rf .gpu && mkdir -p .gpu/stage/bin .gpu/stage/lib .gpu/cache/models
 for t in "${targets[@]}"; do strip -o ".gpu/stage/bin/$t" "$build/tests/gpu/$t"; done

@@ -3,7 +3,8 @@
 #   1. builds the release-cuda preset into $SIGHTLINE_GPU_BUILD (default build/release-cuda), only
 #      the GPU targets, for CUDA arch `native` unless SIGHTLINE_CUDA_ARCHS says otherwise (every
 #      arch is built and linked by CI already);
-#   2. runs every test labelled `gpu` (each kernel against the CPU reference);
+#   2. runs every test labelled `gpu` (each kernel against the CPU reference; a whole Session on the
+#      device against the CPU, with contexts saved on one engine and restored on the other);
 #   3. runs compute-sanitizer memcheck on the kernel suites when the toolkit has it;
 #   4. measures dense PyTorch SDPA (flash) on the benchmark's shapes when torch imports;
 #   5. runs bench_cuda_msa, which prints the table last.
@@ -37,23 +38,23 @@ if [ -n "$prebuilt" ]; then
   nvidia-smi -L || true
   echo "== gpu tests"
   : >"$logs/gpu-tests.log"
-  for t in tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend; do
+  for t in tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_cuda_session tst_backend; do
     rc=0
     timeout 150 "$bin/$t" >>"$logs/gpu-tests.log" 2>&1 || rc=$?
     [ "$rc" -eq 0 ] || { tests_rc=$rc; echo "$t FAILED (rc $rc)"; }
   done
-  grep -E "CUDA:|MSA n_q|hybrid n_q|step [0-9]|PASS|FAIL|SKIP|Totals" "$logs/gpu-tests.log" || true
+  grep -E "CUDA:|MSA n_q|hybrid n_q|step [0-9]|logit error|greedy:|PASS|FAIL|SKIP|Totals" "$logs/gpu-tests.log" || true
   build="$logs"
 else
   echo "== configure + build ($build)"
   timeout 120 cmake --preset release-cuda -B "$build" -DSIGHTLINE_BUILD_APP=OFF -DCMAKE_CUDA_ARCHITECTURES="$archs" >/dev/null
   timeout "$(( $(left) > 200 ? $(left) - 150 : 50 ))" cmake --build "$build" -j "$SIGHTLINE_JOBS" \
-    --target tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_backend bench_cuda_msa
+    --target tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_cuda_session tst_backend bench_cuda_msa
   bin="$build/tests/gpu"
 
   echo "== gpu tests"
   timeout 150 ctest --test-dir "$build" -L gpu --output-on-failure -V >"$build/gpu-tests.log" 2>&1 || tests_rc=$?
-  grep -E "CUDA:|MSA n_q|hybrid n_q|step [0-9]|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
+  grep -E "CUDA:|MSA n_q|hybrid n_q|step [0-9]|logit error|greedy:|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
 fi
 [ "$tests_rc" -eq 0 ] || echo "GPU TESTS FAILED (rc $tests_rc): see $build/gpu-tests.log"
 

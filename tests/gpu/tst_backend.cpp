@@ -5,6 +5,7 @@
 
 #include "core/attention/msa_attention.h"
 #include "core/runtime/backend.h"
+#include "core/runtime/cuda_backend.h"
 #include "core/runtime/cuda_backend_model.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
@@ -20,6 +21,7 @@ private Q_SLOTS:
     void unknownNameIsRefused();
     void modelRunsWhereItCan();
     void sessionNeedsAreNamed();
+    void modelIsOptIn();
     void msaConfigMapsToTheDevice();
 };
 
@@ -82,39 +84,47 @@ void TstBackend::modelRunsWhereItCan() {
         QCOMPARE(c.reason, raw.reason);
     } else {
         QCOMPARE(c.backend->kind(), sl::DeviceKind::Cpu);
-        QVERIFY(c.reason.find("does not run on cuda yet") != std::string::npos);
+        QVERIFY(c.reason.find("does not run on cuda by default yet") != std::string::npos);
     }
     QCOMPARE(sl::backend_for_model("cpu").backend->kind(), sl::DeviceKind::Cpu);
 }
 
 void TstBackend::sessionNeedsAreNamed() {
-    // What a caller needs that the CUDA session lacks keeps it on the CPU, named in the reason.
+    // What a caller needs that the CUDA session lacks keeps it on the CPU, named in the reason;
+    // saved contexts and truncation run on the device (through the host cache), images do not.
     QCOMPARE(sl::device_lacks({}), std::string());
     sl::SessionNeeds n;
     n.save_restore = true;
-    QCOMPARE(sl::device_lacks(n), std::string("saved contexts"));
     n.truncate = true;
+    QCOMPARE(sl::device_lacks(n), std::string());
     n.images = true;
-    QCOMPARE(sl::device_lacks(n), std::string("saved contexts, context truncation, image embeddings"));
-    n.save_restore = false;
-    QCOMPARE(sl::device_lacks(n), std::string("context truncation, image embeddings"));
+    QCOMPARE(sl::device_lacks(n), std::string("image embeddings"));
+}
+
+void TstBackend::modelIsOptIn() {
+    // The whole model runs on a usable device only with SIGHTLINE_CUDA_MODEL=1 (until a Session on
+    // the device has passed its checks there); without a device the variable changes nothing.
+    const QByteArray was = qgetenv("SIGHTLINE_CUDA_MODEL");
+    const bool usable = sl::cuda::probe().usable;
+    for (const char* v : {"0", "1", ""}) {
+        qputenv("SIGHTLINE_CUDA_MODEL", v);
+        QCOMPARE(sl::cuda_model_opted_in(), std::string(v) == "1");
+        const sl::BackendChoice c = sl::backend_for_model("auto");
+        QCOMPARE(c.backend->kind() == sl::DeviceKind::Cuda, usable && std::string(v) == "1");
+        if (usable && std::string(v) != "1") QVERIFY(c.reason.find("SIGHTLINE_CUDA_MODEL=1") != std::string::npos);
+    }
+    if (was.isNull()) qunsetenv("SIGHTLINE_CUDA_MODEL"); else qputenv("SIGHTLINE_CUDA_MODEL", was);
 }
 
 void TstBackend::msaConfigMapsToTheDevice() {
-    // One attention configuration: the CPU's MsaConfig maps onto the device's options where the
-    // device runs the same selection, and anything else is named.
+    // One attention configuration: the CPU's MsaConfig runs on the device where the device runs
+    // the same selection, and anything else is named.
     sl::MsaConfig c;
     c.top_k = 12;
     sl::parse_msa_scoring("hybrid6/group-mean/sink", c);
-    sl::CudaMsaOptions o;
-    QCOMPARE(sl::cuda_msa_options(c, o), std::string());
-    QVERIFY(o.enabled);
-    QCOMPARE(o.top_k, 12);
-    QCOMPARE(o.shortlist_factor, 6);
-    QVERIFY(o.sink);
+    QCOMPARE(sl::cuda_msa_lacks(c), std::string());
     sl::parse_msa_scoring("hybrid6/group-mean", c);
-    QCOMPARE(sl::cuda_msa_options(c, o), std::string());
-    QVERIFY(!o.sink);
+    QCOMPARE(sl::cuda_msa_lacks(c), std::string());
 
     struct Row { const char* mode; void (*tweak)(sl::MsaConfig&); const char* named; };
     const Row rows[] = {
@@ -126,6 +136,7 @@ void TstBackend::msaConfigMapsToTheDevice() {
         {"hybrid4/group-mean/p95", nullptr, "mass-adaptive"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.block_size = 64; }, "blocks of 64"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.top_k = 65; }, "top-k 65"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.hybrid_factor = 65; }, "shortlist factor of 65"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.dense_layers = 2; }, "2 dense leading layers"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.positions = sl::PositionMode::Remap; }, "remapped"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.token_mass = true; }, "per-token attention mass"},
@@ -134,10 +145,8 @@ void TstBackend::msaConfigMapsToTheDevice() {
         sl::MsaConfig m;
         sl::parse_msa_scoring(r.mode, m);
         if (r.tweak) r.tweak(m);
-        sl::CudaMsaOptions untouched{false, 3, 3, false};
-        const std::string why = sl::cuda_msa_options(m, untouched);
+        const std::string why = sl::cuda_msa_lacks(m);
         QVERIFY2(why.find(r.named) != std::string::npos, (std::string(r.mode) + ": '" + why + "'").c_str());
-        QVERIFY(!untouched.enabled);  // left as it was
     }
 }
 

@@ -114,12 +114,7 @@ void TstCudaModel::msaMatchesCpu() {
     so.n_ctx = static_cast<int>(ids.size()) + 16;
     so.kv_block = 128;
     sl::Session cpu(*m, so, std::move(msa_owned));
-    sl::CudaMsaOptions go;
-    go.enabled = true;
-    go.top_k = top_k;
-    go.shortlist_factor = 4;
-    go.sink = true;
-    sl::CudaLlamaRunner gpu(*m->model, so.n_ctx, go);
+    sl::CudaLlamaRunner gpu(*m->model, so.n_ctx, &mc);  // the same configuration on both engines
     std::vector<float> got(nv);
     const size_t split = ids.size() / 2 + 37;
     gpu.forward(ids.data(), static_cast<int>(split), got.data());

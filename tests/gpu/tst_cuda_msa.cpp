@@ -1,4 +1,4 @@
-// MSA on the device (kernels/cuda/msa.cuh, paged_kv.cuh) against a CPU reference built from the
+// MSA on the device (kernels/cuda/msa.cuh, core/kvcache/device_kv_cache.h) against a CPU reference built from the
 // kernels/cpu primitives (ref::max_dot for block scores, ref::dot_rows_f32 + softmax +
 // ref::accumulate_rows_f32 for attention), on fresh random caches of odd lengths, unaligned
 // call starts, GQA groups, both head dims and block sizes, prefill and split-K decode, with blocks
@@ -19,7 +19,7 @@
 
 #if SIGHTLINE_HAVE_CUDA
 #include "kernels/cuda/msa.cuh"
-#include "kernels/cuda/paged_kv.cuh"
+#include "core/kvcache/device_kv_cache.h"
 #endif
 
 class TstCudaMsa : public QObject {
@@ -47,13 +47,13 @@ std::vector<float> bf16_round(std::vector<float> v) {
     return v;
 }
 
-// A random cache: K, V (n_kv, n_kv_head, D) rounded to bf16, in a PagedKvCache filled in random
+// A random cache: K, V (n_kv, n_kv_head, D) rounded to bf16, in a DeviceKvCache filled in random
 // chunks, with a few blocks offloaded to the host tier and fetched back (so physical placement is
 // shuffled and the host round trip is on the path of every comparison).
 struct Fixture {
     sl::cuda::MsaShape s;
     std::vector<float> k, v, q;  // k, v rounded; q (n_q, n_head, D) f32
-    std::unique_ptr<sl::cuda::PagedKvCache> cache;
+    std::unique_ptr<sl::DeviceKvCache> cache;
 };
 
 bool make_fixture(Fixture& f, int64_t pos0, int n_q, int n_kv_head, int G, int D, int B, std::string* error) {
@@ -67,14 +67,14 @@ bool make_fixture(Fixture& f, int64_t pos0, int n_q, int n_kv_head, int G, int D
     f.k = bf16_round(sl::test::random_floats(static_cast<size_t>(n_kv * row)));
     f.v = bf16_round(sl::test::random_floats(static_cast<size_t>(n_kv * row)));
     f.q = sl::test::random_floats(static_cast<size_t>(n_q) * f.s.n_head * D);
-    sl::cuda::PagedKvCache::Config c;
+    sl::DeviceKvCache::Config c;
     c.n_kv_head = n_kv_head;
     c.head_dim = D;
     c.block_size = B;
     c.max_blocks = f.s.n_kv_blocks() + 1;
     c.device_blocks = f.s.n_kv_blocks() + 2;
     c.host_blocks = 3;
-    f.cache = sl::cuda::PagedKvCache::create(c, error);
+    f.cache = sl::DeviceKvCache::create(c, error);
     if (!f.cache) return false;
     DevBuf<float> dk(f.k), dv(f.v);
     if (!dk.ok() || !dv.ok()) {
@@ -469,9 +469,9 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
                                                 nullptr)));  // workspace too small
     QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv + 1, false, fake_f, nullptr)));  // unaligned
     QVERIFY(refused(sl::cuda::msa_key_means(v, 4, 0, 5, 500, fake_kv, nullptr)));  // block 4 is past 500 tokens
-    sl::cuda::PagedKvCache::Config c;  // no heads: refused without allocating
+    sl::DeviceKvCache::Config c;  // no heads: refused without allocating
     std::string error;
-    QVERIFY(!sl::cuda::PagedKvCache::create(c, &error));
+    QVERIFY(!sl::DeviceKvCache::create(c, &error));
     QVERIFY(error.find("bad configuration") != std::string::npos);
 }
 

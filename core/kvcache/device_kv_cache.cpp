@@ -1,7 +1,16 @@
-#include "kernels/cuda/cuda_check.cuh"
-#include "kernels/cuda/paged_kv.cuh"
+// Built in every configuration; empty without CUDA (the header needs the CUDA runtime's).
+#if SIGHTLINE_HAVE_CUDA
 
-namespace sl::cuda {
+#include "core/kvcache/device_kv_cache.h"
+
+#include <cstring>
+
+#include "kernels/cuda/cuda_check.cuh"
+
+namespace sl {
+
+using cuda::cuda_error_text;
+using cuda::PagedView;
 
 namespace {
 
@@ -13,14 +22,14 @@ bool ok(cudaError_t e, const char* what, std::string* error) {
 
 }  // namespace
 
-std::unique_ptr<PagedKvCache> PagedKvCache::create(const Config& c, std::string* error) {
+std::unique_ptr<DeviceKvCache> DeviceKvCache::create(const Config& c, std::string* error) {
     if (c.n_layer <= 0 || c.n_kv_head <= 0 || (c.head_dim != 64 && c.head_dim != 128) ||
         (c.block_size != 64 && c.block_size != 128) || c.max_blocks <= 0 || c.max_blocks > INT32_MAX ||
         c.device_blocks <= 0 || c.device_blocks > INT32_MAX || c.host_blocks < 0) {
-        if (error) *error = "PagedKvCache: bad configuration";
+        if (error) *error = "DeviceKvCache: bad configuration";
         return nullptr;
     }
-    std::unique_ptr<PagedKvCache> p(new PagedKvCache(c));
+    std::unique_ptr<DeviceKvCache> p(new DeviceKvCache(c));
     const size_t bytes = static_cast<size_t>(c.device_blocks) * static_cast<size_t>(p->block_elems()) * 2;
     if (!ok(cudaMalloc(&p->k_pool_, bytes), "cudaMalloc (K pool)", error) ||
         !ok(cudaMalloc(&p->v_pool_, bytes), "cudaMalloc (V pool)", error) ||
@@ -45,7 +54,7 @@ std::unique_ptr<PagedKvCache> PagedKvCache::create(const Config& c, std::string*
     return p;
 }
 
-PagedKvCache::~PagedKvCache() {
+DeviceKvCache::~DeviceKvCache() {
     for (auto* list : {&pending_dev_, &pending_host_})
         for (Pending& e : *list) {
             cudaEventSynchronize(e.done);
@@ -58,18 +67,18 @@ PagedKvCache::~PagedKvCache() {
     if (host_pool_) cudaFreeHost(host_pool_);
 }
 
-int64_t PagedKvCache::block_elems() const {
+int64_t DeviceKvCache::block_elems() const {
     return static_cast<int64_t>(cfg_.n_kv_head) * cfg_.block_size * cfg_.head_dim;
 }
 
-bool PagedKvCache::check(int layer, int64_t block, std::string* error) const {
+bool DeviceKvCache::check(int layer, int64_t block, std::string* error) const {
     if (layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks) return true;
-    if (error) *error = "PagedKvCache: layer " + std::to_string(layer) + " block " + std::to_string(block) +
+    if (error) *error = "DeviceKvCache: layer " + std::to_string(layer) + " block " + std::to_string(block) +
                         " out of range";
     return false;
 }
 
-bool PagedKvCache::push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error) {
+bool DeviceKvCache::push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error) {
     Pending p{nullptr, slot};
     if (!ok(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate", error)) return false;
     if (!ok(cudaEventRecord(p.done, stream), "cudaEventRecord", error)) {
@@ -81,7 +90,7 @@ bool PagedKvCache::push_pending(std::deque<Pending>& list, int64_t slot, cudaStr
 }
 
 // Free list first; else the oldest block whose copy-out is pending, once that copy has finished.
-bool PagedKvCache::take_device_block(int64_t* phys, std::string* error) {
+bool DeviceKvCache::take_device_block(int64_t* phys, std::string* error) {
     if (free_dev_.empty() && !pending_dev_.empty()) {
         Pending p = pending_dev_.front();
         pending_dev_.pop_front();
@@ -91,7 +100,7 @@ bool PagedKvCache::take_device_block(int64_t* phys, std::string* error) {
         free_dev_.push_back(p.slot);
     }
     if (free_dev_.empty()) {
-        if (error) *error = "PagedKvCache: no free device block (offload some first)";
+        if (error) *error = "DeviceKvCache: no free device block (offload some first)";
         return false;
     }
     *phys = free_dev_.back();
@@ -99,7 +108,7 @@ bool PagedKvCache::take_device_block(int64_t* phys, std::string* error) {
     return true;
 }
 
-bool PagedKvCache::take_host_slot(int64_t* slot, std::string* error) {
+bool DeviceKvCache::take_host_slot(int64_t* slot, std::string* error) {
     if (free_host_.empty() && !pending_host_.empty()) {
         Pending p = pending_host_.front();
         pending_host_.pop_front();
@@ -109,7 +118,7 @@ bool PagedKvCache::take_host_slot(int64_t* slot, std::string* error) {
         free_host_.push_back(p.slot);
     }
     if (free_host_.empty()) {
-        if (error) *error = "PagedKvCache: host tier full";
+        if (error) *error = "DeviceKvCache: host tier full";
         return false;
     }
     *slot = free_host_.back();
@@ -117,12 +126,12 @@ bool PagedKvCache::take_host_slot(int64_t* slot, std::string* error) {
     return true;
 }
 
-bool PagedKvCache::set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error) {
+bool DeviceKvCache::set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error) {
     dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = phys;
     return upload_table(layer, block, block + 1, stream, error);
 }
 
-bool PagedKvCache::upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error) {
+bool DeviceKvCache::upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error) {
     const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + b0);
     // From pageable memory: the call returns once the values are staged, so dev_of_ may change after.
     return ok(cudaMemcpyAsync(tables_ + i, &dev_of_[i], static_cast<size_t>(b1 - b0) * sizeof(int32_t),
@@ -130,7 +139,7 @@ bool PagedKvCache::upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t 
               "cudaMemcpyAsync (block table)", error);
 }
 
-bool PagedKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
+bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
                           std::string* error) {
     if (n <= 0) return true;
     const int64_t b0 = pos0 / cfg_.block_size, b1 = (pos0 + n - 1) / cfg_.block_size;
@@ -148,18 +157,18 @@ bool PagedKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, co
         fresh = true;
     }
     if (fresh && !upload_table(layer, b0, b1 + 1, stream, error)) return false;
-    if (!ok(write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
-    if (!ok(msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
+    if (!ok(cuda::write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
+    if (!ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
             "msa_key_means", error))
         return false;
-    return ok(write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
+    return ok(cuda::write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
 }
 
-bool PagedKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+bool DeviceKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::string* error) {
     if (!check(layer, block, error)) return false;
     if (!resident(layer, block)) return true;
     if (!host_pool_) {
-        if (error) *error = "PagedKvCache: no host tier configured";
+        if (error) *error = "DeviceKvCache: no host tier configured";
         return false;
     }
     int64_t slot;
@@ -179,13 +188,13 @@ bool PagedKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::s
     return push_pending(pending_dev_, phys, stream, error);
 }
 
-bool PagedKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+bool DeviceKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::string* error) {
     if (!check(layer, block, error)) return false;
     if (resident(layer, block)) return true;
     const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + block);
     const int64_t slot = host_of_[i];
     if (slot < 0) {
-        if (error) *error = "PagedKvCache: block " + std::to_string(block) + " of layer " + std::to_string(layer) +
+        if (error) *error = "DeviceKvCache: block " + std::to_string(block) + " of layer " + std::to_string(layer) +
                             " was never written";
         return false;
     }
@@ -204,17 +213,45 @@ bool PagedKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::str
     return push_pending(pending_host_, slot, stream, error);
 }
 
-bool PagedKvCache::resident(int layer, int64_t block) const {
+bool DeviceKvCache::read_block(int layer, int64_t block, uint16_t* k, uint16_t* v, cudaStream_t stream,
+                               std::string* error) const {
+    if (!check(layer, block, error)) return false;
+    const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + block);
+    const size_t bytes = static_cast<size_t>(block_elems()) * 2;
+    if (dev_of_[i] < 0 && host_of_[i] < 0) {
+        if (error) *error = "DeviceKvCache: block " + std::to_string(block) + " of layer " + std::to_string(layer) +
+                            " was never written";
+        return false;
+    }
+    // The host tier's copy may still be in flight (offload is asynchronous): wait for the stream
+    // before reading it, and after the device copies.
+    if (dev_of_[i] >= 0) {
+        const int64_t phys = dev_of_[i];
+        if (!ok(cudaMemcpyAsync(k, k_pool_ + phys * block_elems(), bytes, cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync (read K block)", error) ||
+            !ok(cudaMemcpyAsync(v, v_pool_ + phys * block_elems(), bytes, cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync (read V block)", error))
+            return false;
+        return ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (read block)", error);
+    }
+    if (!ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (read block)", error)) return false;
+    const uint16_t* host = host_pool_ + host_of_[i] * block_elems() * 2;
+    std::memcpy(k, host, bytes);
+    std::memcpy(v, host + block_elems(), bytes);
+    return true;
+}
+
+bool DeviceKvCache::resident(int layer, int64_t block) const {
     return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
            dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] >= 0;
 }
 
-bool PagedKvCache::on_host(int layer, int64_t block) const {
+bool DeviceKvCache::on_host(int layer, int64_t block) const {
     return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
            host_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] >= 0;
 }
 
-PagedView PagedKvCache::k_view(int layer) const {
+PagedView DeviceKvCache::k_view(int layer) const {
     PagedView v;
     v.base = k_pool_;
     v.table = tables_ + static_cast<int64_t>(layer) * cfg_.max_blocks;
@@ -225,10 +262,12 @@ PagedView PagedKvCache::k_view(int layer) const {
     return v;
 }
 
-PagedView PagedKvCache::v_view(int layer) const {
+PagedView DeviceKvCache::v_view(int layer) const {
     PagedView v = k_view(layer);
     v.base = v_pool_;
     return v;
 }
 
-}  // namespace sl::cuda
+}  // namespace sl
+
+#endif  // SIGHTLINE_HAVE_CUDA

@@ -1,4 +1,5 @@
-// A paged KV cache on the device with a pinned host tier, for MSA's sparse branch: per layer, a
+// The KV cache on the device (the host one is kv_cache.h; kv_transfer.h moves a context between
+// them), with a pinned host tier, for MSA's sparse branch: per layer, a
 // block table maps logical blocks (B positions of every KV head) to physical blocks of a shared
 // device pool; a block can be offloaded to pinned host memory (async device-to-host copy) and
 // fetched back (async host-to-device) before the kernels that read it. K and V are bf16.
@@ -10,6 +11,9 @@
 // `stream`; kernels that read the cache must run on that stream (or after it). A physical block or
 // host slot freed by offload / fetch is reused only after its copy has completed (events).
 // Errors never throw or abort: the bool calls return false with *error set.
+//
+// CUDA builds only (SIGHTLINE_HAVE_CUDA): this header includes the CUDA runtime's; the kernels it
+// launches (write_paged, msa_key_means) are stateless, in kernels/cuda/msa.cuh.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,9 +26,9 @@
 
 #include "kernels/cuda/msa.cuh"
 
-namespace sl::cuda {
+namespace sl {
 
-class PagedKvCache {
+class DeviceKvCache {
 public:
     struct Config {
         int n_layer = 1;
@@ -37,10 +41,10 @@ public:
     };
 
     // Allocates the pools and tables; null with *error set when CUDA or memory fails.
-    static std::unique_ptr<PagedKvCache> create(const Config& config, std::string* error);
-    ~PagedKvCache();
-    PagedKvCache(const PagedKvCache&) = delete;
-    PagedKvCache& operator=(const PagedKvCache&) = delete;
+    static std::unique_ptr<DeviceKvCache> create(const Config& config, std::string* error);
+    ~DeviceKvCache();
+    DeviceKvCache(const DeviceKvCache&) = delete;
+    DeviceKvCache& operator=(const DeviceKvCache&) = delete;
 
     const Config& config() const { return cfg_; }
 
@@ -56,12 +60,18 @@ public:
     // Brings it back to the device (no-op when resident).
     bool fetch(int layer, int64_t block, cudaStream_t stream, std::string* error);
 
+    // Copies logical block `block` of `layer` into host memory: k and v, (n_kv_head, block_size,
+    // head_dim) bf16 each (block_elems() values), from the device or the host tier, and waits for
+    // the copy (synchronizes `stream`). For saving a context (kv_transfer.h).
+    bool read_block(int layer, int64_t block, uint16_t* k, uint16_t* v, cudaStream_t stream, std::string* error) const;
+    int64_t block_elems() const;  // values of K (or V) in one block: n_kv_head * block_size * head_dim
+
     bool resident(int layer, int64_t block) const;
     bool on_host(int layer, int64_t block) const;
     int64_t free_device_blocks() const { return static_cast<int64_t>(free_dev_.size() + pending_dev_.size()); }
 
-    PagedView k_view(int layer) const;
-    PagedView v_view(int layer) const;
+    cuda::PagedView k_view(int layer) const;
+    cuda::PagedView v_view(int layer) const;
     // The layer's mean keys (max_blocks, n_kv_head, head_dim) bf16 (msa.cuh's kmean, for
     // msa_hybrid_select; zero for blocks never written). They stay on the device when a block goes
     // to the host tier, so the estimates cover offloaded blocks; but msa_hybrid_select never selects
@@ -73,8 +83,7 @@ private:
         cudaEvent_t done;
         int64_t slot;
     };
-    explicit PagedKvCache(const Config& c) : cfg_(c) {}
-    int64_t block_elems() const;
+    explicit DeviceKvCache(const Config& c) : cfg_(c) {}
     int64_t kmean_elems() const { return cfg_.max_blocks * cfg_.n_kv_head * cfg_.head_dim; }
     bool take_device_block(int64_t* phys, std::string* error);
     bool take_host_slot(int64_t* slot, std::string* error);
@@ -95,4 +104,4 @@ private:
     std::deque<Pending> pending_dev_, pending_host_;
 };
 
-}  // namespace sl::cuda
+}  // namespace sl

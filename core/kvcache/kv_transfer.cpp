@@ -1,0 +1,56 @@
+#include "core/kvcache/kv_transfer.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/kvcache/kv_cache.h"
+#include "core/util/error.h"
+#include "kernels/cpu/convert.h"
+
+namespace sl {
+
+void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to) {
+    if (from < 0 || from > to || to > dst.n_ctx())
+        throw Error("KV download: positions [" + std::to_string(from) + ", " + std::to_string(to) +
+                    ") outside a context of " + std::to_string(dst.n_ctx()));
+    if (from == to) {
+        dst.set_n_past(to);
+        return;
+    }
+    const int64_t B = src.block_size(), hd = dst.head_dim(), n_kv = dst.n_kv_head();
+    const size_t block = static_cast<size_t>(n_kv * B * hd);
+    std::vector<uint16_t> kb(block), vb(block);
+    std::vector<float> kr(static_cast<size_t>(dst.row())), vr(static_cast<size_t>(dst.row()));
+    for (int l = 0; l < dst.n_layer(); ++l)
+        for (int64_t b = from / B; b <= (to - 1) / B; ++b) {
+            src.read_block(l, b, kb.data(), vb.data());
+            for (int64_t p = std::max(from, b * B); p < std::min(to, (b + 1) * B); ++p) {
+                const int64_t t = p - b * B;
+                for (int64_t h = 0; h < n_kv; ++h) {
+                    const size_t at = static_cast<size_t>((h * B + t) * hd);
+                    kernels::bf16_to_f32(kr.data() + h * hd, kb.data() + at, static_cast<size_t>(hd));
+                    kernels::bf16_to_f32(vr.data() + h * hd, vb.data() + at, static_cast<size_t>(hd));
+                }
+                dst.write(l, p, kr.data(), vr.data());
+            }
+        }
+    dst.set_n_past(to);
+}
+
+void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk) {
+    if (from < 0 || from > to || to > src.n_past())
+        throw Error("KV upload: positions [" + std::to_string(from) + ", " + std::to_string(to) +
+                    ") outside the " + std::to_string(src.n_past()) + " the cache holds");
+    chunk = std::max<int64_t>(chunk, 1);
+    const size_t row = static_cast<size_t>(src.row());
+    std::vector<float> k(static_cast<size_t>(std::min(chunk, std::max<int64_t>(to - from, 1))) * row), v(k.size());
+    for (int l = 0; l < src.n_layer(); ++l)
+        for (int64_t p0 = from; p0 < to; p0 += chunk) {
+            const int64_t n = std::min(chunk, to - p0);
+            for (int64_t i = 0; i < n; ++i) src.read(l, p0 + i, k.data() + i * row, v.data() + i * row);
+            dst.append_rows(l, p0, n, k.data(), v.data());
+        }
+}
+
+}  // namespace sl

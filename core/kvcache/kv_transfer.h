@@ -1,0 +1,43 @@
+// Moving a context between the host KV cache (kv_cache.h) and a device's (device_kv_cache.h), so
+// that a context that ran on the GPU saves to the host's format (.slkv, kv_file.h) and a saved
+// context, from either engine, restores onto the GPU.
+//
+// The device is seen through KvBlockStore: blocks of B positions holding, for K and for V,
+// (n_kv_head, B, head_dim) bf16 — DeviceKvCache's layout. Conversions: bf16 -> f32 (exact) -> the
+// host storage type on the way down (exact for F32; for F16 too while |x| < 65504 and x is not
+// below f16's subnormal range; Int8 quantizes as any write does); host -> f32 -> bf16 (round to
+// nearest even) on the way up, as the device rounds K/V it computes itself.
+//
+// Threading: one thread, no reader of the host cache in flight (KvCache's writer contract); the
+// store's calls may block on the device.
+#pragma once
+
+#include <cstdint>
+
+namespace sl {
+
+class KvCache;
+
+class KvBlockStore {
+public:
+    virtual ~KvBlockStore() = default;
+    virtual int block_size() const = 0;  // B: positions per block
+    // K and V of logical block `block` of `layer` into host memory, (n_kv_head, B, head_dim) bf16
+    // each; positions of the block the context has not reached hold anything. Throws sl::Error
+    // naming what failed.
+    virtual void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) = 0;
+    // Stores positions [pos0, pos0 + n) of `layer` from host rows (n, n_kv_head, head_dim) f32,
+    // K and V; calls come in position order per layer. Throws sl::Error naming what failed.
+    virtual void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) = 0;
+};
+
+// Copies positions [from, to) of every layer from `src` into `dst` (whose n_layer, n_kv_head and
+// head_dim the store shares), then sets dst's n_past to `to`. 0 <= from <= to <= dst.n_ctx();
+// positions before `from` are dst's already (an earlier copy). Throws sl::Error on bad ranges.
+void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to);
+
+// Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`, at most
+// `chunk` positions per append_rows call. Throws sl::Error on bad ranges.
+void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512);
+
+}  // namespace sl

@@ -1,0 +1,238 @@
+// Moving a context between the host KV cache and a device's bf16 blocks (core/kvcache/kv_transfer.h),
+// against a host double of the device cache (the same block layout as DeviceKvCache: per block,
+// (n_kv_head, B, head_dim) bf16 for K and for V). Fresh random K/V of odd sizes each run: the
+// blocks hold exactly bf16(x); a download gives back what the host cache stores of bf16(x) (f32:
+// bf16(x) itself; f16: f16(bf16(x)); int8: within its quantization step); downloads in pieces equal
+// one download; appends come in position order in chunks; bad ranges are refused.
+// tests/gpu/tst_cuda_session checks the same through the real device cache.
+#include <QtTest>
+
+#include <random>
+#include <vector>
+
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_transfer.h"
+#include "core/util/error.h"
+#include "kernels/cpu/convert.h"
+#include "tests/common/test_support.h"
+
+namespace {
+
+using sl::kernels::bf16_to_f32;
+using sl::kernels::f32_to_bf16;
+
+class HostBlockStore final : public sl::KvBlockStore {
+public:
+    HostBlockStore(int n_layer, int64_t max_blocks, int n_kv, int B, int hd)
+        : n_layer_(n_layer), max_blocks_(max_blocks), n_kv_(n_kv), B_(B), hd_(hd),
+          k_(static_cast<size_t>(n_layer * max_blocks * n_kv * B * hd), 0xffff), v_(k_.size(), 0xffff),
+          next_(static_cast<size_t>(n_layer), -1) {}
+    int block_size() const override { return B_; }
+    size_t block_elems() const { return static_cast<size_t>(n_kv_ * B_ * hd_); }
+    void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) override {
+        if (layer < 0 || layer >= n_layer_ || block < 0 || block >= max_blocks_) throw sl::Error("read_block out of range");
+        const size_t at = static_cast<size_t>(layer * max_blocks_ + block) * block_elems();
+        std::copy_n(k_.begin() + static_cast<std::ptrdiff_t>(at), block_elems(), k);
+        std::copy_n(v_.begin() + static_cast<std::ptrdiff_t>(at), block_elems(), v);
+        ++reads;
+    }
+    void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) override {
+        int64_t& next = next_[static_cast<size_t>(layer)];
+        if (next >= 0 && pos0 != next) out_of_order = true;
+        next = pos0 + n;
+        max_chunk = std::max(max_chunk, n);
+        for (int64_t i = 0; i < n; ++i)
+            for (int h = 0; h < n_kv_; ++h)
+                for (int d = 0; d < hd_; ++d) {
+                    const size_t src = static_cast<size_t>((i * n_kv_ + h) * hd_ + d);
+                    k_[at(layer, pos0 + i, h, d)] = f32_to_bf16(k[src]);
+                    v_[at(layer, pos0 + i, h, d)] = f32_to_bf16(v[src]);
+                }
+    }
+    size_t at(int layer, int64_t pos, int h, int d) const {
+        const int64_t b = pos / B_, t = pos % B_;
+        return static_cast<size_t>(layer * max_blocks_ + b) * block_elems() + static_cast<size_t>((h * B_ + t) * hd_ + d);
+    }
+    uint16_t k(int layer, int64_t pos, int h, int d) const { return k_[at(layer, pos, h, d)]; }
+    uint16_t v(int layer, int64_t pos, int h, int d) const { return v_[at(layer, pos, h, d)]; }
+    void set_next(int64_t p) { std::fill(next_.begin(), next_.end(), p); }
+
+    bool out_of_order = false;
+    int64_t max_chunk = 0;
+    int reads = 0;
+
+private:
+    int n_layer_;
+    int64_t max_blocks_;
+    int n_kv_, B_, hd_;
+    std::vector<uint16_t> k_, v_;
+    std::vector<int64_t> next_;
+};
+
+sl::KvCacheOptions opts(sl::KvType t, int block) {
+    sl::KvCacheOptions o;
+    o.type = t;
+    o.block_size = block;
+    return o;
+}
+
+// A host cache of `n` random positions (F32, so the source is exact).
+void fill(sl::KvCache& kv, int64_t n) {
+    std::normal_distribution<float> nd(0.0f, 1.5f);
+    std::vector<float> k(static_cast<size_t>(kv.row())), v(k.size());
+    for (int l = 0; l < kv.n_layer(); ++l)
+        for (int64_t p = 0; p < n; ++p) {
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = nd(sl::test::rng());
+                v[i] = nd(sl::test::rng());
+            }
+            kv.write(l, p, k.data(), v.data());
+        }
+    kv.set_n_past(n);
+}
+
+}  // namespace
+
+class TstKvTransfer : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void uploadWritesBf16Blocks();
+    void downloadGivesBackWhatTheCacheStores_data();
+    void downloadGivesBackWhatTheCacheStores();
+    void downloadInPiecesEqualsOneDownload();
+    void uploadFromTheMiddle();
+    void badRangesAreRefused();
+};
+
+// Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
+// device blocks 16 (a transfer goes by positions, so they need not agree).
+constexpr int kLayers = 3, kKv = 3, kDim = 40, kCtx = 101, kB = 16, kHostB = 32;
+constexpr int64_t kBlocks = (kCtx + kB - 1) / kB;
+
+void TstKvTransfer::uploadWritesBf16Blocks() {
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    sl::kv_upload(src, store, 0, kCtx, 7);
+    QVERIFY(!store.out_of_order);
+    QCOMPARE(store.max_chunk, int64_t{7});
+    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
+    int64_t wrong = 0;
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t p = 0; p < kCtx; ++p) {
+            src.read(l, p, k.data(), v.data());
+            for (int h = 0; h < kKv; ++h)
+                for (int d = 0; d < kDim; ++d) {
+                    wrong += store.k(l, p, h, d) != f32_to_bf16(k[static_cast<size_t>(h * kDim + d)]);
+                    wrong += store.v(l, p, h, d) != f32_to_bf16(v[static_cast<size_t>(h * kDim + d)]);
+                }
+        }
+    QCOMPARE(wrong, int64_t{0});
+}
+
+void TstKvTransfer::downloadGivesBackWhatTheCacheStores_data() {
+    QTest::addColumn<int>("type");
+    QTest::newRow("f32") << static_cast<int>(sl::KvType::F32);
+    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16);
+    QTest::newRow("int8") << static_cast<int>(sl::KvType::Int8);
+}
+
+void TstKvTransfer::downloadGivesBackWhatTheCacheStores() {
+    QFETCH(int, type);
+    const auto t = static_cast<sl::KvType>(type);
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    // The reference: bf16(x) written through a cache of the same type, position by position.
+    sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t p = 0; p < kCtx; ++p) {
+            src.read(l, p, k.data(), v.data());
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = bf16_to_f32(f32_to_bf16(k[i]));
+                v[i] = bf16_to_f32(f32_to_bf16(v[i]));
+            }
+            want.write(l, p, k.data(), v.data());
+        }
+    want.set_n_past(kCtx);
+    sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    sl::kv_download(store, got, 0, kCtx);
+    QCOMPARE(got.n_past(), int64_t{kCtx});
+    QCOMPARE(store.reads, static_cast<int>(kLayers * kBlocks));  // each block read once
+    std::vector<float> gk(k.size()), gv(k.size()), wk(k.size()), wv(k.size());
+    int64_t differ = 0;
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t p = 0; p < kCtx; ++p) {
+            got.read(l, p, gk.data(), gv.data());
+            want.read(l, p, wk.data(), wv.data());
+            differ += gk != wk || gv != wv;
+        }
+    QCOMPARE(differ, int64_t{0});  // bit for bit: the same values went through the same writes
+    if (t == sl::KvType::F32) {  // and for f32 they are bf16(x): the transfer's error is bf16's alone,
+        // each value within 2^-9 of itself (round to nearest with 8 significant bits)
+        src.read(1, 77, k.data(), v.data());
+        got.read(1, 77, gk.data(), gv.data());
+        const double err = sl::test::normalized_error(gk.data(), k.data(), k.size());
+        QVERIFY2(err > 0 && err <= 1.0 / 512, qPrintable(QString::number(err)));
+    }
+}
+
+void TstKvTransfer::downloadInPiecesEqualsOneDownload() {
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    sl::KvCache whole(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F16, kHostB));
+    sl::kv_download(store, whole, 0, kCtx);
+    sl::KvCache pieces(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F16, kHostB));
+    for (int64_t to : {int64_t{1}, int64_t{16}, int64_t{50}, int64_t{kCtx}}) {  // as saves after each turn
+        sl::kv_download(store, pieces, pieces.n_past(), to);
+        QCOMPARE(pieces.n_past(), to);
+    }
+    std::vector<float> a(static_cast<size_t>(src.row())), b(a.size()), c(a.size()), d(a.size());
+    int64_t differ = 0;
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t p = 0; p < kCtx; ++p) {
+            whole.read(l, p, a.data(), b.data());
+            pieces.read(l, p, c.data(), d.data());
+            differ += a != c || b != d;
+        }
+    QCOMPARE(differ, int64_t{0});
+}
+
+void TstKvTransfer::uploadFromTheMiddle() {
+    // A context restored in two steps (or extended after a restore): positions from `from` on are
+    // appended, in order, and what was there before is left alone.
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    sl::kv_upload(src, store, 0, 37);
+    const uint16_t before = store.k(2, 36, 1, 5);
+    store.set_next(37);
+    sl::kv_upload(src, store, 37, kCtx, 1000);
+    QVERIFY(!store.out_of_order);
+    QCOMPARE(store.max_chunk, int64_t{kCtx - 37});
+    QCOMPARE(store.k(2, 36, 1, 5), before);
+    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
+    src.read(2, 100, k.data(), v.data());
+    QCOMPARE(store.v(2, 100, 2, 39), f32_to_bf16(v[static_cast<size_t>(2 * kDim + 39)]));
+}
+
+void TstKvTransfer::badRangesAreRefused() {
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, 50);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_upload(src, store, 0, 51));   // beyond what src holds
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_upload(src, store, 10, 5));
+    sl::KvCache small(kLayers, 40, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_download(store, small, 0, 41));  // beyond its n_ctx
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_download(store, small, -1, 3));
+    sl::kv_download(store, small, 0, 0);  // an empty range is fine
+    QCOMPARE(small.n_past(), int64_t{0});
+}
+
+QTEST_APPLESS_MAIN(TstKvTransfer)
+#include "tst_kv_transfer.moc"

@@ -1,0 +1,197 @@
+// A whole Session on the device (core/runtime/session.h with SIGHTLINE_CUDA_MODEL=1, --device cuda)
+// against Sessions on the CPU with f32 activations, SmolLM2 (the cached default model):
+//   - prefill and greedy generation through the Session's CUDA branch;
+//   - a context saved on the GPU (and saved again after more tokens: an append) restores on the CPU,
+//     and one saved on the CPU restores on the GPU (whole, and its first tokens only): same tokens,
+//     the same saved logits, and the next token's logits as a CPU session's that prefilled it all;
+//   - truncate on the GPU (mid-block) and prefill again gives the logits of the first prefill.
+// Logits are compared by normalized error (bf16 K/V on the device: ~1e-2; a broken transfer or
+// cache gives O(1)) and by the rank of the CPU's argmax. Skips without a device; needs the model
+// (scripts/setup.sh). The same transfers are checked without a device by tst_kv_transfer.
+#include <QTest>
+#include <QTemporaryDir>
+
+#include <algorithm>
+
+#include "core/model/model_loader.h"
+#include "core/runtime/cuda_backend.h"
+#include "core/runtime/linear.h"
+#include "core/runtime/session.h"
+#include "core/util/assets.h"
+#include "core/util/error.h"
+#include "tests/common/test_support.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace {
+
+int argmax(std::span<const float> v) { return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()); }
+int rank_of(std::span<const float> v, int i) {
+    return static_cast<int>(std::count_if(v.begin(), v.end(), [&](float x) { return x > v[static_cast<size_t>(i)]; }));
+}
+std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
+
+// Logits of a device session against a CPU session's: close, and the CPU's argmax near the top.
+bool close_logits(std::span<const float> gpu, std::span<const float> cpu, const char* what) {
+    const double err = sl::test::normalized_error(gpu.data(), cpu.data(), cpu.size());
+    const int top = argmax(cpu);
+    qInfo("%s: logit error %.3e, CPU argmax %d has GPU rank %d", what, err, top, rank_of(gpu, top));
+    return err < 0.15 && rank_of(gpu, top) < 3;
+}
+
+}  // namespace
+
+class TstCudaSession : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void cleanupTestCase();
+    void generatesOnTheDevice();
+    void savedOnGpuRestoresOnCpu();
+    void savedOnCpuRestoresOnGpu();
+    void truncateOnTheDevice();
+
+private:
+    sl::SessionOptions options(const char* device) const {
+        sl::SessionOptions so;
+        so.n_ctx = 1024;
+        so.n_batch = 96;  // prefill in several chunks, across KV blocks
+        so.device = device;
+        so.needs.save_restore = true;
+        so.needs.truncate = true;
+        return so;
+    }
+    std::unique_ptr<sl::LoadedModel> model_;
+    std::vector<int32_t> ids_;  // ~330 tokens: three KV blocks, the last partial
+    QByteArray env_;
+    QTemporaryDir dir_;
+};
+
+void TstCudaSession::initTestCase() {
+    env_ = qgetenv("SIGHTLINE_CUDA_MODEL");
+    qputenv("SIGHTLINE_CUDA_MODEL", "1");
+    sl::set_exact_activations(true);  // the CPU side as tst_llama_reference checks it
+}
+
+void TstCudaSession::cleanupTestCase() {
+    sl::set_exact_activations(false);
+    if (env_.isNull()) qunsetenv("SIGHTLINE_CUDA_MODEL"); else qputenv("SIGHTLINE_CUDA_MODEL", env_);
+}
+
+void TstCudaSession::generatesOnTheDevice() {
+    REQUIRE_CUDA_DEVICE();
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    model_ = sl::load_model(path);
+    std::string text;
+    for (int i = 0; i < 12; ++i)
+        text += "Meeting " + std::to_string(i) + " of the works committee reviewed the bridge repairs in district " +
+                std::to_string(i * 7 % 11) + " and agreed to fund them from the reserve. ";
+    ids_ = model_->tokenizer->encode(text, true, false);
+    QVERIFY2(ids_.size() > 256 && ids_.size() < 900, qPrintable(QString::number(ids_.size())));
+
+    sl::Session gpu(*model_, options("cuda"));
+    QVERIFY2(gpu.on_gpu(), gpu.device_reason().c_str());
+    QVERIFY2(gpu.device_reason().rfind("CUDA", 0) == 0, gpu.device_reason().c_str());
+    sl::Session cpu(*model_, options("cpu"));
+    QVERIFY(!cpu.on_gpu());
+    gpu.prefill(ids_);
+    cpu.prefill(ids_);
+    QVERIFY(close_logits(gpu.last_logits(), cpu.last_logits(), "prefill"));
+
+    sl::GenerateOptions go;
+    go.max_tokens = 24;
+    go.sampling.greedy = true;
+    std::string a, b;
+    const sl::GenerateStats gs = gpu.generate(go, [&](std::string_view t) { a += t; return true; });
+    cpu.generate(go, [&](std::string_view t) { b += t; return true; });
+    QVERIFY(gs.generated_tokens > 0);
+    QCOMPARE(static_cast<int64_t>(gpu.tokens().size()), static_cast<int64_t>(ids_.size()) + gs.generated_tokens);
+    size_t same = 0;
+    while (same < std::min(a.size(), b.size()) && a[same] == b[same]) ++same;
+    qInfo("greedy: GPU '%s' | CPU '%s' (%zu leading bytes equal)", a.c_str(), b.c_str(), same);
+    QVERIFY(!a.empty());
+}
+
+void TstCudaSession::savedOnGpuRestoresOnCpu() {
+    REQUIRE_CUDA_DEVICE();
+    if (!model_) QSKIP("needs the model (generatesOnTheDevice)");
+    const std::string file = dir_.filePath("gpu.slkv").toStdString();
+    sl::Session gpu(*model_, options("cuda"));
+    QVERIFY(gpu.on_gpu());
+    const size_t first = ids_.size() - 40;
+    gpu.prefill(std::span<const int32_t>(ids_.data(), first));
+    gpu.save(file);
+    gpu.prefill(std::span<const int32_t>(ids_.data() + first, ids_.size() - first));
+    gpu.save(file);  // appends the new positions (the host mirror copies only what is new)
+    const std::vector<float> saved = copy(gpu.last_logits());
+
+    sl::Session cpu(*model_, options("cpu"));
+    cpu.restore(file);
+    QCOMPARE(cpu.tokens(), ids_);
+    QCOMPARE(copy(cpu.last_logits()), saved);
+    const int32_t next = argmax(saved);
+    cpu.prefill(std::span<const int32_t>(&next, 1));
+    gpu.prefill(std::span<const int32_t>(&next, 1));
+    sl::Session fresh(*model_, options("cpu"));
+    std::vector<int32_t> all = ids_;
+    all.push_back(next);
+    fresh.prefill(all);
+    QVERIFY(close_logits(cpu.last_logits(), fresh.last_logits(), "restored on the CPU vs prefilled on the CPU"));
+    QVERIFY(close_logits(gpu.last_logits(), fresh.last_logits(), "on the GPU vs prefilled on the CPU"));
+}
+
+void TstCudaSession::savedOnCpuRestoresOnGpu() {
+    REQUIRE_CUDA_DEVICE();
+    if (!model_) QSKIP("needs the model (generatesOnTheDevice)");
+    const std::string file = dir_.filePath("cpu.slkv").toStdString();
+    sl::Session cpu(*model_, options("cpu"));
+    cpu.prefill(ids_);
+    cpu.save(file);
+    const std::vector<float> saved = copy(cpu.last_logits());
+
+    sl::Session gpu(*model_, options("cuda"));
+    QVERIFY(gpu.on_gpu());
+    gpu.restore(file);
+    QCOMPARE(gpu.tokens(), ids_);
+    QCOMPARE(copy(gpu.last_logits()), saved);
+    const int32_t next = argmax(saved);
+    gpu.prefill(std::span<const int32_t>(&next, 1));
+    cpu.prefill(std::span<const int32_t>(&next, 1));
+    QVERIFY(close_logits(gpu.last_logits(), cpu.last_logits(), "restored on the GPU, one token on"));
+
+    // Its first 200 tokens only (mid-block), then the rest prefilled on the device.
+    gpu.restore(file, 200);
+    QCOMPARE(static_cast<int64_t>(gpu.tokens().size()), int64_t{200});
+    QVERIFY(gpu.last_logits().empty());
+    gpu.prefill(std::span<const int32_t>(ids_.data() + 200, ids_.size() - 200));
+    QVERIFY(close_logits(gpu.last_logits(), saved, "first 200 restored on the GPU, the rest prefilled there"));
+}
+
+void TstCudaSession::truncateOnTheDevice() {
+    REQUIRE_CUDA_DEVICE();
+    if (!model_) QSKIP("needs the model (generatesOnTheDevice)");
+    sl::Session gpu(*model_, options("cuda"));
+    QVERIFY(gpu.on_gpu());
+    gpu.prefill(ids_);
+    const std::vector<float> want = copy(gpu.last_logits());
+    gpu.truncate(150);  // mid-block: the partial block's mean key is recomputed on the next append
+    QCOMPARE(static_cast<int64_t>(gpu.tokens().size()), int64_t{150});
+    gpu.prefill(std::span<const int32_t>(ids_.data() + 150, ids_.size() - 150));
+    const double err = sl::test::normalized_error(gpu.last_logits().data(), want.data(), want.size());
+    qInfo("truncated to 150 and prefilled again: logit error %.3e against the first prefill", err);
+    QVERIFY2(err < 0.02, qPrintable(QString::number(err)));  // other chunk boundaries only
+    // A save after the truncation holds the context as it is now.
+    const std::string file = dir_.filePath("trunc.slkv").toStdString();
+    gpu.save(file);
+    sl::Session cpu(*model_, options("cpu"));
+    cpu.restore(file);
+    QCOMPARE(cpu.tokens(), ids_);
+    try {
+        gpu.truncate(static_cast<int64_t>(ids_.size()) + 1);
+        QFAIL("truncate beyond the context was accepted");
+    } catch (const sl::Error&) {
+    }
+}
+
+QTEST_APPLESS_MAIN(TstCudaSession)
+#include "tst_cuda_session.moc"
