@@ -433,7 +433,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     so.n_ctx = static_cast<int>(longest);
     so.kv_block = o.block_size;
     so.device = o.device;
-    so.needs.images = images;
+    so.needs.bidirectional = images && vision->config.gemma3();  // its image runs attend both ways
     so.needs.truncate = true;                // the positional baseline's probe
     so.needs.save_restore = o.reuse_kv;      // the question cache
     Session session(model, so, std::move(attention));

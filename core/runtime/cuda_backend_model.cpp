@@ -349,20 +349,25 @@ std::vector<int32_t> CudaLlamaRunner::last_selection(int layer) const {
     return out;
 }
 
-void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits) {
+void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const float* embeddings) {
     Impl& m = *impl_;
     const LlamaConfig& c = m.model.config();
     if (n <= 0) return;
     if (m.n_past + n > m.n_ctx)
         throw Error("CUDA model: context full (" + std::to_string(m.n_past + n) + " > " + std::to_string(m.n_ctx) + ")");
     for (int i = 0; i < n; ++i)
-        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+        if (!(embeddings && tokens[i] == LlamaModel::kEmbeddingToken) && (tokens[i] < 0 || tokens[i] >= c.n_vocab))
             throw Error("CUDA model: token id " + std::to_string(tokens[i]) + " outside the vocabulary");
     m.grow(n);
     const int64_t d = c.d_model, dq = static_cast<int64_t>(c.n_head) * c.head_dim,
                   dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;
     m.host_x.resize(static_cast<size_t>(n * d));
-    for (int i = 0; i < n; ++i) embed_row(m.model.weights().tok_embd, tokens[i], m.host_x.data() + i * d);
+    for (int i = 0; i < n; ++i) {  // as LlamaModel::forward (no embed_scale: cuda_unsupported refuses it)
+        if (embeddings && tokens[i] == LlamaModel::kEmbeddingToken)
+            std::copy(embeddings + i * d, embeddings + (i + 1) * d, m.host_x.data() + i * d);
+        else
+            embed_row(m.model.weights().tok_embd, tokens[i], m.host_x.data() + i * d);
+    }
     ck(cudaMemcpyAsync(m.x, m.host_x.data(), m.host_x.size() * 4, cudaMemcpyHostToDevice, m.stream), "cudaMemcpyAsync (embeddings)");
 
     cuda::MsaShape s;
@@ -442,7 +447,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*) {
     throw Error("CUDA model: built without CUDA");
 }
 CudaLlamaRunner::~CudaLlamaRunner() = default;
-void CudaLlamaRunner::forward(const int32_t*, int, float*) { throw Error("CUDA model: built without CUDA"); }
+void CudaLlamaRunner::forward(const int32_t*, int, float*, const float*) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
 void CudaLlamaRunner::truncate(int64_t) {}

@@ -50,8 +50,10 @@ public:
     CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
 
     // Runs tokens[0..n) at positions n_past()..n_past()+n-1 and writes the logits of the last one
-    // (n_vocab floats, host memory). Throws sl::Error on bad tokens, a full context or a CUDA error.
-    void forward(const int32_t* tokens, int n, float* logits);
+    // (n_vocab floats, host memory). Positions whose token is LlamaModel::kEmbeddingToken take their
+    // input row from `embeddings` (n, d_model) host floats (image-patch tokens; causal, as every
+    // call here); null: plain tokens. Throws sl::Error on bad tokens, a full context or a CUDA error.
+    void forward(const int32_t* tokens, int n, float* logits, const float* embeddings = nullptr);
 
     int64_t n_past() const;
     void reset();  // forgets the context (the cache blocks are reused)

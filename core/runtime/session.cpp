@@ -54,8 +54,9 @@ std::string device_lacks(const SessionNeeds& n) {
     std::string why;
     auto add = [&](const char* what) { why += (why.empty() ? "" : ", ") + std::string(what); };
     // Saved contexts and truncation run on the device (the context mirrored through the host
-    // cache: Session::save / restore); images do not yet.
-    if (n.images) add("image embeddings");
+    // cache: Session::save / restore), and image embeddings in causal calls; bidirectional runs do
+    // not (nor Gemma 3, which has them: cuda_unsupported).
+    if (n.bidirectional) add("bidirectional image runs");
     return why;
 }
 
@@ -94,8 +95,8 @@ Session::~Session() = default;
 void Session::step(std::span<const int32_t> tokens, const float* embeddings, bool causal) {
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
     if (gpu_) {
-        if (embeddings || !causal) throw Error("image embeddings do not run on the CUDA backend yet (use --device cpu)");
-        gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data());
+        if (!causal) throw Error("bidirectional runs (Gemma 3's images) do not run on the CUDA backend yet (use --device cpu)");
+        gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data(), embeddings);
         tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
         return;
     }

@@ -28,12 +28,13 @@ class CudaLlamaRunner;
 
 // What a caller will ask of a session beyond prefill and generate. A backend that cannot do it
 // yet keeps the session on the CPU from the start (device_reason() says why), rather than failing
-// halfway through a question: the CUDA runner has no image embeddings today (#23). Saved contexts
-// and truncation run there (the device context is mirrored through the host cache).
+// halfway through a question: the CUDA runner has no bidirectional runs today (#23). Saved
+// contexts, truncation (the device context is mirrored through the host cache) and image
+// embeddings in causal calls run there.
 struct SessionNeeds {
-    bool save_restore = false;  // save(), save_delta(), restore()
-    bool truncate = false;      // truncate()
-    bool images = false;        // prefill with image embeddings or bidirectional runs
+    bool save_restore = false;   // save(), save_delta(), restore()
+    bool truncate = false;       // truncate()
+    bool bidirectional = false;  // prefill with bidirectional runs (Gemma 3's image tokens)
 };
 
 struct SessionOptions {
@@ -169,7 +170,7 @@ private:
     mutable std::string file_memo_;
 };
 
-// What of `needs` the CUDA session cannot do yet, listed ("image embeddings"),
+// What of `needs` the CUDA session cannot do yet, listed ("bidirectional image runs"),
 // or "" when nothing: Session keeps such a session on the CPU and says so in device_reason().
 std::string device_lacks(const SessionNeeds& needs);
 

@@ -91,14 +91,15 @@ void TstBackend::modelRunsWhereItCan() {
 
 void TstBackend::sessionNeedsAreNamed() {
     // What a caller needs that the CUDA session lacks keeps it on the CPU, named in the reason;
-    // saved contexts and truncation run on the device (through the host cache), images do not.
+    // saved contexts and truncation run on the device (through the host cache), bidirectional
+    // image runs do not.
     QCOMPARE(sl::device_lacks({}), std::string());
     sl::SessionNeeds n;
     n.save_restore = true;
     n.truncate = true;
     QCOMPARE(sl::device_lacks(n), std::string());
-    n.images = true;
-    QCOMPARE(sl::device_lacks(n), std::string("image embeddings"));
+    n.bidirectional = true;
+    QCOMPARE(sl::device_lacks(n), std::string("bidirectional image runs"));
 }
 
 void TstBackend::modelIsOptIn() {

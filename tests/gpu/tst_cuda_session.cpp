@@ -4,7 +4,9 @@
 //   - a context saved on the GPU (and saved again after more tokens: an append) restores on the CPU,
 //     and one saved on the CPU restores on the GPU (whole, and its first tokens only): same tokens,
 //     the same saved logits, and the next token's logits as a CPU session's that prefilled it all;
-//   - truncate on the GPU (mid-block) and prefill again gives the logits of the first prefill.
+//   - truncate on the GPU (mid-block) and prefill again gives the logits of the first prefill;
+//   - image-embedding positions (LlamaModel::kEmbeddingToken) take their rows: rows that are the
+//     embeddings of tokens give those tokens' logits.
 // Logits are compared by normalized error (bf16 K/V on the device: ~1e-2; a broken transfer or
 // cache gives O(1)) and by the rank of the CPU's argmax. Skips without a device; needs the model
 // (scripts/setup.sh). The same transfers are checked without a device by tst_kv_transfer.
@@ -16,6 +18,7 @@
 #include "core/model/model_loader.h"
 #include "core/runtime/cuda_backend.h"
 #include "core/runtime/linear.h"
+#include "core/model/llama_model.h"
 #include "core/runtime/session.h"
 #include "core/util/assets.h"
 #include "core/util/error.h"
@@ -50,6 +53,7 @@ private Q_SLOTS:
     void savedOnGpuRestoresOnCpu();
     void savedOnCpuRestoresOnGpu();
     void truncateOnTheDevice();
+    void imageEmbeddingsOnTheDevice();
 
 private:
     sl::SessionOptions options(const char* device) const {
@@ -191,6 +195,27 @@ void TstCudaSession::truncateOnTheDevice() {
         QFAIL("truncate beyond the context was accepted");
     } catch (const sl::Error&) {
     }
+}
+
+void TstCudaSession::imageEmbeddingsOnTheDevice() {
+    REQUIRE_CUDA_DEVICE();
+    if (!model_) QSKIP("needs the model (generatesOnTheDevice)");
+    const int64_t d = model_->model->config().d_model;
+    std::vector<int32_t> marked = ids_;
+    std::vector<float> rows(ids_.size() * static_cast<size_t>(d), 0.0f);
+    for (size_t i = 40; i < 120; ++i) {  // a run of "patch" positions whose rows are token embeddings
+        marked[i] = sl::LlamaModel::kEmbeddingToken;
+        sl::embed_row(model_->model->weights().tok_embd, ids_[i], rows.data() + i * static_cast<size_t>(d));
+    }
+    sl::Session plain(*model_, options("cuda")), image(*model_, options("cuda"));
+    QVERIFY(image.on_gpu());
+    plain.prefill(ids_);
+    image.prefill(marked, rows.data());
+    const double err = sl::test::normalized_error(image.last_logits().data(), plain.last_logits().data(),
+                                                  plain.last_logits().size());
+    qInfo("embedding rows of tokens vs the tokens: logit error %.3e", err);
+    QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));  // the same inputs, the same kernels
+    QCOMPARE(image.tokens(), marked);
 }
 
 QTEST_APPLESS_MAIN(TstCudaSession)
