@@ -172,6 +172,14 @@ std::string MsaAttention::signature() const {
            " v3";
 }
 
+void MsaAttention::deliver(const AttentionCall& call, std::vector<Selection> selections) {
+    if (call.layer < 0) throw Error("MSA: negative layer");
+    if (layers_.size() <= static_cast<size_t>(call.layer)) layers_.resize(static_cast<size_t>(call.layer) + 1);
+    Layer& L = layers_[static_cast<size_t>(call.layer)];
+    L.selections = std::move(selections);
+    if (observer_) observer_(call.layer, call, L.selections);
+}
+
 const std::vector<Selection>& MsaAttention::last_selections(int layer) const {
     static const std::vector<Selection> none;
     if (layer < 0 || layer >= static_cast<int>(layers_.size())) return none;

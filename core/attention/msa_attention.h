@@ -188,6 +188,12 @@ public:
     using SelectionObserver = std::function<void(int layer, const AttentionCall& call, const std::vector<Selection>&)>;
     void set_observer(SelectionObserver observer) { observer_ = std::move(observer); }
 
+    // Selections made elsewhere under this configuration — the CUDA runner, which runs it on the
+    // device (Session) — become the layer's last selections and go to the observer, as forward()
+    // hands over its own. `call` describes the call they came from (layer, pos0, n_tokens, heads).
+    // Stats are not counted. Not during a forward call.
+    void deliver(const AttentionCall& call, std::vector<Selection> selections);
+
     // The block index of a layer (null before its first sparse call).
     const BlockIndex* index(int layer) const;
     // Native: positions [0, n) whose index keys `layer` holds (0 when none or not native).

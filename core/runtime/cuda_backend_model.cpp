@@ -58,7 +58,6 @@ std::string cuda_msa_lacks(const MsaConfig& c) {
     if (c.top_p > 0) return "mass-adaptive growth of the selection";
     if (c.dense_layers > 0) return n(c.dense_layers) + " dense leading layers";
     if (c.positions != PositionMode::Original) return "remapped positions";
-    if (c.token_mass) return "per-token attention mass (the citations' weights)";
     return {};
 }
 
@@ -118,6 +117,16 @@ struct CudaLlamaRunner::Impl {
     int64_t hws_bytes = 0;
     int64_t last_tasks = 0;
     int last_top_k = 0;
+    // Citations: token masses (n_layer, n_kv_head, top_k, B) of a call of one query, and what the
+    // last such call brought to the host (rec_top_k 0: nothing recorded).
+    bool record = false;
+    float* tmass = nullptr;
+    int64_t tmass_floats = 0;
+    int rec_top_k = 0;
+    int64_t rec_pos0 = 0;
+    bool rec_shared_sel = false;      // one selection table for every layer (a dense call)
+    std::vector<int32_t> rec_sel;     // (n_layer or 1, n_kv_head, top_k)
+    std::vector<float> rec_mass;      // (n_layer, n_kv_head, top_k, B)
     std::vector<float> host_x;
 
     explicit Impl(const LlamaModel& m) : model(m) {}
@@ -271,6 +280,7 @@ int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
 void CudaLlamaRunner::reset() {  // positions are rewritten before they are read
     impl_->n_past = 0;
     impl_->last_top_k = 0;
+    impl_->rec_top_k = 0;
 }
 
 void CudaLlamaRunner::truncate(int64_t n) {
@@ -281,6 +291,7 @@ void CudaLlamaRunner::truncate(int64_t n) {
     // (DeviceKvCache::append averages a block over its tokens before the append's end).
     m.n_past = n;
     m.last_top_k = 0;
+    m.rec_top_k = 0;
 }
 
 namespace {
@@ -339,6 +350,35 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t n) {
 int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
 int CudaLlamaRunner::last_top_k() const { return impl_->last_top_k; }
 
+void CudaLlamaRunner::set_record_mass(bool on) { impl_->record = on; }
+
+std::vector<Selection> CudaLlamaRunner::recorded_selections(int layer) const {
+    const Impl& m = *impl_;
+    const LlamaConfig& c = m.model.config();
+    if (m.rec_top_k == 0 || layer < 0 || layer >= c.n_layer) return {};
+    const int k = m.rec_top_k, B = m.cache->config().block_size;
+    const int32_t* sel = m.rec_sel.data() + (m.rec_shared_sel ? 0 : static_cast<size_t>(layer) * c.n_kv_head * k);
+    const float* mass = m.rec_mass.data() + static_cast<size_t>(layer) * c.n_kv_head * k * B;
+    std::vector<Selection> out(static_cast<size_t>(c.n_kv_head));
+    for (int g = 0; g < c.n_kv_head; ++g) {
+        Selection& x = out[static_cast<size_t>(g)];
+        x.kv_head = g;
+        x.q_pos0 = m.rec_pos0;
+        x.n_queries = 1;
+        for (int i = 0; i < k; ++i) {
+            const int32_t b = sel[g * k + i];
+            if (b < 0) continue;
+            const float* t = mass + (static_cast<size_t>(g) * k + i) * B;
+            x.blocks.push_back(b);
+            x.token_mass.insert(x.token_mass.end(), t, t + B);
+            float sum = 0.0f;
+            for (int j = 0; j < B; ++j) sum += t[j];
+            x.mass.push_back(sum);
+        }
+    }
+    return out;
+}
+
 std::vector<int32_t> CudaLlamaRunner::last_selection(int layer) const {
     const Impl& m = *impl_;
     if (m.last_top_k == 0 || layer < 0 || layer >= m.model.config().n_layer) return {};
@@ -383,6 +423,11 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
     m.last_top_k = 0;  // until this call's selections are complete (sel may be reallocated below)
     const int64_t sel_need = s.n_tasks() * top_k * (sparse ? c.n_layer : 1);
     m.reserve(m.sel, m.sel_ints, sel_need, 4);
+    // Token masses for citations: MSA calls of one query, when asked for.
+    const bool rec = m.record && m.msa.enabled && n == 1 && static_cast<int64_t>(top_k) * s.block_size <= cuda::kMaxMassTokens;
+    const int64_t mass_per_layer = static_cast<int64_t>(c.n_kv_head) * top_k * s.block_size;
+    m.rec_top_k = 0;
+    if (rec) m.reserve(m.tmass, m.tmass_floats, mass_per_layer * c.n_layer, 4);
     const int forced = m.msa.sink ? 2 : 1;
     const int n_cand = sparse ? static_cast<int>(std::clamp<int64_t>(
                                     forced + static_cast<int64_t>(m.msa.shortlist_factor) * (top_k - forced), top_k, 64))
@@ -420,6 +465,9 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
         }
         ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
                                       m.ws, m.ws_floats, m.stream), "attention");
+        if (rec)
+            ck(cuda::msa_token_mass(s, m.q, scale, sel, top_k, m.cache->k_view(l), m.tmass + l * mass_per_layer, m.stream),
+               "msa_token_mass");
         m.linear(L.wo, m.att, n, m.o);
         ck(cuda::add(m.x, m.o, nd, m.stream), "add (residual)");
         ck(cuda::rms_norm(m.xn, m.x, L.ffn_norm, n, d, c.rms_eps, m.stream), "rms_norm");
@@ -434,7 +482,20 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
     m.linear(m.output, m.xn, 1, m.logits);
     ck(cudaMemcpyAsync(logits, m.logits, static_cast<size_t>(c.n_vocab) * 4, cudaMemcpyDeviceToHost, m.stream),
        "cudaMemcpyAsync (logits)");
+    if (rec) {
+        m.rec_sel.resize(static_cast<size_t>(sel_need));
+        m.rec_mass.resize(static_cast<size_t>(mass_per_layer * c.n_layer));
+        ck(cudaMemcpyAsync(m.rec_sel.data(), m.sel, m.rec_sel.size() * 4, cudaMemcpyDeviceToHost, m.stream),
+           "cudaMemcpyAsync (selections)");
+        ck(cudaMemcpyAsync(m.rec_mass.data(), m.tmass, m.rec_mass.size() * 4, cudaMemcpyDeviceToHost, m.stream),
+           "cudaMemcpyAsync (token mass)");
+    }
     ck(cudaStreamSynchronize(m.stream), "forward");
+    if (rec) {
+        m.rec_top_k = top_k;
+        m.rec_pos0 = m.n_past;
+        m.rec_shared_sel = !sparse;
+    }
     m.n_past += n;
     m.last_tasks = s.n_tasks();
     m.last_top_k = sparse ? top_k : 0;
@@ -455,6 +516,8 @@ void CudaLlamaRunner::download_kv(KvCache&, int64_t) const { throw Error("CUDA m
 void CudaLlamaRunner::upload_kv(const KvCache&, int64_t) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
+void CudaLlamaRunner::set_record_mass(bool) {}
+std::vector<Selection> CudaLlamaRunner::recorded_selections(int) const { return {}; }
 int CudaLlamaRunner::last_top_k() const { return 0; }
 
 #endif

@@ -21,6 +21,7 @@ class KvCache;
 class LlamaModel;
 struct LlamaConfig;
 struct MsaConfig;  // core/attention/msa_attention.h
+struct Selection;
 
 // Why the CUDA runner cannot run a model of this configuration ("" when it can): the pieces its
 // kernels do not have yet (Gemma 3's norms, GELU and sliding window; head dims other than 64/128).
@@ -34,9 +35,10 @@ std::string cuda_unsupported(const LlamaConfig& c);
 // block, block 0 when `sink`, and the best of a mean-key shortlist by exact block score, top_k
 // blocks in all; before that, every block — the CPU's "hybrid<factor>/group-mean[/sink]" mode
 // (core/attention/block_select.h) with top_k 1..64 and one shortlist factor 1..64 for prefill and
-// decode; no window, no mass-adaptive growth, no dense leading layers, original positions, no
-// per-token attention mass (MsaConfig::token_mass). The CPU also gives a prefill call's last query
-// a selection of its own. Pure; usable without CUDA.
+// decode; no window, no mass-adaptive growth, no dense leading layers, original positions. The
+// CPU also gives a prefill call's last query a selection of its own. Per-token attention mass
+// (MsaConfig::token_mass, citations) runs for calls of one query (set_record_mass). Pure; usable
+// without CUDA.
 std::string cuda_msa_lacks(const MsaConfig& c);
 
 class CudaLlamaRunner {
@@ -72,6 +74,17 @@ public:
     // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.
     std::vector<int32_t> last_selection(int layer) const;
     int last_top_k() const;  // top_k of the last call's selections (0: dense)
+
+    // Citations (MsaConfig::token_mass on the CPU): with it on, an MSA runner's calls of one query
+    // also compute, per layer, the attention mass of each token of each selected block
+    // (kernels/cuda/msa.cuh, msa_token_mass) and bring the selections and masses to the host at
+    // the end of the call. Off by default; no effect on a dense runner.
+    void set_record_mass(bool on);
+    // The last call's selections of `layer` as the CPU's MsaAttention makes them (msa_attention.h,
+    // Selection): one per KV group, blocks ascending with their mass and token_mass (averaged over
+    // the group's heads; the call's one query). Empty unless that call had one query and recorded
+    // (set_record_mass); a context of at most top_k blocks gives every block, as on the CPU.
+    std::vector<Selection> recorded_selections(int layer) const;
 
 private:
     struct Impl;

@@ -69,15 +69,18 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
       attention_(attention ? std::move(attention) : std::make_unique<DenseAttention>()),
       backend_(backend_for_model(options.device)) {
     if (backend_.backend->kind() != DeviceKind::Cuda) return;
-    if (std::string(attention_->name()) != "dense") {  // the caller's attention (MSA) runs on the host KV cache
-        // Which MSA the device could run (cuda_msa_options) is said; even that stays on the CPU
-        // until the device runner hands its selections to the caller's attention (citations).
-        std::string why = "the device runner does not return its selections to the session yet";
-        if (const auto* msa = dynamic_cast<const MsaAttention*>(attention_.get()))
-            if (std::string lack = cuda_msa_lacks(msa->config()); !lack.empty()) why = "the device lacks " + lack;
-        backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now: " + why +
-                                       " (" + backend_.reason + ")"};
-        return;
+    if (std::string(attention_->name()) != "dense") {
+        // MSA runs on the device when the device has every piece of its configuration
+        // (cuda_msa_lacks); its selections, with their mass while citations are recorded, come
+        // back to the caller's MsaAttention (step). Anything else stays on the CPU, saying why.
+        auto* msa = dynamic_cast<MsaAttention*>(attention_.get());
+        const std::string why = msa ? cuda_msa_lacks(msa->config()) : std::string("the ") + attention_->name() + " attention";
+        if (!why.empty()) {
+            backend_ = {cpu_backend(), "CPU: " + std::string(attention_->name()) + " attention runs on the CPU for now: the device lacks " +
+                                           why + " (" + backend_.reason + ")"};
+            return;
+        }
+        msa_ = msa;
     }
     if (const std::string why = device_lacks(options.needs); !why.empty()) {
         backend_ = {cpu_backend(), "CPU: needs what does not run on CUDA yet: " + why + " (" + backend_.reason + ")"};
@@ -87,7 +90,7 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
         backend_ = {cpu_backend(), "CPU: " + why};
         return;
     }
-    gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx);
+    gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx, msa_ ? &msa_->config() : nullptr);
 }
 
 Session::~Session() = default;
@@ -96,7 +99,24 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
     if (gpu_) {
         if (!causal) throw Error("bidirectional runs (Gemma 3's images) do not run on the CUDA backend yet (use --device cpu)");
+        // Citations: a decode step's selections and their mass go to the MsaAttention's observer,
+        // as the CPU's forward hands them over (SelectionCollector turns token_mass on).
+        const bool record = msa_ && msa_->config().token_mass && tokens.size() == 1;
+        gpu_->set_record_mass(record);
         gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data(), embeddings);
+        if (record) {
+            const LlamaConfig& c = model_.model->config();
+            AttentionCall call;
+            call.pos0 = static_cast<int64_t>(tokens_.size());
+            call.n_tokens = 1;
+            call.n_head = c.n_head;
+            call.n_kv_head = c.n_kv_head;
+            call.head_dim = c.head_dim;
+            for (int l = 0; l < c.n_layer; ++l) {
+                call.layer = l;
+                msa_->deliver(call, gpu_->recorded_selections(l));
+            }
+        }
         tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
         return;
     }

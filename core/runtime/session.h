@@ -25,6 +25,7 @@ namespace sl {
 
 struct LoadedModel;
 class CudaLlamaRunner;
+class MsaAttention;
 
 // What a caller will ask of a session beyond prefill and generate. A backend that cannot do it
 // yet keeps the session on the CPU from the start (device_reason() says why), rather than failing
@@ -45,7 +46,7 @@ struct SessionOptions {
     int kv_block = 128;            // positions per KV page
     int64_t kv_budget_bytes = 0;   // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file
     std::string kv_spill_dir;      // where the spill file goes; empty: the system temp dir
-    std::string device = "auto";   // auto | cpu | cuda (core/runtime/backend.h); CUDA runs dense attention
+    std::string device = "auto";   // auto | cpu | cuda (core/runtime/backend.h); CUDA runs dense attention and the MSA it has (cuda_msa_lacks)
     SessionNeeds needs;            // what the caller will use; decides, with the attention, the device
 };
 
@@ -155,6 +156,7 @@ private:
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;
     std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ is the mirror)
+    MsaAttention* msa_ = nullptr;           // attention_ when it is MSA run by gpu_ (selections come back to it)
     ForwardScratch scratch_;
     const std::string& fingerprint() const;
     KvFileInfo file_info() const;                   // what a save records about this session

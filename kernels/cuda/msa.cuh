@@ -129,6 +129,22 @@ cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, 
                                  int top_k, const PagedView& k, const PagedView& v, int n_splits, float* workspace,
                                  int64_t workspace_floats, cudaStream_t stream);
 
+// ---- Attention mass for citations (msa_mass.cu) ----
+// The most selected tokens msa_token_mass takes (top_k * block_size): its scores sit in 48 KiB of
+// shared memory.
+inline constexpr int64_t kMaxMassTokens = 10240;
+
+// A call of one query (s.n_q == 1, decode): mass (n_kv_head, top_k, B) f32 <- for each group g and
+// each entry i of its selection row sel[g * top_k + i], the softmax probability of each token of
+// that block, averaged over the group's heads — softmax of scale * q_h · k_j over the tokens j of
+// the row's blocks at or before the query (f32 query, bf16 keys: the probabilities
+// msa_sparse_attention's softmax gives, to its bf16 rounding of the query). 0 for -1 entries,
+// tokens past the query and non-resident blocks. A block's entries sum to its mass (the CPU's
+// Selection::token_mass and mass), a group's to 1. q (1, n_head, head_dim) f32; top_k * B <=
+// kMaxMassTokens.
+cudaError_t msa_token_mass(const MsaShape& s, const float* q, float scale, const int32_t* sel, int top_k,
+                           const PagedView& k, float* mass, cudaStream_t stream);
+
 // Writes rows (n, n_heads, head_dim) f32 for positions [pos0, pos0 + n) into a paged bf16 tensor
 // (dst.base is written through; the blocks must be resident).
 cudaError_t write_paged(const PagedView& dst, int n_heads, const float* rows, int64_t pos0, int64_t n,

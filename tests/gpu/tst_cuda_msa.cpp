@@ -32,6 +32,7 @@ private Q_SLOTS:
     void decodeSplitKMatchesReference();
     void denseSelectionIsEveryVisibleBlock();
     void hybridSelection();
+    void tokenMassMatchesReference();
 };
 
 #if SIGHTLINE_HAVE_CUDA
@@ -469,6 +470,13 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
                                                 nullptr)));  // workspace too small
     QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv + 1, false, fake_f, nullptr)));  // unaligned
     QVERIFY(refused(sl::cuda::msa_key_means(v, 4, 0, 5, 500, fake_kv, nullptr)));  // block 4 is past 500 tokens
+    // Token mass: calls of one query only, at most kMaxMassTokens selected tokens.
+    sl::cuda::MsaShape one = s;
+    one.pos0 = 1000;
+    one.n_q = 1;
+    QVERIFY(refused(sl::cuda::msa_token_mass(s, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));     // n_q 200
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 81, v, fake_f, nullptr)));  // 81 x 128 tokens
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 0, v, fake_f, nullptr)));
     sl::DeviceKvCache::Config c;  // no heads: refused without allocating
     std::string error;
     QVERIFY(!sl::DeviceKvCache::create(c, &error));
@@ -523,6 +531,22 @@ void TstCudaMsa::pagedCacheRoundTrip() {
                 QCOMPARE(kc::bf16_to_f32(vpool[at]), f.v[want]);
             }
     }
+    // read_block gives each block as the pool holds it (after offload / fetch shuffled them).
+    std::vector<uint16_t> kb(static_cast<size_t>(elems)), vb(kb.size());
+    for (int64_t b = 0; b < nb; ++b) {
+        QVERIFY2(f.cache->read_block(0, b, kb.data(), vb.data(), nullptr, &error), error.c_str());
+        const size_t at = static_cast<size_t>(table[static_cast<size_t>(b)] * elems);
+        QVERIFY(std::equal(kb.begin(), kb.end(), kpool.begin() + static_cast<std::ptrdiff_t>(at)));
+        QVERIFY(std::equal(vb.begin(), vb.end(), vpool.begin() + static_cast<std::ptrdiff_t>(at)));
+    }
+    // And from the host tier: offload one, read it there.
+    QVERIFY2(f.cache->offload(0, nb - 1, nullptr, &error), error.c_str());
+    QVERIFY2(f.cache->read_block(0, nb - 1, kb.data(), vb.data(), nullptr, &error), error.c_str());
+    {
+        const size_t at = static_cast<size_t>(table[static_cast<size_t>(nb - 1)] * elems);
+        QVERIFY(std::equal(kb.begin(), kb.end(), kpool.begin() + static_cast<std::ptrdiff_t>(at)));
+    }
+    QVERIFY(!f.cache->read_block(0, nb + 5 < cfg.max_blocks ? nb + 5 : cfg.max_blocks, kb.data(), vb.data(), nullptr, &error));
     // Errors are reported, not thrown: a block past the table, a full host tier.
     QVERIFY(!f.cache->offload(0, cfg.max_blocks, nullptr, &error));
     QVERIFY(error.find("out of range") != std::string::npos);
@@ -584,7 +608,78 @@ void TstCudaMsa::denseSelectionIsEveryVisibleBlock() {
     QVERIFY(sl::test::normalized_error(out.data(), ref.data(), ref.size()) < 1e-2);
 }
 
+void TstCudaMsa::tokenMassMatchesReference() {
+    REQUIRE_CUDA_DEVICE();
+    for (int D : {64, 128}) {
+        for (int B : {64, 128}) {
+            Fixture f;
+            std::string error;
+            const int n_kv_head = 3, G = 3;
+            QVERIFY2(make_fixture(f, uniform(20, 40) * B + uniform(0, B - 1), 1, n_kv_head, G, D, B, &error), error.c_str());
+            const auto& s = f.s;
+            const int64_t nb = s.n_kv_blocks(), local = nb - 1;
+            // Per group a random ascending selection holding the local block, -1-padded.
+            const int top_k = uniform(4, 24);
+            std::vector<int32_t> sel(static_cast<size_t>(n_kv_head * top_k), -1);
+            for (int g = 0; g < n_kv_head; ++g) {
+                std::vector<int32_t> pick{static_cast<int32_t>(local)};
+                const int want = uniform(1, top_k);
+                while (static_cast<int>(pick.size()) < want) {
+                    const auto b = static_cast<int32_t>(uniform(0, static_cast<int>(local)));
+                    if (std::find(pick.begin(), pick.end(), b) == pick.end()) pick.push_back(b);
+                }
+                std::sort(pick.begin(), pick.end());
+                std::copy(pick.begin(), pick.end(), sel.begin() + g * top_k);
+            }
+            const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+            DevBuf<int32_t> dsel(sel);
+            DevBuf<float> dq(f.q), dmass(static_cast<size_t>(n_kv_head) * top_k * B);
+            QVERIFY(dsel.ok() && dq.ok() && dmass.ok());
+            CUDA_OK(sl::cuda::msa_token_mass(s, dq.get(), scale, dsel.get(), top_k, f.cache->k_view(0), dmass.get(), nullptr));
+            CUDA_OK(cudaDeviceSynchronize());
+            const auto got = dmass.download();
+            // Reference in double: per head, softmax over the selected tokens at or before the query.
+            std::vector<float> ref(got.size(), 0.0f);
+            for (int g = 0; g < n_kv_head; ++g)
+                for (int h = g * G; h < (g + 1) * G; ++h) {
+                    std::vector<double> sc(static_cast<size_t>(top_k * B), -INFINITY);
+                    double mx = -INFINITY;
+                    for (int si = 0; si < top_k; ++si) {
+                        const int32_t b = sel[static_cast<size_t>(g * top_k + si)];
+                        if (b < 0) continue;
+                        for (int t = 0; t < B; ++t) {
+                            const int64_t p = static_cast<int64_t>(b) * B + t;
+                            if (p > s.pos0) break;
+                            double acc = 0;
+                            for (int i = 0; i < D; ++i)
+                                acc += static_cast<double>(f.q[static_cast<size_t>(h * D + i)]) *
+                                       f.k[static_cast<size_t>((p * n_kv_head + g) * D + i)];
+                            sc[static_cast<size_t>(si * B + t)] = acc * scale;
+                            mx = std::max(mx, acc * scale);
+                        }
+                    }
+                    double sum = 0;
+                    for (double& x : sc) sum += x == -INFINITY ? 0 : std::exp(x - mx);
+                    for (size_t i = 0; i < sc.size(); ++i)
+                        if (sc[i] != -INFINITY)
+                            ref[static_cast<size_t>(g * top_k * B) + i] += static_cast<float>(std::exp(sc[i] - mx) / sum / G);
+                }
+            const double err = sl::test::normalized_error(got.data(), ref.data(), ref.size());
+            double row_sum = 0;
+            for (int i = 0; i < top_k * B; ++i) row_sum += got[static_cast<size_t>(i)];
+            qInfo("token mass D %d B %d top-k %d: error %.3e, group 0 sums to %.6f", D, B, top_k, err, row_sum);
+            QVERIFY2(err < 1e-4, qPrintable(QString::number(err)));
+            QVERIFY(std::abs(row_sum - 1.0) < 1e-4);
+            for (int g = 0; g < n_kv_head; ++g)  // nothing on padding
+                for (int si = 0; si < top_k; ++si)
+                    if (sel[static_cast<size_t>(g * top_k + si)] < 0)
+                        for (int t = 0; t < B; ++t) QCOMPARE(got[static_cast<size_t>((g * top_k + si) * B + t)], 0.0f);
+        }
+    }
+}
+
 #else
+void TstCudaMsa::tokenMassMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::shapeArithmeticAndRefusals() { QSKIP("built without CUDA"); }
 void TstCudaMsa::denseSelectionIsEveryVisibleBlock() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::pagedCacheRoundTrip() { QSKIP("no CUDA device: built without CUDA"); }

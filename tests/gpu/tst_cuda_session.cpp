@@ -6,7 +6,9 @@
 //     the same saved logits, and the next token's logits as a CPU session's that prefilled it all;
 //   - truncate on the GPU (mid-block) and prefill again gives the logits of the first prefill;
 //   - image-embedding positions (LlamaModel::kEmbeddingToken) take their rows: rows that are the
-//     embeddings of tokens give those tokens' logits.
+//     embeddings of tokens give those tokens' logits;
+//   - an MSA session (the device's hybrid mode) runs on the device, and its decode steps hand the
+//     MsaAttention's observer (citations) the blocks and attention mass the CPU's MSA gives.
 // Logits are compared by normalized error (bf16 K/V on the device: ~1e-2; a broken transfer or
 // cache gives O(1)) and by the rank of the CPU's argmax. Skips without a device; needs the model
 // (scripts/setup.sh). The same transfers are checked without a device by tst_kv_transfer.
@@ -14,9 +16,12 @@
 #include <QTemporaryDir>
 
 #include <algorithm>
+#include <map>
 
+#include "core/attention/msa_attention.h"
 #include "core/model/model_loader.h"
 #include "core/runtime/cuda_backend.h"
+#include "core/runtime/cuda_backend_model.h"
 #include "core/runtime/linear.h"
 #include "core/model/llama_model.h"
 #include "core/runtime/session.h"
@@ -54,6 +59,7 @@ private Q_SLOTS:
     void savedOnCpuRestoresOnGpu();
     void truncateOnTheDevice();
     void imageEmbeddingsOnTheDevice();
+    void msaSelectionsAndMassAsOnTheCpu();
 
 private:
     sl::SessionOptions options(const char* device) const {
@@ -216,6 +222,72 @@ void TstCudaSession::imageEmbeddingsOnTheDevice() {
     qInfo("embedding rows of tokens vs the tokens: logit error %.3e", err);
     QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));  // the same inputs, the same kernels
     QCOMPARE(image.tokens(), marked);
+}
+
+void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
+    REQUIRE_CUDA_DEVICE();
+    if (!model_) QSKIP("needs the model (generatesOnTheDevice)");
+    std::string text;
+    for (int i = 0; i < 60; ++i)
+        text += "Item " + std::to_string(i) + ": the committee reviewed the budget of project " +
+                std::to_string(i * 37 % 101) + " and decided to postpone the vote until the meeting in room " +
+                std::to_string(i * 13 % 29) + ". ";
+    const std::vector<int32_t> ids = model_->tokenizer->encode(text, true, false);
+    QVERIFY(ids.size() > 8 * 128);
+    sl::MsaConfig mc;
+    mc.top_k = 4;
+    sl::parse_msa_scoring("hybrid4/group-mean/sink", mc);
+    QCOMPARE(sl::cuda_msa_lacks(mc), std::string());
+    auto make = [&](const char* device, std::map<int, std::vector<sl::Selection>>& seen) {
+        auto msa = std::make_unique<sl::MsaAttention>(mc);
+        msa->set_token_mass(true);
+        msa->set_observer([&seen](int layer, const sl::AttentionCall& call, const std::vector<sl::Selection>& s) {
+            if (call.n_tokens == 1) seen[layer] = s;
+        });
+        sl::SessionOptions so = options(device);
+        so.n_ctx = static_cast<int>(ids.size()) + 16;
+        return std::make_unique<sl::Session>(*model_, so, std::move(msa));
+    };
+    std::map<int, std::vector<sl::Selection>> seen_gpu, seen_cpu;
+    auto gpu = make("cuda", seen_gpu);
+    auto cpu = make("cpu", seen_cpu);
+    QVERIFY2(gpu->on_gpu(), gpu->device_reason().c_str());
+    gpu->prefill(ids);
+    cpu->prefill(ids);
+    QVERIFY(seen_gpu.empty());  // prefill calls are not handed over (the collector ignores them too)
+    int same = 0, compared = 0;
+    double worst_mass = 0, worst_tokens = 0;
+    for (int step = 0; step < 4; ++step) {
+        const int32_t next = argmax(cpu->last_logits());
+        QVERIFY(close_logits(gpu->last_logits(), cpu->last_logits(), "MSA session"));
+        seen_gpu.clear();
+        seen_cpu.clear();
+        gpu->prefill(std::span<const int32_t>(&next, 1));
+        cpu->prefill(std::span<const int32_t>(&next, 1));
+        QCOMPARE(seen_gpu.size(), seen_cpu.size());
+        for (const auto& [layer, cs] : seen_cpu) {
+            const auto& gs = seen_gpu[layer];
+            QCOMPARE(gs.size(), cs.size());
+            for (const sl::Selection& c : cs) {
+                const auto it = std::find_if(gs.begin(), gs.end(), [&](const sl::Selection& g) { return g.kv_head == c.kv_head; });
+                QVERIFY(it != gs.end());
+                QCOMPARE(it->q_pos0, c.q_pos0);
+                QCOMPARE(it->token_mass.size(), it->blocks.size() * 128);
+                ++compared;
+                if (it->blocks != c.blocks) continue;
+                ++same;
+                for (size_t i = 0; i < c.mass.size(); ++i) worst_mass = std::max(worst_mass, double(std::abs(it->mass[i] - c.mass[i])));
+                worst_tokens = std::max(worst_tokens, sl::test::normalized_error(it->token_mass.data(), c.token_mass.data(),
+                                                                                 c.token_mass.size()));
+            }
+        }
+    }
+    qInfo("MSA decode on the device: %d of %d selections equal the CPU's; on those the worst block mass differs by "
+          "%.4f, token masses by normalized error %.3e", same, compared, worst_mass, worst_tokens);
+    QVERIFY(compared > 0);
+    QVERIFY(same * 10 >= compared * 8);  // near-ties may flip with bf16 keys
+    QVERIFY2(worst_mass < 0.03, qPrintable(QString::number(worst_mass)));
+    QVERIFY2(worst_tokens < 0.1, qPrintable(QString::number(worst_tokens)));
 }
 
 QTEST_APPLESS_MAIN(TstCudaSession)

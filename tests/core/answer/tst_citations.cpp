@@ -142,6 +142,7 @@ private Q_SLOTS:
     void fusedWithoutAttention();
     void questionRelevanceNumbersFirst();
     void truncatedTextKeepsItsSteps();
+    void deliveredSelectionsReachTheCollector();
 };
 
 void TstCitations::sentences() {
@@ -494,6 +495,48 @@ void TstCitations::truncatedTextKeepsItsSteps() {
     const sl::Answer a = sl::cite(c, *f.tok);
     QCOMPARE(a.sentences.size(), size_t{1});
     QVERIFY2(a.with_markers() == "Linear models are fitted with lm [1]. ", a.with_markers().c_str());
+}
+
+void TstCitations::deliveredSelectionsReachTheCollector() {
+    // Selections made on the device come back through MsaAttention::deliver (Session on CUDA):
+    // they become the layer's last selections and reach an attached collector as the CPU's own do;
+    // calls of several tokens (prefill) are ignored by the collector, as ever.
+    Fixture f;
+    sl::MsaConfig mc;
+    mc.block_size = B;
+    sl::MsaAttention msa(mc);
+    sl::SelectionCollector c(f.ts, B);
+    c.attach(msa);
+    QVERIFY(msa.config().token_mass);  // what makes the device record masses
+    const int32_t page1 = f.block_in("Report.pdf p. 1");
+    const int64_t pos = f.answer_pos(0);
+    sl::Selection s;
+    s.kv_head = 1;
+    s.q_pos0 = pos;
+    s.n_queries = 1;
+    s.blocks = {page1, static_cast<int32_t>(pos / B)};
+    s.mass = {0.25f, 0.75f};
+    s.token_mass.assign(2 * B, 0.0f);
+    s.token_mass[3] = 0.25f;
+    s.token_mass[B + 1] = 0.75f;
+    sl::AttentionCall call;
+    call.layer = 2;
+    call.pos0 = pos;
+    call.n_tokens = 1;
+    msa.deliver(call, {s});
+    QCOMPARE(msa.last_selections(2).size(), size_t{1});
+    QCOMPARE(msa.last_selections(2)[0].blocks, s.blocks);
+    QCOMPARE(c.steps().size(), size_t{1});
+    QCOMPARE(c.steps()[0].pos, pos);
+    QCOMPARE(c.steps()[0].blocks.size(), size_t{1});  // the local block is not a source
+    QCOMPARE(c.steps()[0].blocks[0].first, page1);
+    QCOMPARE(c.steps()[0].blocks[0].second, 0.25f);
+    QCOMPARE(c.steps()[0].tokens[0][3], 0.25f);
+    call.n_tokens = 5;  // a prefill call's selections: stored, not collected
+    msa.deliver(call, {s});
+    QCOMPARE(c.steps().size(), size_t{1});
+    sl::SelectionCollector::detach(msa);
+    QVERIFY(!msa.config().token_mass);
 }
 
 QTEST_GUILESS_MAIN(TstCitations)
