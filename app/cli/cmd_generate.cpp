@@ -20,6 +20,8 @@
 // --positions remap (MSA) attends far selected blocks at a fixed distance (--remap-window, default
 // 4096) for models trained on shorter contexts. --kv-type sets the KV cache storage (default f16); --kv-budget (e.g. 512M, 2G) caps the RAM of
 // the KV pages, the rest spilling to a memory-mapped temp file (in --kv-spill-dir).
+// --device-kv-budget (CUDA with MSA) keeps that much of the KV cache on the GPU and the rest in
+// pinned host memory, the MSA index fetching the far blocks it shortlists.
 #include <QStringList>
 
 #include <chrono>
@@ -53,7 +55,7 @@ const char* kUsage =
     "       [--dense-layers L]\n"
     "       [--positions original|remap] [--remap-window N]\n"
     "       [--kv-type f32|f16|int8] [--kv-budget SIZE] [--kv-spill-dir DIR]\n"
-    "       [--device auto|cpu|cuda]\n"
+    "       [--device auto|cpu|cuda] [--device-kv-budget SIZE]\n"
     "       [--mmproj VISION.gguf --image FILE]\n";
 
 
@@ -153,6 +155,14 @@ int run(const QStringList& args) {
                 so.kv_budget_bytes = sl::parse_byte_size(v.toStdString());
             } catch (const sl::Error& e) {
                 sl::cli::err(std::string("sightline-cli generate: --kv-budget: ") + e.what() + "\n" + kUsage);
+                return 2;
+            }
+        } else if (a == QLatin1String("--device-kv-budget")) {
+            const QString v = value();
+            try {
+                so.device_kv_budget_bytes = sl::parse_byte_size(v.toStdString());
+            } catch (const sl::Error& e) {
+                sl::cli::err(std::string("sightline-cli generate: --device-kv-budget: ") + e.what() + "\n" + kUsage);
                 return 2;
             }
         }

@@ -366,6 +366,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     r.attention = o.msa ? "msa " + spec.scoring + ", top-k " + std::to_string(spec.top_k) : "dense";
     const std::vector<UnitEvidence> evidence = evidence_of(ts, c.prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, so.n_ctx, spec, t_start, r);
+    r.device = session.device_reason();  // again: a device that failed mid-answer handed over to the CPU
     trim_cache(lib, o, used, r);
     return true;
 }
@@ -511,6 +512,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
 
     const std::vector<UnitEvidence> evidence = evidence_of(ts, prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, n_ctx, spec, t_start, r);
+    r.device = session.device_reason();  // again: a device that failed mid-answer handed over to the CPU
     trim_cache(lib, o, cache.used, r);
     return r;
 }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "core/runtime/linear.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dequantize.h"
+#include "kernels/cuda/blas.cuh"
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/msa.cuh"
 #include "kernels/cuda/ops.cuh"
@@ -66,7 +68,7 @@ std::string cuda_msa_lacks(const MsaConfig& c) {
 namespace {
 
 void ck(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw Error("CUDA model: " + cuda::cuda_error_text(what, e));
+    if (e != cudaSuccess) throw DeviceError("CUDA model: " + cuda::cuda_error_text(what, e));
 }
 
 // The MSA the runner runs: MsaConfig's fields the device takes (cuda_msa_lacks says which).
@@ -76,6 +78,10 @@ struct DeviceMsa {
     int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
     bool sink = true;
 };
+
+// Tokens from which a call's linear layers run as GEMMs (cuBLAS) instead of matrix-vector passes
+// (4 tokens per pass over the weights).
+constexpr int kGemmTokens = 16;
 
 // A device weight matrix: d = ne1 rows of ne0 values in `type`.
 struct DevMatrix {
@@ -128,6 +134,116 @@ struct CudaLlamaRunner::Impl {
     std::vector<int32_t> rec_sel;     // (n_layer or 1, n_kv_head, top_k)
     std::vector<float> rec_mass;      // (n_layer, n_kv_head, top_k, B)
     std::vector<float> host_x;
+    // Memory tiers (an MSA runner with a device KV budget): blocks past the budget wait in the
+    // pinned host tier. Appended and shortlisted blocks are stamped when touched; the least recently
+    // touched leave the device first (make_room); a shortlisted block on the host is fetched and the
+    // selection made again (select_tiered), so the result is the all-resident one.
+    bool tiered = false;
+    uint64_t tick = 0;
+    std::vector<uint64_t> stamp;                 // (n_layer, max_blocks)
+    std::set<std::pair<uint64_t, int64_t>> lru;  // resident blocks: (stamp, layer * max_blocks + block)
+    std::vector<int32_t> host_cand;              // a layer's shortlist, downloaded
+    int64_t fetched = 0, evicted = 0;
+
+    int64_t key(int layer, int64_t b) const { return static_cast<int64_t>(layer) * cache->config().max_blocks + b; }
+    void touch(int layer, int64_t b) {
+        if (!tiered) return;
+        const int64_t k = key(layer, b);
+        uint64_t& st = stamp[static_cast<size_t>(k)];
+        lru.erase({st, k});
+        st = ++tick;
+        lru.insert({st, k});
+    }
+    // Offloads least recently touched blocks until `need` device blocks are free, never one whose
+    // key is in `keep` (sorted).
+    void make_room(int64_t need, const std::vector<int64_t>& keep) {
+        std::string error;
+        auto it = lru.begin();
+        while (cache->free_device_blocks() < need) {
+            while (it != lru.end() && std::binary_search(keep.begin(), keep.end(), it->second)) ++it;
+            if (it == lru.end())
+                throw DeviceError("CUDA model: the device KV budget (" + std::to_string(cache->config().device_blocks) +
+                            " blocks) cannot hold this call's " + std::to_string(keep.size()) + " blocks of one layer");
+            const int64_t k = it->second;
+            it = lru.erase(it);
+            const int64_t mb = cache->config().max_blocks;
+            if (!cache->offload(static_cast<int>(k / mb), k % mb, stream, &error)) throw DeviceError("CUDA model: " + error);
+            ++evicted;
+        }
+    }
+    // Brings blocks `want` of `layer` to the device (fetching those on the host), keeping `keep`.
+    void ensure_resident(int layer, const std::vector<int64_t>& want, std::vector<int64_t> keep) {
+        std::string error;
+        int64_t missing = 0;
+        for (int64_t b : want) missing += cache->on_host(layer, b) ? 1 : 0;
+        if (missing == 0) return;
+        std::sort(keep.begin(), keep.end());
+        make_room(missing, keep);
+        for (int64_t b : want)
+            if (cache->on_host(layer, b)) {
+                if (!cache->fetch(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                ++fetched;
+                touch(layer, b);
+            }
+    }
+    // Appends K/V rows (device, f32) of positions [pos0, pos0 + n) to `layer`, making room first.
+    void append(int layer, int64_t pos0, int64_t n, const float* kd, const float* vd) {
+        const int64_t B = cache->config().block_size, b0 = pos0 / B, b1 = (pos0 + n - 1) / B;
+        if (tiered) {
+            std::vector<int64_t> keep;
+            int64_t need = 0;
+            for (int64_t b = b0; b <= b1; ++b) {
+                keep.push_back(key(layer, b));
+                need += cache->resident(layer, b) ? 0 : 1;
+            }
+            make_room(need, keep);
+        }
+        std::string error;
+        if (!cache->append(layer, pos0, n, kd, vd, stream, &error)) throw DeviceError("CUDA model: " + error);
+        for (int64_t b = b0; b <= b1; ++b) touch(layer, b);
+    }
+    // The tiered MSA selection of `layer`: the hybrid selection, then, when its shortlist holds
+    // blocks on the host, those fetched and the selection made again. The shortlist is the first
+    // tasks * n_cand int32 of the workspace (msa.cuh).
+    void select_tiered(const cuda::MsaShape& s, int layer, int n_cand, int top_k, int32_t* sel, int64_t append_b0,
+                       int64_t append_b1) {
+        const int64_t dkv = static_cast<int64_t>(s.n_kv_head) * s.head_dim;
+        auto select = [&] {
+            ck(cuda::msa_hybrid_select(s, iq, dkv, cache->k_view(layer), cache->key_means(layer), msa.sink, n_cand, top_k,
+                                       sel, hws, hws_bytes, stream),
+               "msa_hybrid_select");
+        };
+        select();
+        if (!tiered) return;
+        host_cand.resize(static_cast<size_t>(s.n_tasks() * n_cand));
+        ck(cudaMemcpyAsync(host_cand.data(), hws, host_cand.size() * 4, cudaMemcpyDeviceToHost, stream),
+           "cudaMemcpyAsync (shortlist)");
+        ck(cudaStreamSynchronize(stream), "shortlist");
+        std::vector<int64_t> want;
+        for (int32_t b : host_cand)
+            if (b >= 0) want.push_back(b);
+        std::sort(want.begin(), want.end());
+        want.erase(std::unique(want.begin(), want.end()), want.end());
+        bool any_host = false;
+        for (int64_t b : want) {
+            if (cache->on_host(layer, b)) any_host = true;
+            else touch(layer, b);
+        }
+        if (!any_host) return;
+        std::vector<int64_t> keep;
+        for (int64_t b : want) keep.push_back(key(layer, b));
+        for (int64_t b = append_b0; b <= append_b1; ++b) keep.push_back(key(layer, b));
+        ensure_resident(layer, want, keep);
+        select();  // the same shortlist (estimates cover every block), now scored exactly throughout
+    }
+
+    // Prefill GEMMs (linear): cuBLAS state (-1: not asked yet) and the f16 scratch of the
+    // activations and of one dequantized weight.
+    int blas = -1;
+    std::string blas_why;
+    uint16_t* xh = nullptr;
+    uint16_t* wh = nullptr;
+    int64_t xh_elems = 0, wh_elems = 0;
 
     explicit Impl(const LlamaModel& m) : model(m) {}
     ~Impl() {
@@ -217,12 +333,35 @@ struct CudaLlamaRunner::Impl {
         cap = n;
     }
 
+    // Y (n, ne1) = X (n, ne0) @ W^T. Calls of kGemmTokens tokens or more (prefill) go through
+    // cuBLAS when it loads: the weight dequantized to f16 into a scratch (the device kernels'
+    // dequantize, exact up to f16 rounding) and the activations converted to f16, f32 accumulation;
+    // fewer tokens (decode) through the quantized matrix-vector kernels, f32 activations.
     void linear(const DevMatrix& w, const float* in, int n, float* out) {
+        if (n >= kGemmTokens && gemm_ok()) {
+            const int64_t nx = static_cast<int64_t>(n) * w.ne0, nw = w.ne0 * w.ne1;
+            reserve(xh, xh_elems, nx, 2);
+            ck(cuda::f32_to_f16(xh, in, nx, stream), "f32_to_f16 (activations)");
+            const void* W = w.data;
+            if (w.type != kernels::TensorType::F16) {
+                reserve(wh, wh_elems, nw, 2);
+                ck(cuda::dequantize(w.type, w.data, wh, cuda::OutType::F16, nw, stream), "dequantize (f16)");
+                W = wh;
+            }
+            std::string error;
+            if (!cuda::gemm_xwt(cuda::GemmType::F16, xh, W, out, n, w.ne1, w.ne0, stream, &error))
+                throw DeviceError("CUDA model: " + error);
+            return;
+        }
         ck(cuda::matvec(w.type, w.data, w.ne1, w.ne0, in, n, out, stream), "matvec");
+    }
+    bool gemm_ok() {
+        if (blas < 0) blas = cuda::blas_available(&blas_why) ? 1 : 0;
+        return blas == 1;
     }
 };
 
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa)
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa, int64_t device_kv_bytes)
     : impl_(std::make_unique<Impl>(model)) {
     const cuda::DeviceStatus st = cuda::probe();
     if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
@@ -267,6 +406,23 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     kc.block_size = 128;
     kc.max_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
     kc.device_blocks = kc.max_blocks * c.n_layer;
+    const int64_t pair_bytes = 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;  // K + V, bf16
+    if (device_kv_bytes > 0 && device_kv_bytes < kc.device_blocks * pair_bytes) {
+        if (!m.msa.enabled)
+            throw Error("CUDA model: a device KV budget needs MSA attention (dense attention reads every block each call)");
+        // The fewest blocks: a decode call's shortlists (up to 64 blocks per KV group) twice over,
+        // and a few appended ones. A prefill call needs (query blocks x KV groups x shortlist) at
+        // once, which make_room reports when the budget cannot hold it.
+        const int64_t blocks = device_kv_bytes / pair_bytes, min_blocks = 2 * 64 * static_cast<int64_t>(c.n_kv_head) + 8;
+        if (blocks < min_blocks)
+            throw Error("CUDA model: a device KV budget of " + std::to_string(device_kv_bytes >> 20) + " MiB holds " +
+                        std::to_string(blocks) + " blocks; at least " + std::to_string(min_blocks) + " (" +
+                        std::to_string((min_blocks * pair_bytes + (1 << 20) - 1) >> 20) + " MiB) are needed");
+        kc.host_blocks = kc.device_blocks - blocks + 1;
+        kc.device_blocks = blocks;
+        m.tiered = true;
+        m.stamp.assign(static_cast<size_t>(c.n_layer * kc.max_blocks), 0);
+    }
     std::string error;
     m.cache = DeviceKvCache::create(kc, &error);
     if (!m.cache) throw Error("CUDA model: " + error);
@@ -300,28 +456,29 @@ namespace {
 // staged through the forward pass's K/V scratch (cap rows at a time) and appended.
 class DeviceStore final : public KvBlockStore {
 public:
-    DeviceStore(DeviceKvCache& cache, cudaStream_t stream, float* k_scratch, float* v_scratch, int64_t cap)
-        : cache_(cache), stream_(stream), k_(k_scratch), v_(v_scratch), cap_(cap) {}
+    DeviceStore(CudaLlamaRunner::Impl& m, DeviceKvCache& cache, cudaStream_t stream, float* k_scratch, float* v_scratch,
+                int64_t cap)
+        : m_(m), cache_(cache), stream_(stream), k_(k_scratch), v_(v_scratch), cap_(cap) {}
     int block_size() const override { return cache_.config().block_size; }
     void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) override {
         std::string error;
-        if (!cache_.read_block(layer, block, k, v, stream_, &error)) throw Error("CUDA model: " + error);
+        if (!cache_.read_block(layer, block, k, v, stream_, &error)) throw DeviceError("CUDA model: " + error);
     }
     void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) override {
         const int64_t row = static_cast<int64_t>(cache_.config().n_kv_head) * cache_.config().head_dim;
-        std::string error;
         for (int64_t i = 0; i < n; i += cap_) {
             const int64_t m = std::min(cap_, n - i);
             const size_t bytes = static_cast<size_t>(m * row) * 4;
             ck(cudaMemcpyAsync(k_, k + i * row, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (upload K)");
             ck(cudaMemcpyAsync(v_, v + i * row, bytes, cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync (upload V)");
-            if (!cache_.append(layer, pos0 + i, m, k_, v_, stream_, &error)) throw Error("CUDA model: " + error);
+            m_.append(layer, pos0 + i, m, k_, v_);
             // The next copy reuses the scratch and `k` / `v` may be freed by the caller: wait.
             ck(cudaStreamSynchronize(stream_), "upload");
         }
     }
 
 private:
+    CudaLlamaRunner::Impl& m_;
     DeviceKvCache& cache_;
     cudaStream_t stream_;
     float *k_, *v_;
@@ -333,7 +490,7 @@ private:
 void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
     Impl& m = *impl_;
     ck(cudaStreamSynchronize(m.stream), "download");
-    DeviceStore store(*m.cache, m.stream, m.k, m.v, m.cap);
+    DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
     kv_download(store, dst, from, m.n_past);
 }
 
@@ -343,7 +500,7 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t n) {
     if (n > m.n_ctx)
         throw Error("CUDA model: a context of " + std::to_string(n) + " positions does not fit " + std::to_string(m.n_ctx));
     m.grow(256);
-    DeviceStore store(*m.cache, m.stream, m.k, m.v, m.cap);
+    DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
     kv_upload(src, store, 0, n, m.cap);
     m.n_past = n;
 }
@@ -351,6 +508,11 @@ int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
 int CudaLlamaRunner::last_top_k() const { return impl_->last_top_k; }
 
 void CudaLlamaRunner::set_record_mass(bool on) { impl_->record = on; }
+
+CudaKvTiers CudaLlamaRunner::kv_tiers() const {
+    const Impl& m = *impl_;
+    return {m.cache->config().device_blocks, m.cache->config().host_blocks, m.fetched, m.evicted};
+}
 
 std::vector<Selection> CudaLlamaRunner::recorded_selections(int layer) const {
     const Impl& m = *impl_;
@@ -454,14 +616,20 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
                       m.stream, m.rope_freq_factors), "rope (q)");
         ck(cuda::rope(m.k, n, c.n_kv_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale,
                       style, m.stream, m.rope_freq_factors), "rope (k)");
-        if (!m.cache->append(l, m.n_past, n, m.k, m.v, m.stream, &error)) throw Error("CUDA model: " + error);
+        m.append(l, m.n_past, n, m.k, m.v);
         int32_t* sel = m.sel;
+        const int64_t ab0 = m.n_past / s.block_size, ab1 = (m.n_past + n - 1) / s.block_size;
         if (sparse) {
             sel = m.sel + static_cast<int64_t>(l) * s.n_tasks() * top_k;
             ck(cuda::msa_group_mean(m.q, s, m.iq, m.stream), "msa_group_mean");
-            ck(cuda::msa_hybrid_select(s, m.iq, dkv, m.cache->k_view(l), m.cache->key_means(l), m.msa.sink, n_cand, top_k,
-                                       sel, m.hws, m.hws_bytes, m.stream),
-               "msa_hybrid_select");
+            m.select_tiered(s, l, n_cand, top_k, sel, ab0, ab1);
+        } else if (m.tiered) {  // a short context: every block of the layer attended
+            std::vector<int64_t> all, keep;
+            for (int64_t b = 0; b < s.n_kv_blocks(); ++b) {
+                all.push_back(b);
+                keep.push_back(m.key(l, b));
+            }
+            m.ensure_resident(l, all, keep);
         }
         ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
                                       m.ws, m.ws_floats, m.stream), "attention");
@@ -504,7 +672,7 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
 #else  // built without CUDA
 
 struct CudaLlamaRunner::Impl {};
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*) {
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*, int64_t) {
     throw Error("CUDA model: built without CUDA");
 }
 CudaLlamaRunner::~CudaLlamaRunner() = default;
@@ -517,6 +685,7 @@ void CudaLlamaRunner::upload_kv(const KvCache&, int64_t) { throw Error("CUDA mod
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
 void CudaLlamaRunner::set_record_mass(bool) {}
+CudaKvTiers CudaLlamaRunner::kv_tiers() const { return {}; }
 std::vector<Selection> CudaLlamaRunner::recorded_selections(int) const { return {}; }
 int CudaLlamaRunner::last_top_k() const { return 0; }
 

@@ -2,9 +2,10 @@
 // device kernels take as they are; any other type dequantized on the host and uploaded as f16), a
 // paged bf16 KV cache on the device (core/kvcache/device_kv_cache.h), and attention through the MSA
 // sparse kernel: dense (every visible block selected) by default, or MSA with the hybrid index
-// (an MsaConfig the device runs: cuda_msa_lacks). Linear layers are the quantized matrix-vector kernels with f32
-// activations (up to 4 tokens per pass over the weights: fine for decode and for small models'
-// prefill; cuBLAS prefill is the next step).
+// (an MsaConfig the device runs: cuda_msa_lacks). Linear layers: decode calls through the
+// quantized matrix-vector kernels with f32 activations (up to 4 tokens per pass over the weights);
+// prefill calls of 16 tokens or more through cuBLAS GEMMs in f16 (weights dequantized per call),
+// or the matrix-vector kernels when cuBLAS does not load.
 //
 // Built only with CUDA (SIGHTLINE_HAVE_CUDA); construction throws sl::Error naming the CUDA error
 // or what does not fit (e.g. a head_dim the kernels do not take). One forward at a time.
@@ -15,13 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/device_runner.h"
+
 namespace sl {
 
-class KvCache;
 class LlamaModel;
 struct LlamaConfig;
 struct MsaConfig;  // core/attention/msa_attention.h
-struct Selection;
 
 // Why the CUDA runner cannot run a model of this configuration ("" when it can): the pieces its
 // kernels do not have yet (Gemma 3's norms, GELU and sliding window; head dims other than 64/128).
@@ -41,13 +42,26 @@ std::string cuda_unsupported(const LlamaConfig& c);
 // without CUDA.
 std::string cuda_msa_lacks(const MsaConfig& c);
 
-class CudaLlamaRunner {
+// The device KV cache's tiers (CudaLlamaRunner::kv_tiers): blocks on the device and in the pinned
+// host tier (0: no tiers), and blocks fetched from / evicted to the host so far.
+struct CudaKvTiers {
+    int64_t device_blocks = 0, host_blocks = 0;
+    int64_t fetched = 0, evicted = 0;
+};
+
+// Errors: sl::DeviceError for CUDA failures (and device memory exhausted), sl::Error for bad calls.
+class CudaLlamaRunner final : public DeviceRunner {
 public:
     // n_ctx: most positions the device cache holds. msa: null for dense attention, else the MSA
-    // the device runs (copied). Throws sl::Error without a usable device, or naming what of `msa`
-    // the device lacks (cuda_msa_lacks).
-    CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr);
-    ~CudaLlamaRunner();
+    // the device runs (copied). device_kv_bytes > 0 and less than the context's K/V: memory tiers
+    // (MSA only) — that many bytes of KV blocks on the device, the rest in pinned host memory,
+    // the least recently used blocks leaving the device first and the MSA shortlist's blocks
+    // fetched before each selection (the same selections as with every block resident).
+    // Throws sl::Error without a usable device, naming what of `msa` the device lacks
+    // (cuda_msa_lacks), or for a budget below 128 x n_kv_head + 8 blocks or with dense attention;
+    // forward throws when one call's blocks of a layer do not fit the budget.
+    CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr, int64_t device_kv_bytes = 0);
+    ~CudaLlamaRunner() override;
     CudaLlamaRunner(const CudaLlamaRunner&) = delete;
     CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
 
@@ -55,20 +69,20 @@ public:
     // (n_vocab floats, host memory). Positions whose token is LlamaModel::kEmbeddingToken take their
     // input row from `embeddings` (n, d_model) host floats (image-patch tokens; causal, as every
     // call here); null: plain tokens. Throws sl::Error on bad tokens, a full context or a CUDA error.
-    void forward(const int32_t* tokens, int n, float* logits, const float* embeddings = nullptr);
+    void forward(const int32_t* tokens, int n, float* logits, const float* embeddings = nullptr) override;
 
-    int64_t n_past() const;
-    void reset();  // forgets the context (the cache blocks are reused)
+    int64_t n_past() const override;
+    void reset() override;  // forgets the context (the cache blocks are reused)
     // Keeps the first n positions (n <= n_past()); the next forward writes from position n on.
-    void truncate(int64_t n);
+    void truncate(int64_t n) override;
     // The context into the host cache (core/kvcache/kv_transfer.h): positions [from, n_past()) of
     // every layer are written into `dst` (positions before `from` are dst's already), then dst's
     // n_past is n_past(). For saving a context. Throws sl::Error on a CUDA error.
-    void download_kv(KvCache& dst, int64_t from) const;
+    void download_kv(KvCache& dst, int64_t from) const override;
     // Replaces the context with positions [0, n) of `src` (n <= src.n_past()), uploaded; the next
     // forward continues at position n. For a restored context. Throws sl::Error on a CUDA error or
     // n > n_ctx, leaving the context empty.
-    void upload_kv(const KvCache& src, int64_t n);
+    void upload_kv(const KvCache& src, int64_t n) override;
     int64_t device_bytes() const;  // weights + cache + scratch on the device
     // The blocks each KV group of `layer` attended in the last forward call, (query block, group)
     // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.
@@ -79,15 +93,18 @@ public:
     // also compute, per layer, the attention mass of each token of each selected block
     // (kernels/cuda/msa.cuh, msa_token_mass) and bring the selections and masses to the host at
     // the end of the call. Off by default; no effect on a dense runner.
-    void set_record_mass(bool on);
+    void set_record_mass(bool on) override;
     // The last call's selections of `layer` as the CPU's MsaAttention makes them (msa_attention.h,
     // Selection): one per KV group, blocks ascending with their mass and token_mass (averaged over
     // the group's heads; the call's one query). Empty unless that call had one query and recorded
     // (set_record_mass); a context of at most top_k blocks gives every block, as on the CPU.
-    std::vector<Selection> recorded_selections(int layer) const;
+    std::vector<Selection> recorded_selections(int layer) const override;
+
+    CudaKvTiers kv_tiers() const;  // the device cache's tiers and their traffic so far
+
+    struct Impl;  // public for the file's helpers (cuda_backend_model.cpp)
 
 private:
-    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 

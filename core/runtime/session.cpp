@@ -67,7 +67,14 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
       kv_(model.model->config().n_layer, options.n_ctx, model.model->config().n_kv_head, model.model->config().head_dim,
           KvCacheOptions{options.kv_type, options.kv_block, options.kv_budget_bytes, options.kv_spill_dir}),
       attention_(attention ? std::move(attention) : std::make_unique<DenseAttention>()),
-      backend_(backend_for_model(options.device)) {
+      backend_(options.runner_factory ? BackendChoice{cpu_backend(), ""} : backend_for_model(options.device)) {
+    if (options.runner_factory) {  // an injected device (tests, other devices): it runs everything
+        msa_ = dynamic_cast<MsaAttention*>(attention_.get());
+        gpu_ = options.runner_factory(model, msa_ ? &msa_->config() : nullptr);
+        if (!gpu_) throw Error("the session's runner factory made no runner");
+        backend_.reason = "device runner (injected)";
+        return;
+    }
     if (backend_.backend->kind() != DeviceKind::Cuda) return;
     if (std::string(attention_->name()) != "dense") {
         // MSA runs on the device when the device has every piece of its configuration
@@ -90,14 +97,15 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
         backend_ = {cpu_backend(), "CPU: " + why};
         return;
     }
-    gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx, msa_ ? &msa_->config() : nullptr);
+    gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx, msa_ ? &msa_->config() : nullptr,
+                                             options.device_kv_budget_bytes);
 }
 
 Session::~Session() = default;
 
 void Session::step(std::span<const int32_t> tokens, const float* embeddings, bool causal) {
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
-    if (gpu_) {
+    if (gpu_) try {
         if (!causal) throw Error("bidirectional runs (Gemma 3's images) do not run on the CUDA backend yet (use --device cpu)");
         // Citations: a decode step's selections and their mass go to the MsaAttention's observer,
         // as the CPU's forward hands them over (SelectionCollector turns token_mass on).
@@ -119,10 +127,37 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
         }
         tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
         return;
+    } catch (const DeviceError& e) {
+        fall_back_to_cpu(e.what());  // then this call runs on the CPU, below
     }
     model_.model->forward(tokens.data(), static_cast<int>(tokens.size()), static_cast<int64_t>(tokens_.size()), kv_,
                           *attention_, pool_, scratch_, logits_.data(), false, embeddings, causal);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+}
+
+void Session::fall_back_to_cpu(const std::string& what) {
+    // The device's context is lost; the host mirror holds its first mirrored_ positions (saved or
+    // restored), and the tokens say what the rest was.
+    const auto have = std::min<int64_t>(mirrored_, static_cast<int64_t>(tokens_.size()));
+    std::vector<int32_t> rest(tokens_.begin() + have, tokens_.end());
+    if (std::find(rest.begin(), rest.end(), LlamaModel::kEmbeddingToken) != rest.end())
+        throw Error("the CUDA device failed (" + what +
+                    ") and the context's image positions past its last save cannot be recomputed on the CPU");
+    gpu_.reset();
+    msa_ = nullptr;
+    mirrored_ = 0;
+    backend_ = {cpu_backend(), "CPU: the CUDA device failed (" + what + "); the context went on on the CPU"};
+    attention_->reset_state();
+    kv_.set_n_past(have);
+    tokens_.resize(static_cast<size_t>(have));
+    const size_t batch = static_cast<size_t>(std::max(1, options_.n_batch));
+    for (size_t i = 0; i < rest.size(); i += batch) {
+        const int n = static_cast<int>(std::min(batch, rest.size() - i));
+        model_.model->forward(rest.data() + i, n, static_cast<int64_t>(tokens_.size()), kv_, *attention_, pool_, scratch_,
+                              logits_.data(), false, nullptr, true);
+        tokens_.insert(tokens_.end(), rest.begin() + static_cast<std::ptrdiff_t>(i),
+                       rest.begin() + static_cast<std::ptrdiff_t>(i + static_cast<size_t>(n)));
+    }
 }
 
 void Session::prefill(std::span<const int32_t> tokens) { prefill(tokens, nullptr); }

@@ -18,14 +18,15 @@
 #include "core/kvcache/kv_file.h"
 #include "core/model/llama_model.h"
 #include "core/runtime/backend.h"
+#include "core/runtime/device_runner.h"
 #include "core/runtime/sampler.h"
 #include "core/runtime/thread_pool.h"
 
 namespace sl {
 
 struct LoadedModel;
-class CudaLlamaRunner;
 class MsaAttention;
+struct MsaConfig;
 
 // What a caller will ask of a session beyond prefill and generate. A backend that cannot do it
 // yet keeps the session on the CPU from the start (device_reason() says why), rather than failing
@@ -46,8 +47,15 @@ struct SessionOptions {
     int kv_block = 128;            // positions per KV page
     int64_t kv_budget_bytes = 0;   // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file
     std::string kv_spill_dir;      // where the spill file goes; empty: the system temp dir
+    // On CUDA with MSA: bytes of KV blocks kept on the device, the rest in pinned host memory
+    // (CudaLlamaRunner's memory tiers); 0: the whole context on the device.
+    int64_t device_kv_budget_bytes = 0;
     std::string device = "auto";   // auto | cpu | cuda (core/runtime/backend.h); CUDA runs dense attention and the MSA it has (cuda_msa_lacks)
     SessionNeeds needs;            // what the caller will use; decides, with the attention, the device
+    // Where the model runs when set: the runner it returns (given the session's MSA configuration,
+    // or null for dense attention) instead of the backend `device` chooses — the seam the device
+    // paths are tested through on machines without a GPU, and a place for other devices.
+    std::function<std::unique_ptr<DeviceRunner>(const LoadedModel&, const MsaConfig*)> runner_factory;
 };
 
 struct GenerateOptions {
@@ -138,6 +146,9 @@ public:
     Attention& attention() { return *attention_; }
     ThreadPool& pool() { return pool_; }
     // Where the model runs and why ("CUDA: NVIDIA H200 (...)", "CPU: CUDA device not usable: ...").
+    // A device that fails (sl::DeviceError) mid-context hands the context to the CPU: the host
+    // mirror's positions are kept, the rest prefilled again, the call that failed run on the CPU,
+    // and this says so ("CPU: the CUDA device failed (...); the context went on on the CPU").
     const std::string& device_reason() const { return backend_.reason; }
     bool on_gpu() const { return gpu_ != nullptr; }
 
@@ -153,9 +164,10 @@ private:
     mutable KvCache kv_;
     mutable int64_t mirrored_ = 0;
     void mirror_device() const;  // copies the device's positions [mirrored_, tokens) into kv_
+    void fall_back_to_cpu(const std::string& what);  // the device failed: the context goes on on the CPU
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;
-    std::unique_ptr<CudaLlamaRunner> gpu_;  // set when the model runs on CUDA (then kv_ is the mirror)
+    std::unique_ptr<DeviceRunner> gpu_;  // set when the model runs on a device (then kv_ is the mirror)
     MsaAttention* msa_ = nullptr;           // attention_ when it is MSA run by gpu_ (selections come back to it)
     ForwardScratch scratch_;
     const std::string& fingerprint() const;

@@ -25,4 +25,11 @@ public:
     using Error::Error;
 };
 
+// The compute device failed (a CUDA error, device memory exhausted): what ran there is lost, but
+// the work can go on elsewhere (Session falls back to the CPU).
+class DeviceError : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace sl

@@ -324,32 +324,64 @@ std::string smollm_line() {
                       m->model->config().n_layer, gp, gd, std::thread::hardware_concurrency(), n_prompt / secs(c0, c1),
                       32 / secs(c1, c2));
         std::string line = buf;
-        // A long context on the device, dense vs MSA (the runner's hybrid index, top-16 + sink).
-        const int n_long = 32768, n_dec = 64;
-        std::vector<int32_t> longp(static_cast<size_t>(n_long));
-        for (int i = 0; i < n_long; ++i) longp[static_cast<size_t>(i)] = (i * 7919 + 13) % n_vocab;
-        double rate[2][2] = {};
-        for (const bool msa : {false, true}) {
-            sl::MsaConfig mo;  // the device's MSA: hybrid4/group-mean/sink, top-16
-            mo.top_k = 16;
-            sl::parse_msa_scoring("hybrid4/group-mean/sink", mo);
-            sl::CudaLlamaRunner r(*m->model, n_long + n_dec + 8, msa ? &mo : nullptr);
-            auto l0 = now();
-            for (int p = 0; p < n_long; p += 512) r.forward(longp.data() + p, std::min(512, n_long - p), logits.data());
-            auto l1 = now();
-            for (int i = 0; i < n_dec; ++i) {
-                const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-                r.forward(&next, 1, logits.data());
-            }
-            auto l2 = now();
-            rate[msa][0] = n_long / secs(l0, l1);
-            rate[msa][1] = n_dec / secs(l1, l2);
+        // End to end on the device at long contexts (SIGHTLINE_BENCH_E2E, default 32K, 128K, 1M
+        // tokens): prefill in chunks of 2,048 (cuBLAS GEMMs), the peak device memory, the first
+        // answer token after the context (a 24-token question's prefill, whose logits give it) and
+        // decode; dense up to 128K (its prefill grows with the square of the length), MSA at every
+        // length (the device's mode: hybrid4/group-mean/sink, top-16). A length is skipped once
+        // the previous one's prefill took more than a quarter of SIGHTLINE_BENCH_E2E_BUDGET_S (240).
+        std::vector<int64_t> lengths = {32768, 131072, 1048576};
+        if (const char* e = std::getenv("SIGHTLINE_BENCH_E2E")) {
+            lengths.clear();
+            std::stringstream ss(e);
+            for (std::string t; std::getline(ss, t, ',');) lengths.push_back(std::atoll(t.c_str()));
         }
-        std::snprintf(buf, sizeof buf,
-                      "\nSmolLM2 on the device at %d tokens: dense prefill %.0f tok/s, decode %.0f tok/s | MSA (top-16, "
-                      "hybrid4/sink) prefill %.0f tok/s, decode %.0f tok/s",
-                      n_long, rate[0][0], rate[0][1], rate[1][0], rate[1][1]);
-        return line + buf;
+        const char* eb = std::getenv("SIGHTLINE_BENCH_E2E_BUDGET_S");
+        const double e2e_budget = eb ? std::atof(eb) : 240.0;
+        const auto e2e0 = now();
+        bool stop = false;
+        for (const int64_t n_long : lengths) {
+            for (const bool msa : {false, true}) {
+                if (!msa && n_long > 131072) continue;
+                if (stop || secs(e2e0, now()) > e2e_budget) {
+                    line += "\n  (e2e budget spent: skipping " + std::to_string(n_long) + (msa ? " MSA" : " dense") + ")";
+                    continue;
+                }
+                const int n_q = 24, n_dec = 64, chunk = 2048;
+                std::vector<int32_t> longp(static_cast<size_t>(n_long + n_q));
+                for (int64_t i = 0; i < n_long + n_q; ++i) longp[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+                sl::MsaConfig mo;
+                mo.top_k = 16;
+                sl::parse_msa_scoring("hybrid4/group-mean/sink", mo);
+                size_t free0 = 0, total = 0;
+                cudaMemGetInfo(&free0, &total);
+                sl::CudaLlamaRunner r(*m->model, static_cast<int>(n_long + n_q + n_dec + 8), msa ? &mo : nullptr);
+                auto l0 = now();
+                for (int64_t p = 0; p < n_long; p += chunk)
+                    r.forward(longp.data() + p, static_cast<int>(std::min<int64_t>(chunk, n_long - p)), logits.data());
+                auto l1 = now();
+                r.forward(longp.data() + n_long, n_q, logits.data());  // the question: its logits give the first token
+                auto l2 = now();
+                for (int i = 0; i < n_dec; ++i) {
+                    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                    r.forward(&next, 1, logits.data());
+                }
+                auto l3 = now();
+                size_t free1 = 0;
+                cudaMemGetInfo(&free1, &total);
+                if (secs(l0, l1) > e2e_budget / 4) stop = true;
+                std::snprintf(buf, sizeof buf,
+                              "\nSmolLM2 (%d blocks) on the device, %lld tokens, %s: prefill %.0f tok/s (%.1f s), device "
+                              "memory %.2f GiB (runner %.2f GiB), first answer token %.1f ms, decode %.0f tok/s",
+                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? "MSA top-16" : "dense",
+                              n_long / secs(l0, l1), secs(l0, l1), static_cast<double>(free0 - free1) / (1u << 30),
+                              static_cast<double>(r.device_bytes()) / (1u << 30), 1e3 * secs(l1, l2), n_dec / secs(l2, l3));
+                line += buf;
+                std::printf("%s\n", buf + 1);
+                std::fflush(stdout);
+            }
+        }
+        return line;
     } catch (const std::exception& e) {
         return std::string("SmolLM2 end-to-end: failed: ") + e.what();
     }

@@ -25,6 +25,7 @@ class TstCudaModel : public QObject {
 private Q_SLOTS:
     void smollmMatchesCpu();
     void msaMatchesCpu();
+    void tiersSelectAsAllResident();
 };
 
 namespace {
@@ -154,6 +155,58 @@ void TstCudaModel::msaMatchesCpu() {
     sl::set_exact_activations(false);
     // Random selections would agree about once in 45 (2 of ~10 free blocks); a broken index far less.
     QVERIFY2(same * 4 >= compared * 3, qPrintable(QStringLiteral("%1 of %2 selections equal").arg(same).arg(compared)));
+}
+
+void TstCudaModel::tiersSelectAsAllResident() {
+    // Memory tiers: an MSA runner whose device holds a fraction of the context's blocks (the rest in
+    // pinned host memory, fetched when shortlisted) computes what the all-resident runner computes:
+    // the same kernels on the same values, only the blocks' physical places differ.
+    REQUIRE_CUDA_DEVICE();
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    auto m = sl::load_model(path);
+    const sl::LlamaConfig& c = m->model->config();
+    std::vector<int32_t> ids;
+    for (int i = 0; ids.size() < 12000; ++i) {
+        const auto part = m->tokenizer->encode("Section " + std::to_string(i) + " reports that the pump at site " +
+                                                   std::to_string(i * 31 % 97) + " was replaced in week " +
+                                                   std::to_string(i % 52) + ". ", false, false);
+        ids.insert(ids.end(), part.begin(), part.end());
+    }
+    sl::MsaConfig mc;
+    mc.top_k = 4;
+    sl::parse_msa_scoring("hybrid4/group-mean/sink", mc);
+    const int n_ctx = static_cast<int>(ids.size()) + 16;
+    const int64_t pair = 2LL * c.n_kv_head * 128 * c.head_dim * 2;
+    const int64_t blocks_needed = static_cast<int64_t>(c.n_layer) * ((n_ctx + 127) / 128);
+    const int64_t budget_blocks = 2 * 64 * c.n_kv_head + 8;  // the least the runner takes
+    QVERIFY2(budget_blocks < blocks_needed, "the context must not fit the budget");
+    sl::CudaLlamaRunner all(*m->model, n_ctx, &mc);
+    sl::CudaLlamaRunner tiered(*m->model, n_ctx, &mc, budget_blocks * pair);
+    QCOMPARE(tiered.kv_tiers().device_blocks, budget_blocks);
+    const size_t nv = static_cast<size_t>(c.n_vocab);
+    std::vector<float> a(nv), b(nv);
+    for (size_t p = 0; p < ids.size(); p += 128) {  // chunks of one query block: 3 tasks' shortlists
+        const int n = static_cast<int>(std::min<size_t>(128, ids.size() - p));
+        all.forward(ids.data() + p, n, a.data());
+        tiered.forward(ids.data() + p, n, b.data());
+    }
+    QCOMPARE(sl::test::normalized_error(b.data(), a.data(), nv), 0.0);
+    for (int step = 0; step < 4; ++step) {
+        const int32_t next = argmax(a);
+        all.forward(&next, 1, a.data());
+        tiered.forward(&next, 1, b.data());
+        QCOMPARE(sl::test::normalized_error(b.data(), a.data(), nv), 0.0);
+        for (int l = 0; l < c.n_layer; ++l) QCOMPARE(tiered.last_selection(l), all.last_selection(l));
+    }
+    const sl::CudaKvTiers t = tiered.kv_tiers();
+    qInfo("tiers: %lld device blocks of %lld, %lld in the host tier; %lld fetched, %lld evicted",
+          static_cast<long long>(t.device_blocks), static_cast<long long>(blocks_needed),
+          static_cast<long long>(t.host_blocks), static_cast<long long>(t.fetched), static_cast<long long>(t.evicted));
+    QVERIFY(t.evicted > 0);
+    QVERIFY(t.fetched > 0);
+    // A dense runner refuses a budget (it reads every block each call), as does one too small.
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::CudaLlamaRunner(*m->model, n_ctx, nullptr, budget_blocks * pair));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::CudaLlamaRunner(*m->model, n_ctx, &mc, 8 * pair));
 }
 
 QTEST_APPLESS_MAIN(TstCudaModel)

@@ -1,0 +1,40 @@
+// The seam between a Session and a device that runs the whole model (CudaLlamaRunner on CUDA):
+// what a Session asks of it. A Session with a DeviceRunner keeps its host KV cache as a mirror of
+// the device's context (filled when saving, loaded when restoring: core/kvcache/kv_transfer.h) and
+// hands MSA selections back to its MsaAttention (citations).
+//
+// Errors: sl::DeviceError when the device failed (the Session then goes on on the CPU, rebuilding
+// the context from its mirror and its tokens); sl::Error for a bad call (a full context, a token
+// outside the vocabulary). One thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sl {
+
+class KvCache;
+struct Selection;
+
+class DeviceRunner {
+public:
+    virtual ~DeviceRunner() = default;
+    // Runs tokens[0..n) at positions n_past().. and writes the last one's logits (n_vocab floats,
+    // host memory); positions whose token is LlamaModel::kEmbeddingToken take their row from
+    // `embeddings` (n, d_model), when given.
+    virtual void forward(const int32_t* tokens, int n, float* logits, const float* embeddings = nullptr) = 0;
+    virtual int64_t n_past() const = 0;
+    virtual void reset() = 0;              // forgets the context
+    virtual void truncate(int64_t n) = 0;  // keeps the first n positions (n <= n_past())
+    // Positions [from, n_past()) of every layer into `dst`, then dst's n_past is n_past().
+    virtual void download_kv(KvCache& dst, int64_t from) const = 0;
+    // Replaces the context with positions [0, n) of `src`.
+    virtual void upload_kv(const KvCache& src, int64_t n) = 0;
+    // MSA: with it on, calls of one query record their selections with the attention mass of each
+    // token; recorded_selections(layer) gives them as the CPU's MsaAttention makes them (empty
+    // when the last call recorded nothing).
+    virtual void set_record_mass(bool on) = 0;
+    virtual std::vector<Selection> recorded_selections(int layer) const = 0;
+};
+
+}  // namespace sl
