@@ -144,19 +144,35 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
     if (n <= 0) return true;
     const int64_t b0 = pos0 / cfg_.block_size, b1 = (pos0 + n - 1) / cfg_.block_size;
     if (!check(layer, b0, error) || !check(layer, b1, error)) return false;
-    bool fresh = false;  // new blocks' table entries go up in one copy
+    std::vector<int64_t> fresh;  // blocks given device blocks here: their table entries go up in one copy
+    auto undo = [&] {            // a failure leaves them as they were (never written)
+        for (int64_t b : fresh) {
+            int32_t& d = dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + b)];
+            free_dev_.push_back(d);
+            d = -1;
+        }
+    };
     for (int64_t b = b0; b <= b1; ++b) {
         if (resident(layer, b)) continue;
         if (on_host(layer, b)) {
-            if (!fetch(layer, b, stream, error)) return false;
+            if (!fetch(layer, b, stream, error)) {
+                undo();
+                return false;
+            }
             continue;
         }
         int64_t phys;
-        if (!take_device_block(&phys, error)) return false;
+        if (!take_device_block(&phys, error)) {
+            undo();
+            return false;
+        }
         dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + b)] = static_cast<int32_t>(phys);
-        fresh = true;
+        fresh.push_back(b);
     }
-    if (fresh && !upload_table(layer, b0, b1 + 1, stream, error)) return false;
+    if (!fresh.empty() && !upload_table(layer, b0, b1 + 1, stream, error)) {
+        undo();
+        return false;
+    }
     if (!ok(cuda::write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
     if (!ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
             "msa_key_means", error))
@@ -181,8 +197,10 @@ bool DeviceKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::
             "cudaMemcpyAsync (offload K)", error) ||
         !ok(cudaMemcpyAsync(host + block_elems(), v_pool_ + phys * block_elems(), bytes, cudaMemcpyDeviceToHost,
                             stream),
-            "cudaMemcpyAsync (offload V)", error))
+            "cudaMemcpyAsync (offload V)", error)) {
+        free_host_.push_back(slot);  // the block stays resident
         return false;
+    }
     host_of_[i] = slot;
     if (!set_table(layer, block, -1, stream, error)) return false;
     return push_pending(pending_dev_, phys, stream, error);
@@ -206,8 +224,10 @@ bool DeviceKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::st
             "cudaMemcpyAsync (fetch K)", error) ||
         !ok(cudaMemcpyAsync(v_pool_ + phys * block_elems(), host + block_elems(), bytes, cudaMemcpyHostToDevice,
                             stream),
-            "cudaMemcpyAsync (fetch V)", error))
+            "cudaMemcpyAsync (fetch V)", error)) {
+        free_dev_.push_back(phys);  // the block stays on the host
         return false;
+    }
     host_of_[i] = -1;
     if (!set_table(layer, block, static_cast<int32_t>(phys), stream, error)) return false;
     return push_pending(pending_host_, slot, stream, error);

@@ -75,7 +75,8 @@ public:
     // The layer's mean keys (max_blocks, n_kv_head, head_dim) bf16 (msa.cuh's kmean, for
     // msa_hybrid_select; zero for blocks never written). They stay on the device when a block goes
     // to the host tier, so the estimates cover offloaded blocks; but msa_hybrid_select never selects
-    // a non-resident block, so a caller that offloads fetches the shortlist first (none does yet).
+    // a non-resident block, so a caller that offloads fetches the shortlist first (CudaLlamaRunner's
+    // memory tiers: select, fetch the shortlist's host blocks, select again).
     const uint16_t* key_means(int layer) const { return kmean_ + layer * kmean_elems(); }
 
 private:

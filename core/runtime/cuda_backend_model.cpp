@@ -165,38 +165,40 @@ struct CudaLlamaRunner::Impl {
                 throw DeviceError("CUDA model: the device KV budget (" + std::to_string(cache->config().device_blocks) +
                             " blocks) cannot hold this call's " + std::to_string(keep.size()) + " blocks of one layer");
             const int64_t k = it->second;
-            it = lru.erase(it);
             const int64_t mb = cache->config().max_blocks;
             if (!cache->offload(static_cast<int>(k / mb), k % mb, stream, &error)) throw DeviceError("CUDA model: " + error);
+            it = lru.erase(it);  // after the offload: a failed one leaves the block resident and listed
             ++evicted;
         }
     }
-    // Brings blocks `want` of `layer` to the device (fetching those on the host), keeping `keep`.
+    // Brings blocks `want` of `layer` to the device (fetching those on the host) and stamps them
+    // all, keeping `keep`. One block at a time: each fetch gives its host slot back before the next
+    // eviction needs one.
     void ensure_resident(int layer, const std::vector<int64_t>& want, std::vector<int64_t> keep) {
         std::string error;
-        int64_t missing = 0;
-        for (int64_t b : want) missing += cache->on_host(layer, b) ? 1 : 0;
-        if (missing == 0) return;
         std::sort(keep.begin(), keep.end());
-        make_room(missing, keep);
-        for (int64_t b : want)
+        for (int64_t b : want) {
             if (cache->on_host(layer, b)) {
+                make_room(1, keep);
                 if (!cache->fetch(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
                 ++fetched;
-                touch(layer, b);
             }
+            touch(layer, b);
+        }
     }
     // Appends K/V rows (device, f32) of positions [pos0, pos0 + n) to `layer`, making room first.
     void append(int layer, int64_t pos0, int64_t n, const float* kd, const float* vd) {
         const int64_t B = cache->config().block_size, b0 = pos0 / B, b1 = (pos0 + n - 1) / B;
         if (tiered) {
-            std::vector<int64_t> keep;
-            int64_t need = 0;
+            std::vector<int64_t> keep, back;  // back: the call's blocks on the host, fetched here
+            int64_t fresh = 0;
             for (int64_t b = b0; b <= b1; ++b) {
                 keep.push_back(key(layer, b));
-                need += cache->resident(layer, b) ? 0 : 1;
+                if (cache->on_host(layer, b)) back.push_back(b);
+                else if (!cache->resident(layer, b)) ++fresh;
             }
-            make_room(need, keep);
+            ensure_resident(layer, back, keep);
+            make_room(fresh, keep);
         }
         std::string error;
         if (!cache->append(layer, pos0, n, kd, vd, stream, &error)) throw DeviceError("CUDA model: " + error);
@@ -237,7 +239,7 @@ struct CudaLlamaRunner::Impl {
         select();  // the same shortlist (estimates cover every block), now scored exactly throughout
     }
 
-    // Prefill GEMMs (linear): cuBLAS state (-1: not asked yet) and the f16 scratch of the
+    // Prefill GEMMs (linear): cuBLAS state (-1: not asked yet) and the bf16 scratch of the
     // activations and of one dequantized weight.
     int blas = -1;
     std::string blas_why;
@@ -334,22 +336,23 @@ struct CudaLlamaRunner::Impl {
     }
 
     // Y (n, ne1) = X (n, ne0) @ W^T. Calls of kGemmTokens tokens or more (prefill) go through
-    // cuBLAS when it loads: the weight dequantized to f16 into a scratch (the device kernels'
-    // dequantize, exact up to f16 rounding) and the activations converted to f16, f32 accumulation;
-    // fewer tokens (decode) through the quantized matrix-vector kernels, f32 activations.
+    // cuBLAS when it loads: the weight dequantized to bf16 into a scratch (the device kernels'
+    // dequantize, exact up to bf16 rounding) and the activations converted to bf16, f32
+    // accumulation — bf16, not f16: activations past 65504 (large FFN inputs of some models) would
+    // overflow f16; fewer tokens (decode) through the quantized matrix-vector kernels, f32 activations.
     void linear(const DevMatrix& w, const float* in, int n, float* out) {
         if (n >= kGemmTokens && gemm_ok()) {
             const int64_t nx = static_cast<int64_t>(n) * w.ne0, nw = w.ne0 * w.ne1;
             reserve(xh, xh_elems, nx, 2);
-            ck(cuda::f32_to_f16(xh, in, nx, stream), "f32_to_f16 (activations)");
+            ck(cuda::f32_to_bf16(xh, in, nx, stream), "f32_to_bf16 (activations)");
             const void* W = w.data;
-            if (w.type != kernels::TensorType::F16) {
+            if (w.type != kernels::TensorType::BF16) {
                 reserve(wh, wh_elems, nw, 2);
-                ck(cuda::dequantize(w.type, w.data, wh, cuda::OutType::F16, nw, stream), "dequantize (f16)");
+                ck(cuda::dequantize(w.type, w.data, wh, cuda::OutType::BF16, nw, stream), "dequantize (bf16)");
                 W = wh;
             }
             std::string error;
-            if (!cuda::gemm_xwt(cuda::GemmType::F16, xh, W, out, n, w.ne1, w.ne0, stream, &error))
+            if (!cuda::gemm_xwt(cuda::GemmType::BF16, xh, W, out, n, w.ne1, w.ne0, stream, &error))
                 throw DeviceError("CUDA model: " + error);
             return;
         }
@@ -418,7 +421,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
             throw Error("CUDA model: a device KV budget of " + std::to_string(device_kv_bytes >> 20) + " MiB holds " +
                         std::to_string(blocks) + " blocks; at least " + std::to_string(min_blocks) + " (" +
                         std::to_string((min_blocks * pair_bytes + (1 << 20) - 1) >> 20) + " MiB) are needed");
-        kc.host_blocks = kc.device_blocks - blocks + 1;
+        kc.host_blocks = kc.device_blocks;  // a slot for every block: offloads never wait for fetches
         kc.device_blocks = blocks;
         m.tiered = true;
         m.stamp.assign(static_cast<size_t>(c.n_layer * kc.max_blocks), 0);

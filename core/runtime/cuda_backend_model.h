@@ -4,7 +4,7 @@
 // sparse kernel: dense (every visible block selected) by default, or MSA with the hybrid index
 // (an MsaConfig the device runs: cuda_msa_lacks). Linear layers: decode calls through the
 // quantized matrix-vector kernels with f32 activations (up to 4 tokens per pass over the weights);
-// prefill calls of 16 tokens or more through cuBLAS GEMMs in f16 (weights dequantized per call),
+// prefill calls of 16 tokens or more through cuBLAS GEMMs in bf16 (weights dequantized per call),
 // or the matrix-vector kernels when cuBLAS does not load.
 //
 // Built only with CUDA (SIGHTLINE_HAVE_CUDA); construction throws sl::Error naming the CUDA error

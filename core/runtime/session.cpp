@@ -48,6 +48,11 @@ size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
     return keep;
 }
 
+// Session::device_reason() after the device failed.
+std::string device_failed(const std::string& what) {
+    return "CPU: the CUDA device failed (" + what + "); the context went on on the CPU";
+}
+
 }  // namespace
 
 std::string device_lacks(const SessionNeeds& n) {
@@ -112,10 +117,12 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
         const bool record = msa_ && msa_->config().token_mass && tokens.size() == 1;
         gpu_->set_record_mass(record);
         gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data(), embeddings);
+        const auto pos0 = static_cast<int64_t>(tokens_.size());
+        tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());  // before the observer, which may throw
         if (record) {
             const LlamaConfig& c = model_.model->config();
             AttentionCall call;
-            call.pos0 = static_cast<int64_t>(tokens_.size());
+            call.pos0 = pos0;
             call.n_tokens = 1;
             call.n_head = c.n_head;
             call.n_kv_head = c.n_kv_head;
@@ -125,7 +132,6 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
                 msa_->deliver(call, gpu_->recorded_selections(l));
             }
         }
-        tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
         return;
     } catch (const DeviceError& e) {
         fall_back_to_cpu(e.what());  // then this call runs on the CPU, below
@@ -146,7 +152,7 @@ void Session::fall_back_to_cpu(const std::string& what) {
     gpu_.reset();
     msa_ = nullptr;
     mirrored_ = 0;
-    backend_ = {cpu_backend(), "CPU: the CUDA device failed (" + what + "); the context went on on the CPU"};
+    backend_ = {cpu_backend(), device_failed(what)};
     attention_->reset_state();
     kv_.set_n_past(have);
     tokens_.resize(static_cast<size_t>(have));
@@ -457,11 +463,16 @@ void Session::restore(const std::string& path, int64_t keep) {
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
         try {
             gpu_->upload_kv(kv_, static_cast<int64_t>(n));
+            mirrored_ = static_cast<int64_t>(n);
+        } catch (const DeviceError& e) {  // the device failed: the restored context goes on on the CPU
+            gpu_.reset();
+            msa_ = nullptr;
+            mirrored_ = 0;
+            backend_ = {cpu_backend(), device_failed(e.what())};
         } catch (...) {
             reset();  // left empty, as for a bad file
             throw;
         }
-        mirrored_ = static_cast<int64_t>(n);
     }
     tokens_ = std::move(tokens);
     if (!part) logits_ = saved.logits;

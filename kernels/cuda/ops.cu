@@ -269,12 +269,6 @@ __global__ void f32_to_bf16_kernel(__nv_bfloat16* out, const float* in, int64_t 
         out[i] = __float2bfloat16_rn(in[i]);
 }
 
-__global__ void f32_to_f16_kernel(__half* out, const float* in, int64_t n) {
-    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-        out[i] = __float2half_rn(in[i]);
-}
-
 __global__ void fill_uniform_kernel(float* x, int64_t n, uint64_t seed, float lo, float hi) {
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -358,13 +352,6 @@ cudaError_t f32_to_bf16(uint16_t* out, const float* in, int64_t n, cudaStream_t 
     if (n < 0 || !out || !in) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     f32_to_bf16_kernel<<<grid_for(n, 256), 256, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out), in, n);
-    return cudaGetLastError();
-}
-
-cudaError_t f32_to_f16(uint16_t* out, const float* in, int64_t n, cudaStream_t stream) {
-    if (n < 0 || !out || !in) return cudaErrorInvalidValue;
-    if (n == 0) return cudaSuccess;
-    f32_to_f16_kernel<<<grid_for(n, 256), 256, 0, stream>>>(reinterpret_cast<__half*>(out), in, n);
     return cudaGetLastError();
 }
 

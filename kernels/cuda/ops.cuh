@@ -39,12 +39,10 @@ constexpr int kMaxTopK = 64;
 cudaError_t topk_rows(const float* x, int64_t rows, int64_t n, int k, bool by_index, int32_t* idx, float* val,
                       cudaStream_t stream);
 
-// out (n) f32 <- in (n) bf16 bits, and the reverse (round to nearest even).
+// out (n) f32 <- in (n) bf16 bits, and the reverse (round to nearest even; the prefill GEMM's
+// activations, cuda_backend_model.cpp).
 cudaError_t bf16_to_f32(float* out, const uint16_t* in, int64_t n, cudaStream_t stream);
 cudaError_t f32_to_bf16(uint16_t* out, const float* in, int64_t n, cudaStream_t stream);
-// out (n) IEEE half <- in (n) f32, round to nearest even (overflow to inf): the prefill GEMM's
-// activations (cuda_backend_model.cpp).
-cudaError_t f32_to_f16(uint16_t* out, const float* in, int64_t n, cudaStream_t stream);
 
 // x (n) <- uniform values in [lo, hi) from a counter-based hash of (seed, i): reproducible, for
 // benchmarks and tests that need large device inputs without a host round trip.

@@ -70,6 +70,7 @@ public:
         downloaded += kv_.n_past() - from;
     }
     void upload_kv(const sl::KvCache& src, int64_t n) override {
+        if (fail_upload) throw sl::DeviceError("HostRunner: simulated upload failure");
         reset();
         std::vector<float> k(static_cast<size_t>(kv_.row())), v(k.size());
         for (int l = 0; l < kv_.n_layer(); ++l)
@@ -85,6 +86,7 @@ public:
         return recorded_ && msa_ ? msa_->last_selections(layer) : std::vector<sl::Selection>{};
     }
 
+    bool fail_upload = false;
     mutable int64_t downloaded = 0;
     int64_t uploaded = 0;
     int truncations = 0;
@@ -121,6 +123,7 @@ private Q_SLOTS:
     void msaSelectionsReachTheObserver();
     void deviceFailureGoesOnOnTheCpu_data();
     void deviceFailureGoesOnOnTheCpu();
+    void restoreFailureGoesOnOnTheCpu();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -309,6 +312,28 @@ void TstSessionDevice::deviceFailureGoesOnOnTheCpu() {
     sl::Session back(*model_, options(false));
     back.restore(dir_.filePath("after.slkv").toStdString());
     QCOMPARE(back.tokens(), want);
+}
+
+void TstSessionDevice::restoreFailureGoesOnOnTheCpu() {
+    // The device fails while the restored context goes up: the session holds it on the CPU.
+    const std::vector<int32_t> a = ids(130, n_vocab_, 5);
+    const std::string file = dir_.filePath("r.slkv").toStdString();
+    sl::Session cpu(*model_, options(false));
+    cpu.prefill(a);
+    cpu.save(file);
+    sl::Session dev(*model_, options(true));
+    runner_->fail_upload = true;
+    dev.restore(file);
+    QVERIFY(!dev.on_gpu());
+    QVERIFY2(dev.device_reason().rfind("CPU: the CUDA device failed (HostRunner: simulated upload failure)", 0) == 0,
+             dev.device_reason().c_str());
+    QCOMPARE(dev.tokens(), a);
+    sl::Session back(*model_, options(false));
+    back.restore(file);
+    const int32_t next = 9;
+    dev.prefill(std::span<const int32_t>(&next, 1));
+    back.prefill(std::span<const int32_t>(&next, 1));
+    QCOMPARE(copy(dev.last_logits()), copy(back.last_logits()));  // both CPU sessions on the same pages
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
