@@ -98,7 +98,7 @@ struct CudaLlamaRunner::Impl {
     int64_t n_past = 0;
     int64_t bytes = 0;
     cudaStream_t stream = nullptr;
-    std::vector<void*> allocations;
+    std::vector<std::pair<void*, int64_t>> allocations;  // with their sizes (device_bytes)
     std::map<const void*, DevMatrix> uploaded;  // by host data pointer (tied output shares tok_embd)
     struct Layer {
         const float *attn_norm = nullptr, *ffn_norm = nullptr, *bq = nullptr, *bk = nullptr, *bv = nullptr;
@@ -251,20 +251,24 @@ struct CudaLlamaRunner::Impl {
     ~Impl() {
         if (stream) cudaStreamSynchronize(stream);
         cache.reset();
-        for (void* p : allocations) cudaFree(p);
+        for (const auto& [p, n] : allocations) cudaFree(p);
         if (stream) cudaStreamDestroy(stream);
     }
 
     void* alloc(size_t n_bytes) {
         void* p = nullptr;
         ck(cudaMalloc(&p, std::max<size_t>(n_bytes, 16)), "cudaMalloc");
-        allocations.push_back(p);
+        allocations.emplace_back(p, static_cast<int64_t>(n_bytes));
         bytes += static_cast<int64_t>(n_bytes);
         return p;
     }
-    void release(void* p) {
+    void release(void* p) {  // a scratch buffer regrown: its bytes leave device_bytes()
         if (!p) return;
-        allocations.erase(std::remove(allocations.begin(), allocations.end(), p), allocations.end());
+        const auto it = std::find_if(allocations.begin(), allocations.end(), [p](const auto& a) { return a.first == p; });
+        if (it != allocations.end()) {
+            bytes -= it->second;
+            allocations.erase(it);
+        }
         cudaFree(p);
     }
     // Grows buffer p (capacity `have` elements of `elem` bytes) to at least `need` elements, with
