@@ -2,15 +2,16 @@
 # Packs what tests/gpu/run.sh needs on a device machine that cannot build the project (no Qt, no
 # network): the GPU test and benchmark executables built here (release preset; CUDA 13, every arch
 # of cmake/SightlineCuda.cmake including sm_90), the shared libraries they load that a bare CUDA
-# image lacks, and the default model cut to its first SIGHTLINE_GPU_BLOCKS blocks (a call carries
-# at most 64 MiB). Writes .gpu/ (ignored); carry it and run
+# image lacks, and the default model cut to its first SIGHTLINE_GPU_BLOCKS blocks (default 4: a call
+# carries at most 64 MiB, the tracked tree's ~5 MB included; with 6 blocks .gpu/ is 63 MB and the
+# call is refused). Writes .gpu/ (ignored); carry it and run
 #   SIGHTLINE_GPU_PREBUILT=.gpu bash tests/gpu/run.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 source "$root/scripts/env.sh"
 cd "$root"
 build="${SIGHTLINE_BUILD:-build/release}"
-blocks="${SIGHTLINE_GPU_BLOCKS:-6}"
+blocks="${SIGHTLINE_GPU_BLOCKS:-4}"
 targets=(tst_cuda_device tst_cuda_ops tst_cuda_msa tst_cuda_model tst_cuda_session tst_backend bench_cuda_msa)
 cmake --build "$build" -j "$SIGHTLINE_JOBS" --target "${targets[@]}"
 rm -rf .gpu && mkdir -p .gpu/stage/bin .gpu/stage/lib .gpu/cache/models
@@ -25,3 +26,4 @@ rm -rf .gpu/stage
 "$SIGHTLINE_VENV/bin/python" tests/gpu/truncate_gguf.py "$SIGHTLINE_CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf" \
   .gpu/cache/models/SmolLM2-135M-Instruct.Q4_1.gguf "$blocks"
 du -sh .gpu/*  .gpu/cache/models/*
+echo "what travels: $(( ($(du -sb .gpu | cut -f1) + $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)) >> 20 )) MiB of 64"

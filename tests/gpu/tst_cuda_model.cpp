@@ -165,8 +165,11 @@ void TstCudaModel::tiersSelectAsAllResident() {
     REQUIRE_ASSET(path, sl::assets::kDefaultModel);
     auto m = sl::load_model(path);
     const sl::LlamaConfig& c = m->model->config();
+    // Long enough that the layers' blocks outnumber the budget (the packed model has 4 blocks).
+    const size_t budget_blocks_ = 2 * 64 * static_cast<size_t>(c.n_kv_head) + 8;
+    const size_t want_tokens = std::max<size_t>(12000, (budget_blocks_ / static_cast<size_t>(c.n_layer) + 24) * 128);
     std::vector<int32_t> ids;
-    for (int i = 0; ids.size() < 12000; ++i) {
+    for (int i = 0; ids.size() < want_tokens; ++i) {
         const auto part = m->tokenizer->encode("Section " + std::to_string(i) + " reports that the pump at site " +
                                                    std::to_string(i * 31 % 97) + " was replaced in week " +
                                                    std::to_string(i % 52) + ". ", false, false);
