@@ -5,6 +5,7 @@
 
 #include "ingest/library_versions.h"
 #include "kernels/cpu/cpu_features.h"
+#include "core/runtime/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
 #include "sightline/build_config.h"
 
@@ -48,6 +49,8 @@ VersionReport version_report() {
                                std::to_string((st.runtime_version % 1000) / 10);
         r.cuda = "compiled in (runtime " + rt + ", sm_86/89/90/120 + PTX); device " +
                  (st.usable ? "usable: " + st.message : "not usable: " + st.message + "; using the CPU");
+        // Whole sessions on the device are opt-in until checked on one (core/runtime/cuda_backend.h).
+        if (st.usable && !cuda_model_opted_in()) r.cuda += "; sessions run on the CPU unless SIGHTLINE_CUDA_MODEL=1";
     }
     return r;
 }
