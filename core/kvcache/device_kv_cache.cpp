@@ -180,6 +180,38 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
     return ok(cuda::write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
 }
 
+bool DeviceKvCache::write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens,
+                                cudaStream_t stream, std::string* error) {
+    if (!check(layer, block, error)) return false;
+    if (n_tokens < 1 || n_tokens > cfg_.block_size) {
+        if (error) *error = "DeviceKvCache: a block of " + std::to_string(n_tokens) + " tokens";
+        return false;
+    }
+    if (!resident(layer, block)) {
+        if (on_host(layer, block)) {
+            if (!fetch(layer, block, stream, error)) return false;
+        } else {
+            int64_t phys;
+            if (!take_device_block(&phys, error)) return false;
+            if (!set_table(layer, block, static_cast<int32_t>(phys), stream, error)) {
+                dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = -1;
+                free_dev_.push_back(phys);
+                return false;
+            }
+        }
+    }
+    const int64_t phys = dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)];
+    const size_t bytes = static_cast<size_t>(block_elems()) * 2;
+    if (!ok(cudaMemcpyAsync(k_pool_ + phys * block_elems(), k, bytes, cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (write K block)", error) ||
+        !ok(cudaMemcpyAsync(v_pool_ + phys * block_elems(), v, bytes, cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (write V block)", error))
+        return false;
+    return ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, block, block + 1, block * cfg_.block_size + n_tokens,
+                                  kmean_ + layer * kmean_elems(), stream),
+              "msa_key_means", error);
+}
+
 bool DeviceKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::string* error) {
     if (!check(layer, block, error)) return false;
     if (!resident(layer, block)) return true;

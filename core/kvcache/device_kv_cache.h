@@ -55,6 +55,14 @@ public:
     bool append(int layer, int64_t pos0, int64_t n, const float* k, const float* v, cudaStream_t stream,
                 std::string* error);
 
+    // Stores logical block `block` of `layer` whole from host memory: k and v, (n_kv_head,
+    // block_size, head_dim) bf16 each (read_block's layout), its first n_tokens positions valid;
+    // gives it a device block first (fetching it when it is on the host tier) and updates its mean
+    // key. Asynchronous: `k` / `v` must stay unchanged until `stream` has run the copies (pinned
+    // memory makes them truly asynchronous). For restoring a context (kv_transfer.h).
+    bool write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens, cudaStream_t stream,
+                     std::string* error);
+
     // Moves logical block `block` of `layer` to the host tier (no-op when already there).
     bool offload(int layer, int64_t block, cudaStream_t stream, std::string* error);
     // Brings it back to the device (no-op when resident).

@@ -43,14 +43,37 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
         throw Error("KV upload: positions [" + std::to_string(from) + ", " + std::to_string(to) +
                     ") outside the " + std::to_string(src.n_past()) + " the cache holds");
     chunk = std::max<int64_t>(chunk, 1);
+    const int64_t B = dst.block_size();
+    const bool blocks = dst.takes_blocks() && src.block_size() == B;
+    // Rows for [from, rows_end): all of it, or up to the first block boundary.
+    const int64_t rows_end = blocks ? std::min(to, (from + B - 1) / B * B) : to;
     const size_t row = static_cast<size_t>(src.row());
-    std::vector<float> k(static_cast<size_t>(std::min(chunk, std::max<int64_t>(to - from, 1))) * row), v(k.size());
-    for (int l = 0; l < src.n_layer(); ++l)
-        for (int64_t p0 = from; p0 < to; p0 += chunk) {
-            const int64_t n = std::min(chunk, to - p0);
+    std::vector<float> k(static_cast<size_t>(std::min(chunk, std::max<int64_t>(rows_end - from, 1))) * row), v(k.size());
+    const int64_t hd = src.head_dim(), n_kv = src.n_kv_head();
+    const size_t elems = static_cast<size_t>(n_kv * B * hd);
+    std::vector<uint16_t> kb(blocks ? elems : 0), vb(kb.size());
+    std::vector<float> scratch(blocks ? static_cast<size_t>(B * hd) : 0);
+    for (int l = 0; l < src.n_layer(); ++l) {
+        for (int64_t p0 = from; p0 < rows_end; p0 += chunk) {
+            const int64_t n = std::min(chunk, rows_end - p0);
             for (int64_t i = 0; i < n; ++i) src.read(l, p0 + i, k.data() + i * row, v.data() + i * row);
             dst.append_rows(l, p0, n, k.data(), v.data());
         }
+        if (!blocks) continue;
+        for (int64_t b = rows_end / B; b * B < to; ++b) {  // whole pages, the last one partial
+            const int n = static_cast<int>(std::min(B, to - b * B));
+            std::fill(kb.begin(), kb.end(), uint16_t{0});
+            std::fill(vb.begin(), vb.end(), uint16_t{0});
+            for (int64_t h = 0; h < n_kv; ++h) {
+                const float* kr = src.k_rows(l, static_cast<int>(h), b * B, n, scratch.data());
+                for (int64_t j = 0; j < n * hd; ++j) kb[static_cast<size_t>(h * B * hd + j)] = kernels::f32_to_bf16(kr[j]);
+                const float* vr = src.v_rows(l, static_cast<int>(h), b * B, n, scratch.data());
+                for (int64_t j = 0; j < n * hd; ++j) vb[static_cast<size_t>(h * B * hd + j)] = kernels::f32_to_bf16(vr[j]);
+            }
+            dst.write_block(l, b, kb.data(), vb.data(), n);
+        }
+    }
+    dst.flush();
 }
 
 }  // namespace sl

@@ -29,6 +29,15 @@ public:
     // Stores positions [pos0, pos0 + n) of `layer` from host rows (n, n_kv_head, head_dim) f32,
     // K and V; calls come in position order per layer. Throws sl::Error naming what failed.
     virtual void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) = 0;
+    // Whether write_block is there (half the bytes of append_rows, and no per-row work).
+    virtual bool takes_blocks() const { return false; }
+    // Stores block `block` of `layer` whole, in read_block's layout: its first n_tokens positions
+    // valid (the rest zero). Calls come in position order per layer, as append_rows's. The copy
+    // may still be in flight on return (`k` / `v` may be reused at once: the store stages them);
+    // flush() waits for every one.
+    virtual void write_block(int /*layer*/, int64_t /*block*/, const uint16_t* /*k*/, const uint16_t* /*v*/,
+                             int /*n_tokens*/) {}
+    virtual void flush() {}
 };
 
 // Copies positions [from, to) of every layer from `src` into `dst` (whose n_layer, n_kv_head and
@@ -36,8 +45,10 @@ public:
 // positions before `from` are dst's already (an earlier copy). Throws sl::Error on bad ranges.
 void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to);
 
-// Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`, at most
-// `chunk` positions per append_rows call. Throws sl::Error on bad ranges.
+// Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
+// through write_block when the store takes them and src's pages are the store's blocks (same B),
+// the rest (a partial first block, or everything otherwise) through append_rows, at most `chunk`
+// positions a call; then flush(). The same bf16 values either way. Throws sl::Error on bad ranges.
 void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512);
 
 }  // namespace sl

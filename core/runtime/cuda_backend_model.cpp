@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -186,6 +187,31 @@ struct CudaLlamaRunner::Impl {
             touch(layer, b);
         }
     }
+    // Stores a whole block from host memory (pinned staging, DeviceStore), making room first.
+    void write_block(int layer, int64_t b, const uint16_t* k, const uint16_t* v, int n_tokens) {
+        if (tiered) {
+            const std::vector<int64_t> keep{key(layer, b)};
+            if (cache->on_host(layer, b)) ensure_resident(layer, {b}, keep);
+            else if (!cache->resident(layer, b)) make_room(1, keep);
+        }
+        std::string error;
+        if (!cache->write_block(layer, b, k, v, n_tokens, stream, &error)) throw DeviceError("CUDA model: " + error);
+        touch(layer, b);
+    }
+    // Pinned staging of whole blocks for restores (DeviceStore::write_block): kStageBlocks (K, V)
+    // pairs, allocated on first use.
+    static constexpr int kStageBlocks = 32;
+    uint16_t* stage = nullptr;
+    uint16_t* staging() {
+        if (!stage) {
+            void* p = nullptr;
+            ck(cudaHostAlloc(&p, static_cast<size_t>(kStageBlocks) * 2 * cache->block_elems() * 2, cudaHostAllocDefault),
+               "cudaHostAlloc (restore staging)");
+            stage = static_cast<uint16_t*>(p);
+        }
+        return stage;
+    }
+
     // Appends K/V rows (device, f32) of positions [pos0, pos0 + n) to `layer`, making room first.
     void append(int layer, int64_t pos0, int64_t n, const float* kd, const float* vd) {
         const int64_t B = cache->config().block_size, b0 = pos0 / B, b1 = (pos0 + n - 1) / B;
@@ -250,6 +276,7 @@ struct CudaLlamaRunner::Impl {
     explicit Impl(const LlamaModel& m) : model(m) {}
     ~Impl() {
         if (stream) cudaStreamSynchronize(stream);
+        if (stage) cudaFreeHost(stage);
         cache.reset();
         for (const auto& [p, n] : allocations) cudaFree(p);
         if (stream) cudaStreamDestroy(stream);
@@ -484,8 +511,26 @@ public:
         }
     }
 
+    // Whole blocks (a restore): copied into the runner's pinned staging, sent asynchronously, the
+    // stream waited for when the staging is full and at flush().
+    bool takes_blocks() const override { return true; }
+    void write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens) override {
+        if (staged_ == CudaLlamaRunner::Impl::kStageBlocks) flush();
+        const auto elems = static_cast<size_t>(cache_.block_elems());
+        uint16_t* dst = m_.staging() + static_cast<size_t>(staged_) * 2 * elems;
+        std::memcpy(dst, k, elems * 2);
+        std::memcpy(dst + elems, v, elems * 2);
+        ++staged_;
+        m_.write_block(layer, block, dst, dst + elems, n_tokens);
+    }
+    void flush() override {
+        ck(cudaStreamSynchronize(stream_), "upload");
+        staged_ = 0;
+    }
+
 private:
     CudaLlamaRunner::Impl& m_;
+    int staged_ = 0;
     DeviceKvCache& cache_;
     cudaStream_t stream_;
     float *k_, *v_;

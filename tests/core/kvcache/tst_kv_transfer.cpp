@@ -53,10 +53,23 @@ public:
         const int64_t b = pos / B_, t = pos % B_;
         return static_cast<size_t>(layer * max_blocks_ + b) * block_elems() + static_cast<size_t>((h * B_ + t) * hd_ + d);
     }
+    bool takes_blocks() const override { return blocks; }
+    void write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens) override {
+        int64_t& next = next_[static_cast<size_t>(layer)];
+        if (next >= 0 && block * B_ != next) out_of_order = true;
+        next = block * B_ + n_tokens;
+        ++blocks_written;
+        const size_t at = static_cast<size_t>(layer * max_blocks_ + block) * block_elems();
+        std::copy_n(k, block_elems(), k_.begin() + static_cast<std::ptrdiff_t>(at));
+        std::copy_n(v, block_elems(), v_.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+    void flush() override { ++flushes; }
     uint16_t k(int layer, int64_t pos, int h, int d) const { return k_[at(layer, pos, h, d)]; }
     uint16_t v(int layer, int64_t pos, int h, int d) const { return v_[at(layer, pos, h, d)]; }
     void set_next(int64_t p) { std::fill(next_.begin(), next_.end(), p); }
 
+    bool blocks = false;  // takes_blocks()
+    int blocks_written = 0, flushes = 0;
     bool out_of_order = false;
     int64_t max_chunk = 0;
     int reads = 0;
@@ -103,6 +116,7 @@ private Q_SLOTS:
     void downloadInPiecesEqualsOneDownload();
     void uploadFromTheMiddle();
     void badRangesAreRefused();
+    void blocksEqualRows();
 };
 
 // Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
@@ -232,6 +246,49 @@ void TstKvTransfer::badRangesAreRefused() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_download(store, small, -1, 3));
     sl::kv_download(store, small, 0, 0);  // an empty range is fine
     QCOMPARE(small.n_past(), int64_t{0});
+}
+
+void TstKvTransfer::blocksEqualRows() {
+    // A store that takes whole blocks gets the same bf16 values as through rows, from a cache
+    // whose pages are its blocks (the first, partial block by rows when `from` is not on a
+    // boundary), in position order, flushed once; the last block's tail is zero.
+    for (const auto type : {sl::KvType::F32, sl::KvType::F16, sl::KvType::Int8}) {
+        sl::KvCache src32(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kB));
+        fill(src32, kCtx);
+        sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(type, kB));  // the same values in `type`
+        std::vector<float> k(static_cast<size_t>(src32.row())), v(k.size());
+        for (int l = 0; l < kLayers; ++l)
+            for (int64_t p = 0; p < kCtx; ++p) {
+                src32.read(l, p, k.data(), v.data());
+                src.write(l, p, k.data(), v.data());
+            }
+        src.set_n_past(kCtx);
+        for (const int64_t from : {int64_t{0}, int64_t{21}}) {
+            HostBlockStore rows(kLayers, kBlocks, kKv, kB, kDim), blocks(kLayers, kBlocks, kKv, kB, kDim);
+            blocks.blocks = true;
+            sl::kv_upload(src, rows, from, kCtx, 9);
+            sl::kv_upload(src, blocks, from, kCtx, 9);
+            QVERIFY(!blocks.out_of_order);
+            QCOMPARE(blocks.flushes, 1);
+            const int64_t first_whole = (from + kB - 1) / kB;
+            QCOMPARE(blocks.blocks_written, static_cast<int>(kLayers * (kBlocks - first_whole)));
+            int64_t differ = 0;
+            for (int l = 0; l < kLayers; ++l)
+                for (int64_t p = from; p < kCtx; ++p)
+                    for (int h = 0; h < kKv; ++h)
+                        for (int d = 0; d < kDim; ++d)
+                            differ += rows.k(l, p, h, d) != blocks.k(l, p, h, d) || rows.v(l, p, h, d) != blocks.v(l, p, h, d);
+            QCOMPARE(differ, int64_t{0});
+            QCOMPARE(blocks.k(1, kCtx, 2, 7), uint16_t{0});  // past the context, in the last block
+        }
+    }
+    // A cache whose pages are not the store's blocks goes by rows.
+    sl::KvCache other(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(other, kCtx);
+    HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+    store.blocks = true;
+    sl::kv_upload(other, store, 0, kCtx);
+    QCOMPARE(store.blocks_written, 0);
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)
