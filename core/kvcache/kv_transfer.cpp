@@ -62,13 +62,14 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
         if (!blocks) continue;
         for (int64_t b = rows_end / B; b * B < to; ++b) {  // whole pages, the last one partial
             const int n = static_cast<int>(std::min(B, to - b * B));
-            std::fill(kb.begin(), kb.end(), uint16_t{0});
-            std::fill(vb.begin(), vb.end(), uint16_t{0});
+            if (n < B) {  // the partial last block: its tail zero
+                std::fill(kb.begin(), kb.end(), uint16_t{0});
+                std::fill(vb.begin(), vb.end(), uint16_t{0});
+            }
             for (int64_t h = 0; h < n_kv; ++h) {
-                const float* kr = src.k_rows(l, static_cast<int>(h), b * B, n, scratch.data());
-                for (int64_t j = 0; j < n * hd; ++j) kb[static_cast<size_t>(h * B * hd + j)] = kernels::f32_to_bf16(kr[j]);
-                const float* vr = src.v_rows(l, static_cast<int>(h), b * B, n, scratch.data());
-                for (int64_t j = 0; j < n * hd; ++j) vb[static_cast<size_t>(h * B * hd + j)] = kernels::f32_to_bf16(vr[j]);
+                const auto rows = static_cast<size_t>(n * hd);
+                kernels::f32_to_bf16(kb.data() + h * B * hd, src.k_rows(l, static_cast<int>(h), b * B, n, scratch.data()), rows);
+                kernels::f32_to_bf16(vb.data() + h * B * hd, src.v_rows(l, static_cast<int>(h), b * B, n, scratch.data()), rows);
             }
             dst.write_block(l, b, kb.data(), vb.data(), n);
         }

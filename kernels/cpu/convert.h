@@ -83,17 +83,21 @@ namespace ref {
 void f16_to_f32(float* out, const uint16_t* in, size_t n);
 void f32_to_f16(uint16_t* out, const float* in, size_t n);
 void bf16_to_f32(float* out, const uint16_t* in, size_t n);
+void f32_to_bf16(uint16_t* out, const float* in, size_t n);
 }  // namespace ref
 
-// Dispatched bulk conversions: out (n) <- in (n).
+// Dispatched bulk conversions: out (n) <- in (n). f32_to_bf16 rounds to nearest even and keeps
+// NaNs quiet, as the scalar f32_to_bf16 (the AVX-512 tier runs the AVX2 code).
 void f16_to_f32(float* out, const uint16_t* in, size_t n);
 void f32_to_f16(uint16_t* out, const float* in, size_t n);
 void bf16_to_f32(float* out, const uint16_t* in, size_t n);
+void f32_to_bf16(uint16_t* out, const float* in, size_t n);
 
 namespace avx2 {
 void f16_to_f32(float* out, const uint16_t* in, size_t n);
 void f32_to_f16(uint16_t* out, const float* in, size_t n);
 void bf16_to_f32(float* out, const uint16_t* in, size_t n);
+void f32_to_bf16(uint16_t* out, const float* in, size_t n);
 }  // namespace avx2
 
 namespace avx512 {

@@ -97,6 +97,18 @@ void TstConvert::tiersMatchReference() {
             f32_to_f16(hg.data() + offset, f.data() + offset, n);
             ref::f32_to_f16(hw.data() + offset, f.data() + offset, n);
             QVERIFY(std::memcmp(hg.data() + offset, hw.data() + offset, n * sizeof(uint16_t)) == 0);
+
+            // f32 -> bf16 over every kind of value: random bit patterns (NaNs, infinities,
+            // subnormals, both signs), and ties (low 16 bits 0x8000) to round both ways.
+            std::vector<float> fb(n + offset);
+            for (size_t i = 0; i < fb.size(); ++i) {
+                uint32_t b = (bits16(g) << 16) | bits16(g);
+                if (i % 5 == 1) b = (b & 0xffff0000u) | 0x8000u;
+                std::memcpy(&fb[i], &b, 4);
+            }
+            f32_to_bf16(hg.data() + offset, fb.data() + offset, n);
+            ref::f32_to_bf16(hw.data() + offset, fb.data() + offset, n);
+            QVERIFY(std::memcmp(hg.data() + offset, hw.data() + offset, n * sizeof(uint16_t)) == 0);
         }
     }
 }
