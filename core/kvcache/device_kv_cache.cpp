@@ -78,15 +78,21 @@ bool DeviceKvCache::check(int layer, int64_t block, std::string* error) const {
     return false;
 }
 
+// A slot freed once the stream's copies so far are done. Without an event (creating or recording
+// one failed) the stream is waited for and the slot is free at once, so it never leaks; the
+// error is still reported.
 bool DeviceKvCache::push_pending(std::deque<Pending>& list, int64_t slot, cudaStream_t stream, std::string* error) {
     Pending p{nullptr, slot};
-    if (!ok(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate", error)) return false;
-    if (!ok(cudaEventRecord(p.done, stream), "cudaEventRecord", error)) {
+    if (ok(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming), "cudaEventCreate", error)) {
+        if (ok(cudaEventRecord(p.done, stream), "cudaEventRecord", error)) {
+            list.push_back(p);
+            return true;
+        }
         cudaEventDestroy(p.done);
-        return false;
     }
-    list.push_back(p);
-    return true;
+    cudaStreamSynchronize(stream);
+    (&list == &pending_dev_ ? free_dev_ : free_host_).push_back(slot);
+    return false;
 }
 
 // Free list first; else the oldest block whose copy-out is pending, once that copy has finished.
@@ -127,8 +133,12 @@ bool DeviceKvCache::take_host_slot(int64_t* slot, std::string* error) {
 }
 
 bool DeviceKvCache::set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error) {
-    dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = phys;
-    return upload_table(layer, block, block + 1, stream, error);
+    int32_t& d = dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)];
+    const int32_t was = d;
+    d = phys;
+    if (upload_table(layer, block, block + 1, stream, error)) return true;
+    d = was;  // the mirror keeps saying what the device's table says
+    return false;
 }
 
 bool DeviceKvCache::upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error) {
@@ -233,8 +243,11 @@ bool DeviceKvCache::offload(int layer, int64_t block, cudaStream_t stream, std::
         free_host_.push_back(slot);  // the block stays resident
         return false;
     }
+    if (!set_table(layer, block, -1, stream, error)) {  // still resident; the slot goes back
+        free_host_.push_back(slot);
+        return false;
+    }
     host_of_[i] = slot;
-    if (!set_table(layer, block, -1, stream, error)) return false;
     return push_pending(pending_dev_, phys, stream, error);
 }
 
@@ -260,8 +273,11 @@ bool DeviceKvCache::fetch(int layer, int64_t block, cudaStream_t stream, std::st
         free_dev_.push_back(phys);  // the block stays on the host
         return false;
     }
+    if (!set_table(layer, block, static_cast<int32_t>(phys), stream, error)) {  // still on the host
+        free_dev_.push_back(phys);
+        return false;
+    }
     host_of_[i] = -1;
-    if (!set_table(layer, block, static_cast<int32_t>(phys), stream, error)) return false;
     return push_pending(pending_host_, slot, stream, error);
 }
 

@@ -60,7 +60,7 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
             dst.append_rows(l, p0, n, k.data(), v.data());
         }
         if (!blocks) continue;
-        for (int64_t b = rows_end / B; b * B < to; ++b) {  // whole pages, the last one partial
+        for (int64_t b = (rows_end + B - 1) / B; b * B < to; ++b) {  // whole pages, the last one partial
             const int n = static_cast<int>(std::min(B, to - b * B));
             if (n < B) {  // the partial last block: its tail zero
                 std::fill(kb.begin(), kb.end(), uint16_t{0});

@@ -195,8 +195,9 @@ struct CudaLlamaRunner::Impl {
             else if (!cache->resident(layer, b)) make_room(1, keep);
         }
         std::string error;
-        if (!cache->write_block(layer, b, k, v, n_tokens, stream, &error)) throw DeviceError("CUDA model: " + error);
-        touch(layer, b);
+        const bool done = cache->write_block(layer, b, k, v, n_tokens, stream, &error);
+        if (cache->resident(layer, b)) touch(layer, b);  // listed even when the write failed
+        if (!done) throw DeviceError("CUDA model: " + error);
     }
     // Pinned staging of whole blocks for restores (DeviceStore::write_block): kStageBlocks (K, V)
     // pairs, allocated on first use.
@@ -227,8 +228,10 @@ struct CudaLlamaRunner::Impl {
             make_room(fresh, keep);
         }
         std::string error;
-        if (!cache->append(layer, pos0, n, kd, vd, stream, &error)) throw DeviceError("CUDA model: " + error);
-        for (int64_t b = b0; b <= b1; ++b) touch(layer, b);
+        const bool done = cache->append(layer, pos0, n, kd, vd, stream, &error);
+        for (int64_t b = b0; b <= b1; ++b)
+            if (cache->resident(layer, b)) touch(layer, b);  // listed even when the append failed
+        if (!done) throw DeviceError("CUDA model: " + error);
     }
     // The tiered MSA selection of `layer`: the hybrid selection, then, when its shortlist holds
     // blocks on the host, those fetched and the selection made again. The shortlist is the first
@@ -513,6 +516,11 @@ public:
 
     // Whole blocks (a restore): copied into the runner's pinned staging, sent asynchronously, the
     // stream waited for when the staging is full and at flush().
+    ~DeviceStore() override {  // an upload cut short by an exception: its staged copies finish first
+        if (staged_ > 0) cudaStreamSynchronize(stream_);
+    }
+    DeviceStore(const DeviceStore&) = delete;
+    DeviceStore& operator=(const DeviceStore&) = delete;
     bool takes_blocks() const override { return true; }
     void write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens) override {
         if (staged_ == CudaLlamaRunner::Impl::kStageBlocks) flush();

@@ -282,6 +282,18 @@ void TstKvTransfer::blocksEqualRows() {
             QCOMPARE(blocks.k(1, kCtx, 2, 7), uint16_t{0});  // past the context, in the last block
         }
     }
+    // A range inside one block goes by rows alone (nothing before `from` is written again).
+    {
+        sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kB));
+        fill(src, kCtx);
+        HostBlockStore store(kLayers, kBlocks, kKv, kB, kDim);
+        store.blocks = true;
+        store.set_next(21);
+        sl::kv_upload(src, store, 21, 25);
+        QCOMPARE(store.blocks_written, 0);
+        QVERIFY(!store.out_of_order);
+        QCOMPARE(store.k(0, 20, 0, 0), uint16_t{0xffff});  // untouched
+    }
     // A cache whose pages are not the store's blocks goes by rows.
     sl::KvCache other(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
     fill(other, kCtx);
