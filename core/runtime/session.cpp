@@ -332,16 +332,20 @@ std::vector<KvIndexKeys> Session::index_keys_of() const {
     return keys;
 }
 
-void Session::mirror_device() const {
+void Session::mirror_device(const std::string& path) const {
     if (!gpu_) return;
     const auto n = static_cast<int64_t>(tokens_.size());
-    if (mirrored_ < n) gpu_->download_kv(kv_, mirrored_);
+    try {
+        if (mirrored_ < n) gpu_->download_kv(kv_, mirrored_);
+    } catch (const DeviceError& e) {  // nothing written; the next forward call falls back to the CPU
+        throw DeviceError(path + ": cannot save: " + e.what());
+    }
     mirrored_ = n;
 }
 
 void Session::save(const std::string& path) const {
     if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
-    mirror_device();
+    mirror_device(path);
     const KvFileInfo info = file_info();
     const std::vector<KvIndexKeys> keys = index_keys_of();
     std::error_code ec;
@@ -395,7 +399,7 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.name = bp.filename().string();
     b.tokens = static_cast<uint64_t>(shared);
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
-    mirror_device();
+    mirror_device(path);
     write_kv_file(path, info, kv_, tokens_, logits_, index_keys_of(), b);
     file_memo_ = file_identity(path);
 }

@@ -163,7 +163,9 @@ private:
     // save, set by restore): mutable because saving is a const operation of the session.
     mutable KvCache kv_;
     mutable int64_t mirrored_ = 0;
-    void mirror_device() const;  // copies the device's positions [mirrored_, tokens) into kv_
+    // Copies the device's positions [mirrored_, tokens) into kv_ (a save to `path`, which a device
+    // failure names).
+    void mirror_device(const std::string& path) const;
     void fall_back_to_cpu(const std::string& what);  // the device failed: the context goes on on the CPU
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;

@@ -60,6 +60,7 @@ public:
         ++truncations;
     }
     void download_kv(sl::KvCache& dst, int64_t from) const override {
+        if (fail_download) throw sl::DeviceError("HostRunner: simulated download failure");
         std::vector<float> k(static_cast<size_t>(kv_.row())), v(k.size());
         for (int l = 0; l < kv_.n_layer(); ++l)
             for (int64_t p = from; p < kv_.n_past(); ++p) {
@@ -86,7 +87,7 @@ public:
         return recorded_ && msa_ ? msa_->last_selections(layer) : std::vector<sl::Selection>{};
     }
 
-    bool fail_upload = false;
+    bool fail_upload = false, fail_download = false;
     mutable int64_t downloaded = 0;
     int64_t uploaded = 0;
     int truncations = 0;
@@ -124,6 +125,7 @@ private Q_SLOTS:
     void deviceFailureGoesOnOnTheCpu_data();
     void deviceFailureGoesOnOnTheCpu();
     void restoreFailureGoesOnOnTheCpu();
+    void saveFailureNamesTheFile();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -334,6 +336,35 @@ void TstSessionDevice::restoreFailureGoesOnOnTheCpu() {
     dev.prefill(std::span<const int32_t>(&next, 1));
     back.prefill(std::span<const int32_t>(&next, 1));
     QCOMPARE(copy(dev.last_logits()), copy(back.last_logits()));  // both CPU sessions on the same pages
+}
+
+void TstSessionDevice::saveFailureNamesTheFile() {
+    // The device fails while a save brings the context down: the save fails naming the file and
+    // writes nothing; the context is still the session's (the next call falls back to the CPU).
+    const std::vector<int32_t> a = ids(90, n_vocab_, 6);
+    const std::string file = dir_.filePath("s.slkv").toStdString();
+    calls_ = 0;
+    sl::Session dev(*model_, options(true, 3));  // its 3rd forward call fails too
+    dev.prefill(a);                               // 2 calls of 48
+    runner_->fail_download = true;
+    try {
+        dev.save(file);
+        QFAIL("a save whose download failed succeeded");
+    } catch (const sl::DeviceError& e) {
+        QVERIFY2(std::string(e.what()).rfind(file + ": cannot save: HostRunner: simulated download failure", 0) == 0, e.what());
+    }
+    QVERIFY(!QFile::exists(QString::fromStdString(file)));
+    const int32_t next = 4;
+    dev.prefill(std::span<const int32_t>(&next, 1));  // fails on the device: goes on on the CPU
+    QVERIFY(!dev.on_gpu());
+    dev.save(file);
+    sl::Session cpu(*model_, options(false));
+    cpu.prefill(a);
+    cpu.prefill(std::span<const int32_t>(&next, 1));
+    sl::Session back(*model_, options(false));
+    back.restore(file);
+    QCOMPARE(back.tokens(), cpu.tokens());
+    QVERIFY(sl::test::normalized_error(dev.last_logits().data(), cpu.last_logits().data(), cpu.last_logits().size()) < 1e-5);
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
