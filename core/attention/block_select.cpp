@@ -373,11 +373,7 @@ void select_top(const BlockIndex& index, const KvCache& kv, int layer, int kv_he
 }  // namespace
 
 int64_t growth_room(const SelectParams& p, int64_t visible) {
-    const int64_t room = static_cast<int64_t>(p.top_k) * (std::max(1, p.grow) - 1);
-    if (p.grow_full <= 0 || visible <= p.grow_full || room <= 0) return room;
-    const double f = static_cast<double>(p.grow_full) / static_cast<double>(visible);
-    const double shrunk = static_cast<double>(room) * f * f;
-    return std::max<int64_t>(1, static_cast<int64_t>(shrunk));
+    return msa_rules::growth_room(static_cast<int64_t>(p.top_k) * (std::max(1, p.grow) - 1), p.grow_full, visible);
 }
 
 namespace {
@@ -396,14 +392,14 @@ void grow_by_mass(const BlockIndex& index, int kv_head, const float* rows, int n
     const bool rm = remap && remap->window > 0 && remap->far_rows && remap->pos && index.has_relative();
     const int per = std::clamp(p.mass_rows_per_query, 1, n_rows);
     const int nq = n_rows / per;
-    const int Rq = std::min(nq, kMassRows);  // queries sampled, the last included
+    const int Rq = msa_rules::mass_samples(nq);  // queries sampled, the last included (as the device)
     s.imp.assign(static_cast<size_t>(n_vis), 0.0f);
     s.est.resize(static_cast<size_t>(n_vis));
     // log n_b: blocks before the local one are full.
     const float log_full = std::log(static_cast<float>(B));
     const float log_local = std::log(static_cast<float>(std::max(1, index.block_tokens(local))));
     for (int i = 0; i < Rq * per; ++i) {
-        const int r = static_cast<int>((static_cast<int64_t>(i / per) + 1) * nq / Rq - 1) * per + i % per;
+        const int r = msa_rules::mass_sample_query(i / per, nq, Rq) * per + i % per;
         const float* q = rows + r * row_stride;
         const float* fq = rm ? remap->far_rows + r * row_stride : nullptr;
         float mx = -std::numeric_limits<float>::infinity();

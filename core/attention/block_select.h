@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/attention/rope_shift.h"
+#include "kernels/msa_rules.h"
 
 namespace sl {
 
@@ -67,7 +68,7 @@ struct SelectParams {
 int64_t growth_room(const SelectParams& p, int64_t visible);
 
 // Queries per selection whose index rows the mass estimate of SelectParams::mass reads.
-inline constexpr int kMassRows = 8;
+inline constexpr int kMassRows = msa_rules::kMassRows;
 
 // Work counters of the index branch, summed over calls.
 struct SelectStats {

@@ -45,8 +45,31 @@ std::string cuda_unsupported(const LlamaConfig& c) {
     return {};
 }
 
+namespace {
+
+// The most blocks a device selection's shortlist and its growth may hold (kernels/cuda/ops.cuh,
+// kMaxTopK; checked below where the kernels are built).
+constexpr int64_t kDeviceSelectMax = 256;
+
+// A selection's forced blocks among its top-k (the local block, and the sink).
+int forced_blocks(const MsaConfig& c) { return c.sink ? 2 : 1; }
+
+// The hybrid shortlist the device scores exactly: the forced blocks and hybrid_factor x the rest of
+// the top-k (the CPU's keep = factor x (top_k - forced)).
+int64_t shortlist_blocks(const MsaConfig& c) {
+    const int64_t f = std::min<int64_t>(forced_blocks(c), c.top_k);
+    return f + static_cast<int64_t>(c.hybrid_factor) * (c.top_k - f);
+}
+
+// The most blocks the mass growth adds (top_k x (grow - 1); 0 without growth).
+int64_t growth_blocks(const MsaConfig& c) {
+    return c.top_p > 0 ? static_cast<int64_t>(c.top_k) * (std::max(1, c.top_p_grow) - 1) : 0;
+}
+
+}  // namespace
+
 std::string cuda_msa_lacks(const MsaConfig& c) {
-    auto n = [](int v) { return std::to_string(v); };
+    auto n = [](int64_t v) { return std::to_string(v); };
     if (c.scoring != BlockScoring::Hybrid)
         return std::string(c.scoring == BlockScoring::BlockMax ? "BlockMax" : c.scoring == BlockScoring::MeanKey ? "mean-key"
                                                                                                                   : "native-indexer") +
@@ -57,8 +80,12 @@ std::string cuda_msa_lacks(const MsaConfig& c) {
     if (c.hybrid_factor < 1 || c.hybrid_factor > 64) return "a shortlist factor of " + n(c.hybrid_factor) + " (1..64)";
     if (c.decode_hybrid_factor != 0 && c.decode_hybrid_factor != c.hybrid_factor)
         return "a decode shortlist factor of " + n(c.decode_hybrid_factor) + " apart from prefill's " + n(c.hybrid_factor);
-    if (c.window_blocks > 0) return "a local window of " + n(c.window_blocks) + " blocks";
-    if (c.top_p > 0) return "mass-adaptive growth of the selection";
+    if (shortlist_blocks(c) > kDeviceSelectMax)
+        return "a shortlist of " + n(shortlist_blocks(c)) + " blocks (the device's hold " + n(kDeviceSelectMax) + ")";
+    if (c.window_blocks < 0 || c.window_blocks > kDeviceSelectMax)
+        return "a local window of " + n(c.window_blocks) + " blocks (the device takes 0.." + n(kDeviceSelectMax) + ")";
+    if (growth_blocks(c) > kDeviceSelectMax)
+        return "a growth room of " + n(growth_blocks(c)) + " blocks (the device's holds " + n(kDeviceSelectMax) + ")";
     if (c.dense_layers > 0) return n(c.dense_layers) + " dense leading layers";
     if (c.positions != PositionMode::Original) return "remapped positions";
     return {};
@@ -72,12 +99,19 @@ void ck(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw DeviceError("CUDA model: " + cuda::cuda_error_text(what, e));
 }
 
+static_assert(kDeviceSelectMax == cuda::kMaxTopK, "cuda_msa_lacks checks the kernels' limit");
+
 // The MSA the runner runs: MsaConfig's fields the device takes (cuda_msa_lacks says which).
 struct DeviceMsa {
     bool enabled = false;
-    int top_k = 16;            // 1..64
-    int shortlist_factor = 4;  // 1..64; shortlist: the forced blocks + factor x (top_k - forced), at most 64
-    bool sink = true;
+    int top_k = 16;            // 1..64: the top-k, the local block and the sink included
+    int n_cand = 16;           // the hybrid shortlist: the forced blocks + factor x (top_k - forced)
+    cuda::MsaForce force;      // the sink and the local window (its blocks on top of the top-k)
+    cuda::MsaGrowth growth;    // mass-adaptive growth (mass 0: none); scale set per model
+    // Blocks a selection row holds: the top-k, the window and the growth's room.
+    int width() const { return top_k + force.window + (growth.mass > 0 ? growth.room : 0); }
+    // The top-k, the window and the growth are applied after the hybrid selection (a second table).
+    bool extends() const { return force.window > 0 || growth.mass > 0; }
 };
 
 // Tokens from which a call's linear layers run as GEMMs (cuBLAS) instead of matrix-vector passes
@@ -122,6 +156,10 @@ struct CudaLlamaRunner::Impl {
     float* iq = nullptr;
     void* hws = nullptr;
     int64_t hws_bytes = 0;
+    int32_t* top_sel = nullptr;  // the hybrid's top-k (tasks, top_k) before the window and the growth
+    int64_t top_sel_ints = 0;
+    void* xws = nullptr;         // msa_extend_selection's workspace
+    int64_t xws_bytes = 0;
     int64_t last_tasks = 0;
     int last_top_k = 0;
     // Citations: token masses (n_layer, n_kv_head, top_k, B) of a call of one query, and what the
@@ -233,39 +271,63 @@ struct CudaLlamaRunner::Impl {
             if (cache->resident(layer, b)) touch(layer, b);  // listed even when the append failed
         if (!done) throw DeviceError("CUDA model: " + error);
     }
-    // The tiered MSA selection of `layer`: the hybrid selection, then, when its shortlist holds
-    // blocks on the host, those fetched and the selection made again. The shortlist is the first
-    // tasks * n_cand int32 of the workspace (msa.cuh).
-    void select_tiered(const cuda::MsaShape& s, int layer, int n_cand, int top_k, int32_t* sel, int64_t append_b0,
+    // The MSA selection of `layer` into sel (tasks, msa.width()): the hybrid top-k, then the window
+    // and the growth (msa_extend_selection) when the configuration has them. Tiered: when the
+    // hybrid's shortlist holds blocks on the host, those are fetched and the top-k made again (the
+    // same shortlist: estimates cover every block), and the blocks the window and the growth add
+    // are fetched before the attention reads them. The shortlist is the first tasks * n_cand
+    // int32 of the hybrid workspace (msa.cuh).
+    void select_tiered(const cuda::MsaShape& s, int layer, int n_cand, int32_t* sel, int64_t append_b0,
                        int64_t append_b1) {
         const int64_t dkv = static_cast<int64_t>(s.n_kv_head) * s.head_dim;
+        int32_t* top = msa.extends() ? top_sel : sel;
         auto select = [&] {
-            ck(cuda::msa_hybrid_select(s, iq, dkv, cache->k_view(layer), cache->key_means(layer), msa.sink, n_cand, top_k,
-                                       sel, hws, hws_bytes, stream),
+            ck(cuda::msa_hybrid_select(s, iq, dkv, cache->k_view(layer), cache->key_means(layer), msa.force, n_cand,
+                                       msa.top_k, top, hws, hws_bytes, stream),
                "msa_hybrid_select");
         };
+        auto extend = [&] {
+            if (!msa.extends()) return;
+            ck(cuda::msa_extend_selection(s, iq, dkv, cache->key_means(layer), top, msa.top_k, msa.force.window,
+                                          msa.growth, sel, msa.width(), xws, xws_bytes, stream),
+               "msa_extend_selection");
+        };
         select();
-        if (!tiered) return;
-        host_cand.resize(static_cast<size_t>(s.n_tasks() * n_cand));
-        ck(cudaMemcpyAsync(host_cand.data(), hws, host_cand.size() * 4, cudaMemcpyDeviceToHost, stream),
-           "cudaMemcpyAsync (shortlist)");
-        ck(cudaStreamSynchronize(stream), "shortlist");
-        std::vector<int64_t> want;
-        for (int32_t b : host_cand)
-            if (b >= 0) want.push_back(b);
-        std::sort(want.begin(), want.end());
-        want.erase(std::unique(want.begin(), want.end()), want.end());
-        bool any_host = false;
-        for (int64_t b : want) {
-            if (cache->on_host(layer, b)) any_host = true;
-            else touch(layer, b);
+        if (!tiered) {
+            extend();
+            return;
         }
-        if (!any_host) return;
         std::vector<int64_t> keep;
-        for (int64_t b : want) keep.push_back(key(layer, b));
         for (int64_t b = append_b0; b <= append_b1; ++b) keep.push_back(key(layer, b));
-        ensure_resident(layer, want, keep);
-        select();  // the same shortlist (estimates cover every block), now scored exactly throughout
+        // Brings the blocks named in the first `count` int32 of device table `ids` onto the device;
+        // whether any was on the host.
+        auto fetch = [&](const int32_t* ids, int64_t count, bool fetch_now) {
+            host_cand.resize(static_cast<size_t>(count));
+            ck(cudaMemcpyAsync(host_cand.data(), ids, host_cand.size() * 4, cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync (selection ids)");
+            ck(cudaStreamSynchronize(stream), "selection ids");
+            std::vector<int64_t> want;
+            for (int32_t b : host_cand)
+                if (b >= 0) want.push_back(b);
+            std::sort(want.begin(), want.end());
+            want.erase(std::unique(want.begin(), want.end()), want.end());
+            bool any_host = false;
+            for (int64_t b : want) {
+                if (cache->on_host(layer, b)) any_host = true;
+                else touch(layer, b);
+            }
+            if (any_host && fetch_now) {
+                std::vector<int64_t> k2 = keep;
+                for (int64_t b : want) k2.push_back(key(layer, b));
+                ensure_resident(layer, want, k2);
+            }
+            return any_host;
+        };
+        if (fetch(static_cast<const int32_t*>(hws), s.n_tasks() * n_cand, true))
+            select();  // the same shortlist, now scored exactly throughout
+        if (!msa.extends()) return;
+        extend();
+        fetch(sel, s.n_tasks() * msa.width(), true);  // the window's and the growth's blocks
     }
 
     // Prefill GEMMs (linear): cuBLAS state (-1: not asked yet) and the bf16 scratch of the
@@ -409,7 +471,16 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     if (msa) {
         if (const std::string why = cuda_msa_lacks(*msa); !why.empty())
             throw Error("CUDA model: the device's MSA lacks " + why);
-        m.msa = DeviceMsa{true, msa->top_k, msa->hybrid_factor, msa->sink};
+        m.msa.enabled = true;
+        m.msa.top_k = msa->top_k;
+        m.msa.n_cand = static_cast<int>(shortlist_blocks(*msa));
+        m.msa.force = cuda::MsaForce(msa->sink, msa->window_blocks);
+        if (msa->top_p > 0) {
+            m.msa.growth.mass = msa->top_p;
+            m.msa.growth.room = static_cast<int>(growth_blocks(*msa));
+            m.msa.growth.full_blocks = msa->top_p_full_ctx > 0 ? msa->top_p_full_ctx / msa->block_size : 0;
+            m.msa.growth.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        }
     }
     m.n_ctx = n_ctx;
     ck(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -447,10 +518,11 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     if (device_kv_bytes > 0 && device_kv_bytes < kc.device_blocks * pair_bytes) {
         if (!m.msa.enabled)
             throw Error("CUDA model: a device KV budget needs MSA attention (dense attention reads every block each call)");
-        // The fewest blocks: a decode call's shortlists (up to 64 blocks per KV group) twice over,
-        // and a few appended ones. A prefill call needs (query blocks x KV groups x shortlist) at
-        // once, which make_room reports when the budget cannot hold it.
-        const int64_t blocks = device_kv_bytes / pair_bytes, min_blocks = 2 * 64 * static_cast<int64_t>(c.n_kv_head) + 8;
+        // The fewest blocks: a decode call's shortlists or grown selections (whichever is wider,
+        // per KV group) twice over, and a few appended ones. A prefill call needs (query blocks x
+        // KV groups x shortlist) at once, which make_room reports when the budget cannot hold it.
+        const int64_t per_group = std::max(m.msa.n_cand, m.msa.width());
+        const int64_t blocks = device_kv_bytes / pair_bytes, min_blocks = 2 * per_group * c.n_kv_head + 8;
         if (blocks < min_blocks)
             throw Error("CUDA model: a device KV budget of " + std::to_string(device_kv_bytes >> 20) + " MiB holds " +
                         std::to_string(blocks) + " blocks; at least " + std::to_string(min_blocks) + " (" +
@@ -639,22 +711,25 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
     s.n_kv_head = c.n_kv_head;
     s.head_dim = c.head_dim;
     s.block_size = m.cache->config().block_size;
-    const bool sparse = m.msa.enabled && s.n_kv_blocks() > m.msa.top_k;
-    const int top_k = sparse ? m.msa.top_k : static_cast<int>(s.n_kv_blocks());
+    // Sparse once the context has more blocks than the top-k and the window hold (else every
+    // block is read, as on the CPU). A selection row holds the top-k, the window and the growth.
+    const bool sparse = m.msa.enabled && s.n_kv_blocks() > m.msa.top_k + m.msa.force.window;
+    const int top_k = sparse ? m.msa.width() : static_cast<int>(s.n_kv_blocks());
     const int splits = n == 1 ? std::clamp(top_k / 4, 1, 16) : 1;
     m.last_top_k = 0;  // until this call's selections are complete (sel may be reallocated below)
     const int64_t sel_need = s.n_tasks() * top_k * (sparse ? c.n_layer : 1);
     m.reserve(m.sel, m.sel_ints, sel_need, 4);
     // Token masses for citations: MSA calls of one query, when asked for.
-    const bool rec = m.record && m.msa.enabled && n == 1 && static_cast<int64_t>(top_k) * s.block_size <= cuda::kMaxMassTokens;
+    const bool rec = m.record && m.msa.enabled && n == 1;
     const int64_t mass_per_layer = static_cast<int64_t>(c.n_kv_head) * top_k * s.block_size;
     m.rec_top_k = 0;
     if (rec) m.reserve(m.tmass, m.tmass_floats, mass_per_layer * c.n_layer, 4);
-    const int forced = m.msa.sink ? 2 : 1;
-    const int n_cand = sparse ? static_cast<int>(std::clamp<int64_t>(
-                                    forced + static_cast<int64_t>(m.msa.shortlist_factor) * (top_k - forced), top_k, 64))
-                              : 0;
-    if (sparse) m.reserve(m.hws, m.hws_bytes, cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k), 1);
+    const int n_cand = sparse ? std::max(m.msa.top_k, m.msa.n_cand) : 0;
+    if (sparse) m.reserve(m.hws, m.hws_bytes, cuda::msa_hybrid_workspace_bytes(s, n_cand, m.msa.top_k), 1);
+    if (sparse && m.msa.extends()) {
+        m.reserve(m.top_sel, m.top_sel_ints, s.n_tasks() * m.msa.top_k, 4);
+        m.reserve(m.xws, m.xws_bytes, cuda::msa_extend_workspace_bytes(s, m.msa.growth.room), 1);
+    }
     m.reserve(m.ws, m.ws_floats, cuda::msa_workspace_floats(s, splits), 4);
     if (!sparse) ck(cuda::msa_select_all(s, top_k, m.sel, m.stream), "msa_select_all");
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -682,7 +757,7 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
         if (sparse) {
             sel = m.sel + static_cast<int64_t>(l) * s.n_tasks() * top_k;
             ck(cuda::msa_group_mean(m.q, s, m.iq, m.stream), "msa_group_mean");
-            m.select_tiered(s, l, n_cand, top_k, sel, ab0, ab1);
+            m.select_tiered(s, l, n_cand, sel, ab0, ab1);
         } else if (m.tiered) {  // a short context: every block of the layer attended
             std::vector<int64_t> all, keep;
             for (int64_t b = 0; b < s.n_kv_blocks(); ++b) {

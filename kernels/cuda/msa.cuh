@@ -31,11 +31,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define SL_HOST_DEVICE __host__ __device__
-#else
-#define SL_HOST_DEVICE
-#endif
+#include "kernels/msa_rules.h"  // SL_HOST_DEVICE, the growth rules shared with the CPU
 
 namespace sl::cuda {
 
@@ -66,6 +62,21 @@ struct MsaShape {
     SL_HOST_DEVICE int64_t n_tasks() const { return n_qblocks() * n_kv_head; }  // (query block, group) pairs
 };
 
+// The blocks a selection always holds besides its top-k (the CPU's SelectParams::sink / window):
+// the local block qb; the `window` blocks before it, [qb - min(window, qb), qb); and block 0 (the
+// sink) when `sink` and it is not in the window. The index kernels rank the local block and the sink
+// first (+inf, FLT_MAX) and leave the window's blocks out (-inf): msa_extend_selection adds them, so
+// top_k counts the local block and the sink but not the window, as on the CPU. Converts from the
+// former `bool sink` (no window).
+struct MsaForce {
+    bool sink = false;
+    int window = 0;
+    MsaForce(bool s = false, int w = 0) : sink(s), window(w) {}  // NOLINT: implicit from bool
+    // First block of the window (= qb without one); the sink is forced only below it.
+    SL_HOST_DEVICE int64_t window_begin(int64_t qb) const { return qb - (window < qb ? window : qb); }
+    SL_HOST_DEVICE bool sink_forced(int64_t qb) const { return sink && window_begin(qb) > 0; }
+};
+
 // Training-free index queries: iq (n_q, n_kv_head, head_dim) = mean over each group's heads of
 // q (n_q, n_head, head_dim). (IndexQuery::GroupMean of the CPU path.)
 cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStream_t stream);
@@ -74,8 +85,8 @@ cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStr
 // iq row of call query t and group g at iq + t * iq_stride + g * keys.head_dim (f32). Keys of group
 // g are head g of `keys` (head_stride 0: shared). Every key block b < qb must be resident
 // (a non-resident one scores -inf and is never selected).
-cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
-                             float* scores, cudaStream_t stream);
+cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
+                             const MsaForce& force, float* scores, cudaStream_t stream);
 
 // sel (n_tasks, top_k) int32: the selected block ids of each task, ascending, -1-padded at the end
 // (1 <= top_k <= 64).
@@ -95,21 +106,50 @@ cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int6
 
 // est (n_tasks, n_kv_blocks) f32: max over the query block's index rows of iq_r . kmean(b, g)
 // (bf16 products, f32 sums), with msa_index_scores' forced / invisible entries (+inf local,
-// FLT_MAX sink, -inf after the local block).
-cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
-                            float* est, cudaStream_t stream);
+// FLT_MAX sink, -inf for the window and after the local block).
+cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
+                            const MsaForce& force, float* est, cudaStream_t stream);
 
 // Workspace bytes of msa_hybrid_select. Its first n_tasks * n_cand int32 hold the shortlist after
 // the call (ascending block ids, -1-padded), for tests and statistics.
 int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k);
 
 // sel (n_tasks, top_k), as msa_select writes it: the top_k blocks by exact block score among the
-// n_cand best by msa_mean_scores (forced blocks rank first in both). 1 <= top_k <= n_cand <= 64.
+// n_cand best by msa_mean_scores (forced blocks rank first in both; the window's are left out:
+// msa_extend_selection). 1 <= top_k <= n_cand <= kMaxTopK (ops.cuh, 256).
 // The shortlisted blocks must be resident (a non-resident one is never selected); with n_cand >=
 // n_kv_blocks the result is msa_select's over msa_index_scores.
 cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
-                              const uint16_t* kmean, bool sink, int n_cand, int top_k, int32_t* sel, void* workspace,
-                              int64_t workspace_bytes, cudaStream_t stream);
+                              const uint16_t* kmean, const MsaForce& force, int n_cand, int top_k, int32_t* sel,
+                              void* workspace, int64_t workspace_bytes, cudaStream_t stream);
+
+// ---- The window and mass-adaptive growth (msa_grow.cu; the CPU's SelectParams::window, mass) ----
+// A dense-trained model spreads much of its attention over the recent past and, in its early
+// layers, over most of the context: the window keeps the recent part whole, and the growth gives a
+// diffuse (query block, group) more blocks — the blocks of most estimated mass until the selection
+// holds `mass` of the estimate, at most msa_rules::growth_room(room, full_blocks, qb + 1) of them.
+// The estimate of block b <= qb, per sampled query r (msa_rules::mass_sample_query over the query
+// block's queries in the call): Jensen's lower bound of the block's softmax sum,
+// n_b exp(scale iq_r · kmean(b)) (n_b: the block's tokens present), normalized over b <= qb per
+// query and averaged over the sampled queries — the CPU's estimate with group-mean index queries.
+struct MsaGrowth {
+    float mass = 0.0f;         // share of the estimated mass a selection grows to; 0: no growth
+    int room = 0;              // most blocks added at short contexts: top_k * (grow - 1), <= kMaxTopK
+    int64_t full_blocks = 0;   // past this many visible blocks the room shrinks; 0: never
+    float scale = 1.0f;        // softmax scale of q · k
+};
+
+// Workspace bytes of msa_extend_selection for `room` (MsaGrowth::room).
+int64_t msa_extend_workspace_bytes(const MsaShape& s, int room);
+
+// out (n_tasks, out_k) int32 <- per task, ascending and -1-padded: the blocks of sel (n_tasks,
+// top_k, as msa_hybrid_select / msa_select write it), the window's blocks (MsaForce::window_begin
+// (qb) .. qb - 1) and, with grow.mass > 0, the blocks the growth adds. out_k >= top_k + window +
+// grow.room. The blocks added need not be resident (the caller makes them so before attending);
+// kmean as msa_mean_scores reads it. out must not alias sel.
+cudaError_t msa_extend_selection(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
+                                 const int32_t* sel, int top_k, int window, const MsaGrowth& grow, int32_t* out,
+                                 int out_k, void* workspace, int64_t workspace_bytes, cudaStream_t stream);
 
 // Dense attention through the sparse kernel: sel (n_tasks, top_k) <- every visible block of each
 // task (0..qb), -1-padded; needs top_k >= n_kv_blocks (else cudaErrorInvalidValue). For the dense
@@ -130,18 +170,16 @@ cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, 
                                  int64_t workspace_floats, cudaStream_t stream);
 
 // ---- Attention mass for citations (msa_mass.cu) ----
-// The most selected tokens msa_token_mass takes (top_k * block_size): its scores sit in 48 KiB of
-// shared memory.
-inline constexpr int64_t kMaxMassTokens = 10240;
-
 // A call of one query (s.n_q == 1, decode): mass (n_kv_head, top_k, B) f32 <- for each group g and
 // each entry i of its selection row sel[g * top_k + i], the softmax probability of each token of
 // that block, averaged over the group's heads — softmax of scale * q_h · k_j over the tokens j of
 // the row's blocks at or before the query (f32 query, bf16 keys: the probabilities
 // msa_sparse_attention's softmax gives, to its bf16 rounding of the query). 0 for -1 entries,
 // tokens past the query and non-resident blocks. A block's entries sum to its mass (the CPU's
-// Selection::token_mass and mass), a group's to 1. q (1, n_head, head_dim) f32; top_k * B <=
-// kMaxMassTokens.
+// Selection::token_mass and mass), a group's to 1. q (1, n_head, head_dim) f32; any top_k (the
+// selection's width: a grown selection holds up to top_k + window + room blocks); n_head /
+// n_kv_head <= kMaxMassGroup.
+inline constexpr int kMaxMassGroup = 16;
 cudaError_t msa_token_mass(const MsaShape& s, const float* q, float scale, const int32_t* sel, int top_k,
                            const PagedView& k, float* mass, cudaStream_t stream);
 

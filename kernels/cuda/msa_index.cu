@@ -105,7 +105,7 @@ __device__ __forceinline__ void score_8keys(float (&acc)[4], const uint32_t (&qa
 // tile holds no query of the block sit out the products).
 template <int D, int B>
 __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
-                                                                     PagedView keys, bool sink, const int32_t* cand,
+                                                                     PagedView keys, MsaForce force, const int32_t* cand,
                                                                      int n_cand, int per_cta, float* scores) {
     constexpr int LD = D + 8;  // bf16 row pitch of the staging tile: conflict-free fragment loads
     constexpr int KC = D / 16;
@@ -125,14 +125,16 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     float* out = scores + task * n_out;
     const int32_t* task_cand = cand ? cand + task * n_cand : nullptr;
     auto block_of = [&](int64_t j) -> int64_t { return task_cand ? task_cand[j] : j; };
-    auto scored = [&](int64_t b) { return b >= 0 && b < qb && !(sink && b == 0); };
+    const int64_t cand_end = force.window_begin(qb);  // the window's blocks [cand_end, qb) are left out
+    const bool sink = force.sink_forced(qb);
+    auto scored = [&](int64_t b) { return b >= 0 && b < cand_end && !(sink && b == 0); };
 
-    // Forced, invisible and padding entries need no keys.
+    // Forced, invisible, window and padding entries need no keys.
     bool any_scored = false;
     for (int64_t j = j_begin; j < j_end; ++j) {
         const int64_t b = block_of(j);
         if (scored(b)) any_scored = true;
-        else if (threadIdx.x == 0) out[j] = b == qb ? INFINITY : (sink && b == 0 && qb != 0) ? FLT_MAX : -INFINITY;
+        else if (threadIdx.x == 0) out[j] = b == qb ? INFINITY : (sink && b == 0) ? FLT_MAX : -INFINITY;
     }
     if (!any_scored) return;  // uniform over the CTA
 
@@ -230,7 +232,7 @@ constexpr int kMeanTile = 128;  // mean keys per staged tile of mean_scores_kern
 // (WarpRows), and the maxima of a column's R row tiles meet in shared memory. Blocks at or after the local one, and the sink, need no products.
 template <int D, int B>
 __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
-                                                                    const uint16_t* kmean, bool sink, int tiles,
+                                                                    const uint16_t* kmean, MsaForce force, int tiles,
                                                                     float* est) {
     constexpr int LD = D + 8;
     constexpr int KC = D / 16;
@@ -245,6 +247,8 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
     const int64_t t_begin = (qb * B > s.pos0 ? qb * B : s.pos0) - s.pos0;
     const int64_t t_end = ((qb + 1) * B < s.n_kv() ? (qb + 1) * B : s.n_kv()) - s.pos0;
     const int64_t n_blocks = s.n_kv_blocks();
+    const int64_t cand_end = force.window_begin(qb);  // the window's blocks [cand_end, qb) are left out
+    const bool sink = force.sink_forced(qb);
     float* out = est + task * n_blocks;
 
     uint32_t qa[KC][4];
@@ -256,7 +260,7 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
         const int64_t c0 = first + static_cast<int64_t>(ti) * kMeanTile;
         if (c0 >= n_blocks) break;  // uniform
         const int64_t c_end = c0 + kMeanTile < n_blocks ? c0 + kMeanTile : n_blocks;
-        const int64_t vis_end = c_end < qb ? c_end : qb;  // blocks scored: [c0, vis_end), the sink aside
+        const int64_t vis_end = c_end < cand_end ? c_end : cand_end;  // blocks scored: [c0, vis_end), the sink aside
         if (c0 < vis_end) {  // uniform
             __syncthreads();  // the query rows (first tile) or the previous tile and colmax are consumed
             for (int idx = threadIdx.x; idx < kMeanTile * (D / 8); idx += kIndexThreads) {
@@ -287,8 +291,8 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
             const int64_t b = c0 + r;
             float v;
             if (b == qb) v = INFINITY;
-            else if (sink && b == 0 && qb != 0) v = FLT_MAX;
-            else if (b > qb) v = -INFINITY;
+            else if (sink && b == 0) v = FLT_MAX;
+            else if (b >= cand_end) v = -INFINITY;  // the window, or invisible
             else {  // the R warps of column tile r / 8's slice
                 const int w0 = static_cast<int>((r / 8) % wr.S) * wr.R;
                 v = colmax[w0][r];
@@ -350,7 +354,7 @@ int sm_count() {
 }
 
 template <int D, int B>
-cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
+cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, MsaForce force,
                          const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
     // Up to kBlocksPerCta blocks per CTA (the query rows are staged once per CTA), fewer when that
     // would leave the GPU short of CTAs (decode: a few tasks), so blocks are scored side by side.
@@ -361,23 +365,23 @@ cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, 
     const int64_t gx = (n_out + per_cta - 1) / per_cta;
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
     index_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, keys, sink, cand, n_cand, static_cast<int>(per_cta), scores);
+        s, iq, iq_stride, keys, force, cand, n_cand, static_cast<int>(per_cta), scores);
     return cudaGetLastError();
 }
 
 // Exact scores of either every block (cand null) or each task's candidates.
-cudaError_t index_dispatch(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
+cudaError_t index_dispatch(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, MsaForce force,
                            const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
     const bool d128 = keys.head_dim == 128, b128 = s.block_size == 128;
-    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
-    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
-    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
-    return launch_index<64, 64>(s, iq, iq_stride, keys, sink, cand, n_cand, scores, stream);
+    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
+    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
+    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
+    return launch_index<64, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
 }
 
 template <int D, int B>
-cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
-                               float* est, cudaStream_t stream) {
+cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
+                               MsaForce force, float* est, cudaStream_t stream) {
     // Enough CTAs for two per SM, each taking up to 8 tiles (1,024 blocks), so the query rows are
     // staged once per CTA rather than once per tile.
     const int64_t n_tiles = (s.n_kv_blocks() + kMeanTile - 1) / kMeanTile;
@@ -386,7 +390,7 @@ cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_st
     const int64_t gx = (n_tiles + tiles - 1) / tiles, gy = s.n_tasks();
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
     mean_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, kmean, sink, static_cast<int>(tiles), est);
+        s, iq, iq_stride, kmean, force, static_cast<int>(tiles), est);
     return cudaGetLastError();
 }
 
@@ -401,12 +405,12 @@ cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStr
     return cudaGetLastError();
 }
 
-cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, bool sink,
-                             float* scores, cudaStream_t stream) {
-    if (!iq || !scores || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size ||
+cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
+                             const MsaForce& force, float* scores, cudaStream_t stream) {
+    if (!iq || !scores || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size || force.window < 0 ||
         iq_stride < static_cast<int64_t>(s.n_kv_head) * keys.head_dim)
         return cudaErrorInvalidValue;
-    return index_dispatch(s, iq, iq_stride, keys, sink, nullptr, 0, scores, stream);
+    return index_dispatch(s, iq, iq_stride, keys, force, nullptr, 0, scores, stream);
 }
 
 cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream) {
@@ -425,16 +429,16 @@ cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int6
     return cudaGetLastError();
 }
 
-cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean, bool sink,
-                            float* est, cudaStream_t stream) {
-    if (!iq || !kmean || !est || !shape_ok(s) || iq_stride < static_cast<int64_t>(s.n_kv_head) * s.head_dim ||
+cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
+                            const MsaForce& force, float* est, cudaStream_t stream) {
+    if (!iq || !kmean || !est || !shape_ok(s) || iq_stride < static_cast<int64_t>(s.n_kv_head) * s.head_dim || force.window < 0 ||
         (reinterpret_cast<uintptr_t>(kmean) % 16) != 0)
         return cudaErrorInvalidValue;
     const bool d128 = s.head_dim == 128, b128 = s.block_size == 128;
-    if (d128 && b128) return launch_mean_scores<128, 128>(s, iq, iq_stride, kmean, sink, est, stream);
-    if (d128) return launch_mean_scores<128, 64>(s, iq, iq_stride, kmean, sink, est, stream);
-    if (b128) return launch_mean_scores<64, 128>(s, iq, iq_stride, kmean, sink, est, stream);
-    return launch_mean_scores<64, 64>(s, iq, iq_stride, kmean, sink, est, stream);
+    if (d128 && b128) return launch_mean_scores<128, 128>(s, iq, iq_stride, kmean, force, est, stream);
+    if (d128) return launch_mean_scores<128, 64>(s, iq, iq_stride, kmean, force, est, stream);
+    if (b128) return launch_mean_scores<64, 128>(s, iq, iq_stride, kmean, force, est, stream);
+    return launch_mean_scores<64, 64>(s, iq, iq_stride, kmean, force, est, stream);
 }
 
 // Workspace layout: shortlist int32 (n_tasks, n_cand) | chosen candidates int32 (n_tasks, top_k) |
@@ -446,8 +450,8 @@ int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k) {
 }
 
 cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
-                              const uint16_t* kmean, bool sink, int n_cand, int top_k, int32_t* sel, void* workspace,
-                              int64_t workspace_bytes, cudaStream_t stream) {
+                              const uint16_t* kmean, const MsaForce& force, int n_cand, int top_k, int32_t* sel,
+                              void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
     if (!sel || !workspace || !iq || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size ||
         keys.head_dim != s.head_dim || top_k < 1 || n_cand < top_k || n_cand > kMaxTopK ||
         workspace_bytes < msa_hybrid_workspace_bytes(s, n_cand, top_k))
@@ -458,9 +462,9 @@ cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_str
     int32_t* csel = reinterpret_cast<int32_t*>(w + align256(t * n_cand * 4));
     float* est = reinterpret_cast<float*>(w + align256(t * n_cand * 4) + align256(t * top_k * 4));
     float* cscores = est + align256(t * s.n_kv_blocks() * 4) / 4;
-    cudaError_t e = msa_mean_scores(s, iq, iq_stride, kmean, sink, est, stream);
+    cudaError_t e = msa_mean_scores(s, iq, iq_stride, kmean, force, est, stream);
     if (e == cudaSuccess) e = topk_rows(est, t, s.n_kv_blocks(), n_cand, /*by_index=*/true, cand, nullptr, stream);
-    if (e == cudaSuccess) e = index_dispatch(s, iq, iq_stride, keys, sink, cand, n_cand, cscores, stream);
+    if (e == cudaSuccess) e = index_dispatch(s, iq, iq_stride, keys, force, cand, n_cand, cscores, stream);
     // The shortlist is ascending, so candidates chosen in index order are blocks in ascending order.
     if (e == cudaSuccess) e = topk_rows(cscores, t, n_cand, top_k, /*by_index=*/true, csel, nullptr, stream);
     if (e != cudaSuccess) return e;

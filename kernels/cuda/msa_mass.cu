@@ -1,8 +1,10 @@
 // The attention mass of a call of one query (decode) over its selected blocks, per token, for
-// citations (msa.cuh, msa_token_mass). One CTA per KV group: for each head of the group in turn,
-// the scores of every selected token (f32 query, bf16 keys) go to shared memory, a block-wide max
-// and sum give the softmax, and each thread adds its tokens' probabilities / G to the output it
-// alone owns (no atomics; the same token -> thread mapping for every head).
+// citations (msa.cuh, msa_token_mass). One CTA per KV group; each thread owns a fixed set of the
+// selection's tokens and scores each against all G heads of the group at once (one read of the key
+// row per pass). Pass 1: per head, the block-wide max and sum of the softmax (an online softmax per
+// thread, merged); pass 2: the scores again, and each token's probability averaged over the heads
+// written to the output the thread alone owns. No shared-memory copy of the scores, so a grown
+// selection of any width fits (the former kernel held top_k * B scores in 48 KiB: 80 blocks).
 #include <cfloat>
 
 #include "kernels/cuda/device_common.cuh"
@@ -14,60 +16,96 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// The key row of token t of selection entry b for group g, or null when it is not attended
+// (padding, past the query, not resident).
+__device__ __forceinline__ const uint16_t* key_row(const PagedView& kk, int32_t b, int t, int g, int B, int64_t qpos) {
+    if (b < 0) return nullptr;
+    const int64_t pos = static_cast<int64_t>(b) * B + t;
+    const int32_t phys = kk.table[b];
+    if (pos > qpos || phys < 0) return nullptr;
+    return kk.base + static_cast<int64_t>(phys) * kk.block_stride + g * kk.head_stride + static_cast<int64_t>(t) * kk.head_dim;
+}
+
+// sc[h] = q_h · k for the group's G heads (scaled queries in shared memory).
+template <int D>
+__device__ __forceinline__ void head_scores(const float (*qs)[D], int G, const uint16_t* kr,
+                                            float (&sc)[kMaxMassGroup]) {
+#pragma unroll
+    for (int h = 0; h < kMaxMassGroup; ++h) sc[h] = 0.0f;
+    for (int d = 0; d < D; d += 2) {
+        const float2 kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kr + d));
+#pragma unroll
+        for (int h = 0; h < kMaxMassGroup; ++h)
+            if (h < G) sc[h] = fmaf(qs[h][d + 1], kf.y, fmaf(qs[h][d], kf.x, sc[h]));
+    }
+}
+
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     token_mass_kernel(MsaShape s, const float* q, float scale, const int32_t* sel, int top_k, PagedView kk, float* mass) {
-    extern __shared__ float sm[];
+    __shared__ float qs[kMaxMassGroup][D];  // the group's queries, scaled
+    __shared__ float red[32];
+    __shared__ float hmax[kMaxMassGroup], hsum[kMaxMassGroup];
     const int B = s.block_size;
-    const int n = top_k * B;
-    float* sc = sm;            // (top_k, B) scores, then exponentials
-    float* qs = sm + n;        // the head's query, scaled
-    float* red = qs + D;       // 32 floats of reduction scratch
+    const int64_t n = static_cast<int64_t>(top_k) * B;
     const int g = static_cast<int>(blockIdx.x);
     const int G = s.n_head / s.n_kv_head;
     const int64_t qpos = s.pos0;  // n_q == 1
     const int32_t* my = sel + static_cast<int64_t>(g) * top_k;
     float* out = mass + static_cast<int64_t>(g) * n;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = 0.0f;
-    for (int hh = 0; hh < G; ++hh) {
-        const int head = g * G + hh;
-        __syncthreads();  // every thread is done with the previous head's query
-        for (int i = threadIdx.x; i < D; i += blockDim.x) qs[i] = q[static_cast<int64_t>(head) * D + i] * scale;
-        __syncthreads();
-        float mx = -INFINITY;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const int si = i / B, t = i % B;
-            const int32_t b = my[si];
-            float v = -INFINITY;
-            if (b >= 0) {
-                const int64_t pos = static_cast<int64_t>(b) * B + t;
-                const int32_t phys = kk.table[b];
-                if (pos <= qpos && phys >= 0) {
-                    const uint16_t* kr = kk.base + static_cast<int64_t>(phys) * kk.block_stride + g * kk.head_stride +
-                                         static_cast<int64_t>(t) * kk.head_dim;
-                    float acc = 0.0f;
-#pragma unroll 8
-                    for (int d = 0; d < D; d += 2) {
-                        const float2 kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kr + d));
-                        acc = fmaf(qs[d], kf.x, acc);
-                        acc = fmaf(qs[d + 1], kf.y, acc);
-                    }
-                    v = acc;
-                }
+    for (int i = threadIdx.x; i < G * D; i += blockDim.x)
+        qs[i / D][i % D] = q[(static_cast<int64_t>(g) * G + i / D) * D + i % D] * scale;
+    __syncthreads();
+
+    float m[kMaxMassGroup], z[kMaxMassGroup];
+#pragma unroll
+    for (int h = 0; h < kMaxMassGroup; ++h) {
+        m[h] = -INFINITY;
+        z[h] = 0.0f;
+    }
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const uint16_t* kr = key_row(kk, my[i / B], static_cast<int>(i % B), g, B, qpos);
+        if (!kr) continue;
+        float sc[kMaxMassGroup];
+        head_scores<D>(qs, G, kr, sc);
+#pragma unroll
+        for (int h = 0; h < kMaxMassGroup; ++h) {
+            if (h >= G) break;
+            if (sc[h] > m[h]) {
+                z[h] = z[h] * __expf(m[h] - sc[h]) + 1.0f;
+                m[h] = sc[h];
+            } else {
+                z[h] += __expf(sc[h] - m[h]);
             }
-            sc[i] = v;
-            mx = fmaxf(mx, v);
         }
-        mx = dev::block_max(mx, red);
-        float sum = 0.0f;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const float e = sc[i] == -INFINITY ? 0.0f : __expf(sc[i] - mx);
-            sc[i] = e;
-            sum += e;
+    }
+    for (int h = 0; h < G; ++h) {  // uniform
+        float mh = -INFINITY, zh = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kMaxMassGroup; ++j)  // registers indexed by constants only
+            if (j == h) {
+                mh = m[j];
+                zh = z[j];
+            }
+        const float M = dev::block_max(mh, red);
+        const float Z = dev::block_sum(mh == -INFINITY ? 0.0f : zh * __expf(mh - M), red);
+        if (threadIdx.x == 0) {
+            hmax[h] = M;
+            hsum[h] = Z;
         }
-        sum = dev::block_sum(sum, red);
-        const float w = sum > 0.0f ? 1.0f / (sum * static_cast<float>(G)) : 0.0f;
-        for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] += sc[i] * w;
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const uint16_t* kr = key_row(kk, my[i / B], static_cast<int>(i % B), g, B, qpos);
+        float p = 0.0f;
+        if (kr) {
+            float sc[kMaxMassGroup];
+            head_scores<D>(qs, G, kr, sc);
+#pragma unroll
+            for (int h = 0; h < kMaxMassGroup; ++h)
+                if (h < G && hsum[h] > 0.0f) p += __expf(sc[h] - hmax[h]) / (hsum[h] * static_cast<float>(G));
+        }
+        out[i] = p;
     }
 }
 
@@ -75,16 +113,15 @@ __global__ void __launch_bounds__(kThreads)
 
 cudaError_t msa_token_mass(const MsaShape& s, const float* q, float scale, const int32_t* sel, int top_k,
                            const PagedView& k, float* mass, cudaStream_t stream) {
-    if (s.n_q != 1 || s.n_kv_head <= 0 || s.n_head % s.n_kv_head != 0 || top_k < 1 ||
-        static_cast<int64_t>(top_k) * s.block_size > kMaxMassTokens || (s.head_dim != 64 && s.head_dim != 128) ||
+    if (!q || !sel || !mass || s.n_q != 1 || s.n_kv_head <= 0 || s.n_head % s.n_kv_head != 0 ||
+        s.n_head / s.n_kv_head > kMaxMassGroup || top_k < 1 || (s.head_dim != 64 && s.head_dim != 128) ||
         k.head_dim != s.head_dim || k.block_size != s.block_size)
         return cudaErrorInvalidValue;
-    const size_t smem = (static_cast<size_t>(top_k) * s.block_size + s.head_dim + 32) * sizeof(float);
     const dim3 grid(static_cast<unsigned>(s.n_kv_head));
     if (s.head_dim == 64)
-        token_mass_kernel<64><<<grid, kThreads, smem, stream>>>(s, q, scale, sel, top_k, k, mass);
+        token_mass_kernel<64><<<grid, kThreads, 0, stream>>>(s, q, scale, sel, top_k, k, mass);
     else
-        token_mass_kernel<128><<<grid, kThreads, smem, stream>>>(s, q, scale, sel, top_k, k, mass);
+        token_mass_kernel<128><<<grid, kThreads, 0, stream>>>(s, q, scale, sel, top_k, k, mass);
     return cudaGetLastError();
 }
 

@@ -35,7 +35,9 @@ cudaError_t softmax_rows(float* x, int64_t rows, int64_t n, cudaStream_t stream)
 // (ties: lower index first) or, with by_index, by index ascending. NaN and -inf entries are never
 // chosen; a row with fewer candidates pads idx with -1 and val with -inf at its end.
 // idx, val: (rows, k); val may be null. With k == 1 this is argmax.
-constexpr int kMaxTopK = 64;
+// 256: a grown MSA selection's shortlist and growth (msa.cuh) at top-k 32 (the CPU's hybrid8 at
+// effort high shortlists 242 blocks).
+constexpr int kMaxTopK = 256;
 cudaError_t topk_rows(const float* x, int64_t rows, int64_t n, int k, bool by_index, int32_t* idx, float* val,
                       cudaStream_t stream);
 

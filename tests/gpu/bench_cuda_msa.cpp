@@ -328,14 +328,18 @@ std::string smollm_line() {
         // tokens): prefill in chunks of 2,048 (cuBLAS GEMMs), the peak device memory, the first
         // answer token after the context (a 24-token question's prefill, whose logits give it) and
         // decode; dense up to 128K (its prefill grows with the square of the length), MSA at every
-        // length (the device's mode: hybrid4/group-mean/sink, top-16). A length is skipped once
-        // the previous one's prefill took more than a quarter of SIGHTLINE_BENCH_E2E_BUDGET_S (240).
+        // length in the product's mode (kTrainingFreeMode at top-16: hybrid8, the sink, a window of
+        // 16 blocks, growth to 98 % shrinking past 32K; SIGHTLINE_BENCH_E2E_MODE names another;
+        // positions as trained: the device has no remapping yet). A length is skipped once the
+        // previous one's prefill took more than a quarter of SIGHTLINE_BENCH_E2E_BUDGET_S (240).
         std::vector<int64_t> lengths = {32768, 131072, 1048576};
         if (const char* e = std::getenv("SIGHTLINE_BENCH_E2E")) {
             lengths.clear();
             std::stringstream ss(e);
             for (std::string t; std::getline(ss, t, ',');) lengths.push_back(std::atoll(t.c_str()));
         }
+        const char* em = std::getenv("SIGHTLINE_BENCH_E2E_MODE");
+        const std::string e2e_mode = em && *em ? em : sl::kTrainingFreeMode;
         const char* eb = std::getenv("SIGHTLINE_BENCH_E2E_BUDGET_S");
         const double e2e_budget = eb ? std::atof(eb) : 240.0;
         const auto e2e0 = now();
@@ -352,7 +356,7 @@ std::string smollm_line() {
                 for (int64_t i = 0; i < n_long + n_q; ++i) longp[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
                 sl::MsaConfig mo;
                 mo.top_k = 16;
-                sl::parse_msa_scoring("hybrid4/group-mean/sink", mo);
+                sl::parse_msa_scoring(e2e_mode, mo);
                 size_t free0 = 0, total = 0;
                 cudaMemGetInfo(&free0, &total);
                 sl::CudaLlamaRunner r(*m->model, static_cast<int>(n_long + n_q + n_dec + 8), msa ? &mo : nullptr);
@@ -373,7 +377,7 @@ std::string smollm_line() {
                 std::snprintf(buf, sizeof buf,
                               "\nSmolLM2 (%d blocks) on the device, %lld tokens, %s: prefill %.0f tok/s (%.1f s), device "
                               "memory %.2f GiB (runner %.2f GiB), first answer token %.1f ms, decode %.0f tok/s",
-                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? "MSA top-16" : "dense",
+                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? ("MSA " + e2e_mode + " top-16").c_str() : "dense",
                               n_long / secs(l0, l1), secs(l0, l1), static_cast<double>(free0 - free1) / (1u << 30),
                               static_cast<double>(r.device_bytes()) / (1u << 30), 1e3 * secs(l1, l2), n_dec / secs(l2, l3));
                 line += buf;

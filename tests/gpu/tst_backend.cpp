@@ -128,10 +128,16 @@ void TstBackend::msaConfigMapsToTheDevice() {
     QCOMPARE(sl::cuda_msa_lacks(c), std::string());
     c.token_mass = true;  // citations' weights: the device records them for calls of one query
     QCOMPARE(sl::cuda_msa_lacks(c), std::string());
-    // The ask flow's default mode needs a window and growth the device does not have yet.
+    // The ask flow's default mode (a local window, mass-adaptive growth shrinking past 32K) at
+    // every effort's top-k; with remapped positions (contexts past the model's training) not yet.
     sl::MsaConfig def;
     sl::parse_msa_scoring(sl::kTrainingFreeMode, def);
-    QVERIFY(sl::cuda_msa_lacks(def).find("local window") != std::string::npos);
+    for (int k : {8, 16, 32}) {
+        def.top_k = k;
+        QCOMPARE(sl::cuda_msa_lacks(def), std::string());
+    }
+    def.positions = sl::PositionMode::Remap;
+    QVERIFY(sl::cuda_msa_lacks(def).find("remapped") != std::string::npos);
 
     struct Row { const char* mode; void (*tweak)(sl::MsaConfig&); const char* named; };
     const Row rows[] = {
@@ -139,8 +145,9 @@ void TstBackend::msaConfigMapsToTheDevice() {
         {"mean-key/group-mean", nullptr, "mean-key"},
         {"hybrid4/head-max", nullptr, "head-max"},
         {"hybrid4d2/group-mean", nullptr, "decode shortlist factor of 2"},
-        {"hybrid4/group-mean/w16", nullptr, "local window of 16 blocks"},
-        {"hybrid4/group-mean/p95", nullptr, "mass-adaptive"},
+        {"hybrid4/group-mean/w300", nullptr, "local window of 300 blocks"},
+        {"hybrid4/group-mean/p95x9", [](sl::MsaConfig& m) { m.top_k = 40; }, "growth room of 320 blocks"},
+        {"hybrid8/group-mean", [](sl::MsaConfig& m) { m.top_k = 40; }, "shortlist of 313 blocks"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.block_size = 64; }, "blocks of 64"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.top_k = 65; }, "top-k 65"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.hybrid_factor = 65; }, "shortlist factor of 65"},

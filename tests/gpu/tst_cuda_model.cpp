@@ -25,6 +25,7 @@ class TstCudaModel : public QObject {
 private Q_SLOTS:
     void smollmMatchesCpu();
     void msaMatchesCpu();
+    void tiersSelectAsAllResident_data();
     void tiersSelectAsAllResident();
 };
 
@@ -157,11 +158,19 @@ void TstCudaModel::msaMatchesCpu() {
     QVERIFY2(same * 4 >= compared * 3, qPrintable(QStringLiteral("%1 of %2 selections equal").arg(same).arg(compared)));
 }
 
+void TstCudaModel::tiersSelectAsAllResident_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::newRow("hybrid") << QStringLiteral("hybrid4/group-mean/sink");
+    // ask's mode: the window's and the growth's blocks are fetched after the selection.
+    QTest::newRow("training-free") << QString::fromLatin1(sl::kTrainingFreeMode);
+}
+
 void TstCudaModel::tiersSelectAsAllResident() {
     // Memory tiers: an MSA runner whose device holds a fraction of the context's blocks (the rest in
     // pinned host memory, fetched when shortlisted) computes what the all-resident runner computes:
     // the same kernels on the same values, only the blocks' physical places differ.
     REQUIRE_CUDA_DEVICE();
+    QFETCH(QString, mode);
     REQUIRE_ASSET(path, sl::assets::kDefaultModel);
     auto m = sl::load_model(path);
     const sl::LlamaConfig& c = m->model->config();
@@ -177,11 +186,13 @@ void TstCudaModel::tiersSelectAsAllResident() {
     }
     sl::MsaConfig mc;
     mc.top_k = 4;
-    sl::parse_msa_scoring("hybrid4/group-mean/sink", mc);
+    sl::parse_msa_scoring(mode.toStdString(), mc);
     const int n_ctx = static_cast<int>(ids.size()) + 16;
     const int64_t pair = 2LL * c.n_kv_head * 128 * c.head_dim * 2;
     const int64_t blocks_needed = static_cast<int64_t>(c.n_layer) * ((n_ctx + 127) / 128);
-    const int64_t budget_blocks = 2 * 64 * c.n_kv_head + 8;  // the least the runner takes
+    // The least the runner took when shortlists held up to 64 blocks; more than it needs now (the
+    // widest per-group selection twice over: hybrid 2 x 10, training-free 2 x 48 at top-4).
+    const int64_t budget_blocks = 2 * 64 * c.n_kv_head + 8;
     QVERIFY2(budget_blocks < blocks_needed, "the context must not fit the budget");
     sl::CudaLlamaRunner all(*m->model, n_ctx, &mc);
     sl::CudaLlamaRunner tiered(*m->model, n_ctx, &mc, budget_blocks * pair);

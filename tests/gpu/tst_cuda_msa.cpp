@@ -19,6 +19,7 @@
 
 #if SIGHTLINE_HAVE_CUDA
 #include "kernels/cuda/msa.cuh"
+#include "kernels/cuda/ops.cuh"
 #include "core/kvcache/device_kv_cache.h"
 #endif
 
@@ -32,6 +33,7 @@ private Q_SLOTS:
     void decodeSplitKMatchesReference();
     void denseSelectionIsEveryVisibleBlock();
     void hybridSelection();
+    void windowAndGrowth();
     void tokenMassMatchesReference();
 };
 
@@ -400,6 +402,118 @@ void check_hybrid(Fixture& f, int n_cand, int top_k, bool sink) {
     }
 }
 
+// The window and the mass growth (msa_extend_selection) on `f` after the hybrid top-k, against a
+// host reference from the same inputs (f32 index queries, the cache's bf16 mean keys): the top-k
+// leaves the window out and keeps the sink only below it; the extended row holds the top-k, the
+// window and the greedy growth of the reference estimate — the growth's blocks estimate at least
+// as much as every block left out (up to rounding), and as many as the reference takes (one more
+// or less where the running total meets the target within rounding) — ascending, -1-padded.
+void check_extend(Fixture& f, int top_k, const sl::cuda::MsaForce& force, const sl::cuda::MsaGrowth& grow) {
+    const auto& s = f.s;
+    const int64_t nb = s.n_kv_blocks(), B = s.block_size, T = s.n_tasks();
+    const int D = s.head_dim, H = s.n_kv_head;
+    const int64_t stride = static_cast<int64_t>(H) * D;
+    const int n_cand = std::min(sl::cuda::kMaxTopK, 2 + 4 * top_k);
+    const int out_k = top_k + force.window + grow.room;
+    DevBuf<float> dq(f.q), diq(static_cast<size_t>(s.n_q) * stride);
+    const int64_t hws = sl::cuda::msa_hybrid_workspace_bytes(s, n_cand, top_k);
+    const int64_t xws = sl::cuda::msa_extend_workspace_bytes(s, grow.room);
+    DevBuf<char> dhws(static_cast<size_t>(hws)), dxws(static_cast<size_t>(xws));
+    DevBuf<int32_t> dtop(static_cast<size_t>(T * top_k)), dout(static_cast<size_t>(T * out_k));
+    QVERIFY(dq.ok() && diq.ok() && dhws.ok() && dxws.ok() && dtop.ok() && dout.ok());
+    CUDA_OK(sl::cuda::msa_group_mean(dq.get(), s, diq.get(), nullptr));
+    CUDA_OK(sl::cuda::msa_hybrid_select(s, diq.get(), stride, f.cache->k_view(0), f.cache->key_means(0), force, n_cand,
+                                        top_k, dtop.get(), dhws.get(), hws, nullptr));
+    CUDA_OK(sl::cuda::msa_extend_selection(s, diq.get(), stride, f.cache->key_means(0), dtop.get(), top_k, force.window,
+                                           grow, dout.get(), out_k, dxws.get(), xws, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto iq = diq.download();
+    const auto top = dtop.download();
+    const auto out = dout.download();
+    std::vector<uint16_t> km(static_cast<size_t>(nb * H * D));
+    CUDA_OK(cudaMemcpy(km.data(), f.cache->key_means(0), km.size() * 2, cudaMemcpyDeviceToHost));
+    int grown = 0, capped = 0;
+    for (int64_t task = 0; task < T; ++task) {
+        const int g = static_cast<int>(task % H);
+        const int64_t qb = s.first_qblock() + task / H;
+        const int64_t w0 = force.window_begin(qb);
+        const std::vector<int32_t> t(top.begin() + task * top_k, top.begin() + (task + 1) * top_k);
+        const std::vector<int32_t> o(out.begin() + task * out_k, out.begin() + (task + 1) * out_k);
+        std::vector<int32_t> base;  // the top-k and the window
+        for (int32_t b : t) {
+            if (b < 0) continue;
+            QVERIFY2(b < w0 || b == qb, "the top-k holds a window block");
+            base.push_back(b);
+        }
+        QVERIFY(std::find(base.begin(), base.end(), static_cast<int32_t>(qb)) != base.end());
+        if (force.sink_forced(qb) && top_k >= 2) QVERIFY(std::find(base.begin(), base.end(), 0) != base.end());
+        for (int64_t b = w0; b < qb; ++b) base.push_back(static_cast<int32_t>(b));
+        std::sort(base.begin(), base.end());
+        const int n_valid = static_cast<int>(std::count_if(o.begin(), o.end(), [](int32_t b) { return b >= 0; }));
+        QVERIFY(std::all_of(o.begin() + n_valid, o.end(), [](int32_t b) { return b < 0; }));
+        const std::vector<int32_t> got(o.begin(), o.begin() + n_valid);
+        QVERIFY(std::is_sorted(got.begin(), got.end()));
+        QVERIFY(std::adjacent_find(got.begin(), got.end()) == got.end());
+        QVERIFY(std::includes(got.begin(), got.end(), base.begin(), base.end()));
+        if (grow.mass <= 0) {
+            QCOMPARE(got, base);
+            continue;
+        }
+        // The reference estimate of every visible block.
+        const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+        const int nq = static_cast<int>(t1 - t0), R = sl::msa_rules::mass_samples(nq);
+        std::vector<double> imp(static_cast<size_t>(qb + 1), 0.0), e(imp.size());
+        for (int i = 0; i < R; ++i) {
+            const int64_t row = t0 + sl::msa_rules::mass_sample_query(i, nq, R);
+            double mx = -1e300, z = 0;
+            for (int64_t b = 0; b <= qb; ++b) {
+                double d = 0;
+                for (int x = 0; x < D; ++x)
+                    d += double(iq[static_cast<size_t>((row * H + g) * D + x)]) *
+                         kc::bf16_to_f32(km[static_cast<size_t>((b * H + g) * D + x)]);
+                const int64_t n_b = std::min<int64_t>(B, s.n_kv() - b * B);
+                e[static_cast<size_t>(b)] = grow.scale * d + std::log(double(n_b));
+                mx = std::max(mx, e[static_cast<size_t>(b)]);
+            }
+            for (auto& x : e) z += x = std::exp(x - mx);
+            for (size_t b = 0; b < e.size(); ++b) imp[b] += e[b] / z / R;
+        }
+        double have = 0;
+        for (int32_t b : base) have += imp[static_cast<size_t>(b)];
+        std::vector<std::pair<double, int32_t>> rest;
+        for (int64_t b = 0; b <= qb; ++b)
+            if (!std::binary_search(base.begin(), base.end(), static_cast<int32_t>(b)))
+                rest.emplace_back(imp[static_cast<size_t>(b)], static_cast<int32_t>(b));
+        std::sort(rest.begin(), rest.end(), [](auto& x, auto& y) { return x.first > y.first || (x.first == y.first && x.second < y.second); });
+        const int64_t room = sl::msa_rules::growth_room(grow.room, grow.full_blocks, qb + 1);
+        int64_t want = 0;
+        bool near_target = std::fabs(have - grow.mass) < 1e-4;
+        for (double h = have; want < std::min<int64_t>(room, static_cast<int64_t>(rest.size())) && h < grow.mass; ++want) {
+            h += rest[static_cast<size_t>(want)].first;
+            near_target = near_target || std::fabs(h - grow.mass) < 1e-4;
+        }
+        const int64_t added = n_valid - static_cast<int64_t>(base.size());
+        if (near_target ? std::abs(added - want) > 1 : added != want)
+            QFAIL(qPrintable(QStringLiteral("task %1 (qb %2): the growth added %3 blocks, the reference %4 (room %5)")
+                                 .arg(task).arg(qb).arg(added).arg(want).arg(room)));
+        QVERIFY(added <= room);
+        double min_in = INFINITY, max_out = -INFINITY, top_imp = 0;
+        for (const auto& [v, b] : rest) {
+            top_imp = std::max(top_imp, v);
+            if (std::binary_search(got.begin(), got.end(), b)) min_in = std::min(min_in, v);
+            else max_out = std::max(max_out, v);
+        }
+        if (added > 0 && !(max_out <= min_in + 1e-5 * top_imp + 1e-9))
+            QFAIL(qPrintable(QStringLiteral("task %1: a block left out estimates %2 > %3 taken").arg(task).arg(max_out).arg(min_in)));
+        grown += added > 0;
+        capped += added == room;
+    }
+    qInfo("window %d growth %.2f room %d full %lld, n_q %d pos0 %lld blocks %lld D %d B %d: %d of %lld tasks grown, %d to the room",
+          force.window, grow.mass, grow.room, static_cast<long long>(grow.full_blocks), s.n_q,
+          static_cast<long long>(s.pos0), static_cast<long long>(nb), D, s.block_size, grown,
+          static_cast<long long>(T), capped);
+}
+
 }  // namespace
 
 // Query-block bookkeeping, and shapes the kernels refuse before touching the device (so this runs
@@ -450,7 +564,7 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     QVERIFY(refused(sl::cuda::msa_group_mean(fake_f, bad, fake_f, nullptr)));
     QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 0, v, v, 1, nullptr, 0, nullptr)));
     QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 4, v, v, 3, nullptr, 0, nullptr)));
-    QVERIFY(refused(sl::cuda::msa_select(fake_f, s, 65, fake_sel, nullptr)));          // top_k > 64
+    QVERIFY(refused(sl::cuda::msa_select(fake_f, s, sl::cuda::kMaxTopK + 1, fake_sel, nullptr)));  // top_k > 256
     QVERIFY(refused(sl::cuda::msa_select_all(s, 3, fake_sel, nullptr)));               // < n_kv_blocks
     QVERIFY(refused(sl::cuda::msa_index_scores(s, fake_f, 100, v, false, fake_f, nullptr)));  // iq_stride
     sl::cuda::PagedView odd = v;
@@ -462,21 +576,48 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     // Hybrid index: workspace arithmetic (4 pieces, each 256-aligned) and refusals.
     QCOMPARE(sl::cuda::msa_hybrid_workspace_bytes(s, 8, 4), int64_t{4 * 256});
     alignas(16) static char fake_ws[4096];
-    QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 65, 16, fake_sel, fake_ws, 4096,
-                                                nullptr)));  // shortlist > 64
+    QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, sl::cuda::kMaxTopK + 1, 16, fake_sel,
+                                                fake_ws, 4096, nullptr)));  // shortlist > 256
     QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 8, 9, fake_sel, fake_ws, 4096,
                                                 nullptr)));  // top_k > shortlist
     QVERIFY(refused(sl::cuda::msa_hybrid_select(s, fake_f, 512, v, fake_kv, false, 8, 4, fake_sel, fake_ws, 1000,
                                                 nullptr)));  // workspace too small
     QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv + 1, false, fake_f, nullptr)));  // unaligned
+    QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv, sl::cuda::MsaForce(true, -1), fake_f, nullptr)));
+    // The window and the growth: forced-block arithmetic, workspace (4 pieces, each 256-aligned:
+    // estimates 8 tasks x 4 blocks, have, growth ids and estimates 8 x 8) and refusals.
+    const sl::cuda::MsaForce fw(true, 3);
+    QCOMPARE(fw.window_begin(10), int64_t{7});
+    QVERIFY(fw.sink_forced(10));
+    QCOMPARE(fw.window_begin(2), int64_t{0});  // the window reaches block 0: the sink is a window block
+    QVERIFY(!fw.sink_forced(3));
+    QVERIFY(!sl::cuda::MsaForce(false, 0).sink_forced(5));
+    QVERIFY(sl::cuda::MsaForce(true).sink_forced(1));  // from bool: no window
+    QCOMPARE(sl::cuda::msa_extend_workspace_bytes(s, 8), int64_t{4 * 256});
+    sl::cuda::MsaGrowth gr;
+    gr.mass = 0.9f;
+    gr.room = 8;
+    static int32_t fake_out[64];
+    QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, 2, gr, fake_out, 13, fake_ws,
+                                                   4096, nullptr)));  // out_k < 4 + 2 + 8
+    QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, 2, gr, fake_sel, 14, fake_ws,
+                                                   4096, nullptr)));  // out aliases sel
+    QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, 2, gr, fake_out, 14, fake_ws,
+                                                   1000, nullptr)));  // workspace too small
+    QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, -1, gr, fake_out, 14, fake_ws,
+                                                   4096, nullptr)));  // negative window
+    gr.room = sl::cuda::kMaxTopK + 1;
+    QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, 2, gr, fake_out, 1000, fake_ws,
+                                                   1 << 20, nullptr)));  // room > 256
     QVERIFY(refused(sl::cuda::msa_key_means(v, 4, 0, 5, 500, fake_kv, nullptr)));  // block 4 is past 500 tokens
-    // Token mass: calls of one query only, at most kMaxMassTokens selected tokens.
+    // Token mass: calls of one query only, at most kMaxMassGroup heads per group.
     sl::cuda::MsaShape one = s;
     one.pos0 = 1000;
     one.n_q = 1;
     QVERIFY(refused(sl::cuda::msa_token_mass(s, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));     // n_q 200
-    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 81, v, fake_f, nullptr)));  // 81 x 128 tokens
     QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 0, v, fake_f, nullptr)));
+    one.n_head = one.n_kv_head * (sl::cuda::kMaxMassGroup + 1);
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));  // 17 heads a group
     sl::DeviceKvCache::Config c;  // no heads: refused without allocating
     std::string error;
     QVERIFY(!sl::DeviceKvCache::create(c, &error));
@@ -503,6 +644,39 @@ void TstCudaMsa::hybridSelection() {
             QVERIFY2(make_fixture(f, pos0, uniform(c.n_q_lo, c.n_q_hi), c.kv_heads, c.G, c.D, c.B, &error),
                      error.c_str());
             check_hybrid(f, c.n_cand, c.top_k, sink);
+            if (QTest::currentTestFailed()) return;
+        }
+}
+
+void TstCudaMsa::windowAndGrowth() {
+    REQUIRE_CUDA_DEVICE();
+    struct Case {
+        int blocks_lo, blocks_hi, n_q_lo, n_q_hi, kv_heads, G, D, B, top_k, window;
+        float mass;
+        int grow;          // room = top_k * (grow - 1)
+        int full_blocks;   // 0: the whole room
+    };
+    // Prefill (several query blocks, the early ones inside the window) and decode; the product's
+    // mode at top-k 16 (w16 / p98x8 / c32k, scaled down so the room shrinks within the context)
+    // and a wide one at top-k 32 (a 224-block room: the topk_rows of 256).
+    const Case cases[] = {{60, 80, 100, 300, 2, 3, 64, 128, 16, 16, 0.98f, 8, 48},
+                          {60, 80, 1, 1, 3, 3, 64, 128, 16, 16, 0.98f, 8, 48},
+                          {30, 40, 50, 200, 2, 2, 128, 64, 8, 4, 0.9f, 4, 0},
+                          {280, 300, 1, 1, 2, 4, 128, 128, 32, 16, 0.98f, 8, 0},
+                          {40, 60, 80, 160, 2, 3, 64, 64, 6, 3, 0.0f, 4, 0}};  // the window alone
+    for (const Case& c : cases)
+        for (const bool sink : {false, true}) {
+            Fixture f;
+            std::string error;
+            const int64_t pos0 = static_cast<int64_t>(uniform(c.blocks_lo, c.blocks_hi)) * c.B - uniform(0, c.B - 1);
+            QVERIFY2(make_fixture(f, pos0, uniform(c.n_q_lo, c.n_q_hi), c.kv_heads, c.G, c.D, c.B, &error),
+                     error.c_str());
+            sl::cuda::MsaGrowth grow;
+            grow.mass = c.mass;
+            grow.room = c.mass > 0 ? c.top_k * (c.grow - 1) : 0;
+            grow.full_blocks = c.full_blocks;
+            grow.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+            check_extend(f, c.top_k, sl::cuda::MsaForce(sink, c.window), grow);
             if (QTest::currentTestFailed()) return;
         }
 }
@@ -684,6 +858,7 @@ void TstCudaMsa::shapeArithmeticAndRefusals() { QSKIP("built without CUDA"); }
 void TstCudaMsa::denseSelectionIsEveryVisibleBlock() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::pagedCacheRoundTrip() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::hybridSelection() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::windowAndGrowth() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::prefillMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::decodeSplitKMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 #endif

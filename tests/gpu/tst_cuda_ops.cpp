@@ -56,7 +56,7 @@ void TstCudaOps::refusals() {
     alignas(16) static uint8_t w[64];
     static int32_t idx[64];
     auto refused = [](cudaError_t e) { return e == cudaErrorInvalidValue; };
-    QVERIFY(refused(sl::cuda::topk_rows(f, 1, 10, 65, false, idx, nullptr, nullptr)));
+    QVERIFY(refused(sl::cuda::topk_rows(f, 1, 10, sl::cuda::kMaxTopK + 1, false, idx, nullptr, nullptr)));
     QVERIFY(refused(sl::cuda::topk_rows(f, 1, 10, 0, false, idx, nullptr, nullptr)));
     QVERIFY(refused(sl::cuda::rope(f, 1, 1, 64, 63, 0, nullptr, 1e4f, 1, 0, nullptr)));   // odd rot_dim
     QVERIFY(refused(sl::cuda::rope(f, 1, 1, 64, 128, 0, nullptr, 1e4f, 1, 0, nullptr)));  // rot_dim > head_dim
@@ -159,10 +159,10 @@ void TstCudaOps::softmaxRows() {
 
 void TstCudaOps::topkRows() {
     REQUIRE_CUDA_DEVICE();
-    // Every row of x (rows, n) against a stable sort on the host, for k 1, 16, 64 and both orders.
+    // Every row of x (rows, n) against a stable sort on the host, for k 1, 16, 64, 200, 256 and both orders.
     auto check = [](const std::vector<float>& x, int rows, int n, const char* what) {
         DevBuf<float> dx(x);
-        for (int k : {1, 16, 64}) {
+        for (int k : {1, 16, 64, 200, sl::cuda::kMaxTopK}) {
             for (bool by_index : {false, true}) {
                 DevBuf<int32_t> di(static_cast<size_t>(rows) * k);
                 DevBuf<float> dv(static_cast<size_t>(rows) * k);
