@@ -1,10 +1,13 @@
-// `sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]`: the progressive
+// `sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]
+// [--device-kv-budget SIZE]`: the progressive
 // prefill of the whole library as one long context (app/common/library_prefill.h: MSA, block 128,
 // top-k 16), saved after every chunk into the library's kv/ folder and recorded there (partial,
 // then complete); `ask` answers from it, complete or not. Progress and ETA
 // go to stderr; Ctrl-C stops after the chunk in flight, which is saved; running it again resumes
 // where the file ends (core/prefill/progressive_prefill.h). A library larger than --max-tokens
 // (default 131072) keeps pages spread over each document (the budget planner, no question).
+// --device-kv-budget (on the GPU) keeps that much of the K/V in device memory, the rest in pinned
+// host memory.
 #include <QStringList>
 
 #include <atomic>
@@ -19,6 +22,7 @@
 #include "app/cli/cli_command.h"
 #include "app/common/byte_args.h"
 #include "core/ask/library_context.h"
+#include "core/kvcache/kv_cache.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
 #include "core/util/error.h"
@@ -29,7 +33,9 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 void on_prefill_interrupt(int) { g_interrupted.store(true); }
 
-const char* kUsage = "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]\n";
+const char* kUsage =
+    "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda] "
+    "[--device-kv-budget SIZE]\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -55,7 +61,14 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
         else if (a == QLatin1String("--device")) po.device = args[++i].toStdString();
-        else return usage();
+        else if (a == QLatin1String("--device-kv-budget")) {
+            try {
+                po.device_kv_budget_bytes = sl::parse_byte_size(args[++i].toStdString());
+            } catch (const sl::Error& e) {
+                sl::cli::err(std::string("sightline-cli prefill: --device-kv-budget: ") + e.what() + "\n");
+                return usage();
+            }
+        } else return usage();
     }
     if (po.max_tokens < 1024 || po.save_every < 1 || !sl::cli::valid_device(po.device)) return usage();
 

@@ -64,9 +64,13 @@ struct AskOptions {
     float temperature = 0;
     int threads = 0;  // the session's threads (0: all cores)
     // Where the model runs: auto | cpu | cuda (core/runtime/backend.h). The session stays on the
-    // CPU where the device cannot do what the question needs yet (MSA, saved contexts), and
-    // AskResult::device says so; "cuda" without a usable device throws sl::Error.
+    // CPU where the device cannot do what the question needs yet (remapped positions: a context
+    // longer than the model was trained on; Gemma 3's image runs), and AskResult::device says so;
+    // "cuda" without a usable device throws sl::Error.
     std::string device = "auto";
+    // On the device with MSA: bytes of KV blocks kept in device memory, the rest in pinned host
+    // memory (SessionOptions::device_kv_budget_bytes); 0: the whole context on the device.
+    int64_t device_kv_budget_bytes = 0;
     // A vision tower (model set): the visuals the plan keeps enter as image-patch tokens
     // (visual_context.h), on the CPU; the library's own prefill (text only) is not used then.
     AskVision vision;

@@ -68,8 +68,9 @@ struct LibraryPrefillOptions {
     int64_t max_tokens = kLibraryContextTokens;
     int64_t save_every = 2048;
     double progress_interval = 0.5;
-    std::string device = "auto";  // auto | cpu | cuda (core/runtime/backend.h); saved as it goes, so the
-                                  // CPU until device sessions save (device_reason says so)
+    std::string device = "auto";  // auto | cpu | cuda (core/runtime/backend.h); device_reason says
+                                  // where it ran and why
+    int64_t device_kv_budget_bytes = 0;  // on the device: KV bytes kept there (0: all; SessionOptions)
 };
 
 class LibraryPrefill {
