@@ -64,8 +64,8 @@ struct AskOptions {
     float temperature = 0;
     int threads = 0;  // the session's threads (0: all cores)
     // Where the model runs: auto | cpu | cuda (core/runtime/backend.h). The session stays on the
-    // CPU where the device cannot do what the question needs yet (remapped positions: a context
-    // longer than the model was trained on; Gemma 3's image runs), and AskResult::device says so;
+    // CPU where the device cannot do what the question needs yet (Gemma 3's bidirectional image
+    // runs), and AskResult::device says so;
     // "cuda" without a usable device throws sl::Error.
     std::string device = "auto";
     // On the device with MSA: bytes of KV blocks kept in device memory, the rest in pinned host

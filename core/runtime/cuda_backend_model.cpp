@@ -85,9 +85,10 @@ std::string cuda_msa_lacks(const MsaConfig& c) {
     if (c.window_blocks < 0 || c.window_blocks > kDeviceSelectMax)
         return "a local window of " + n(c.window_blocks) + " blocks (the device takes 0.." + n(kDeviceSelectMax) + ")";
     if (growth_blocks(c) > kDeviceSelectMax)
-        return "a growth room of " + n(growth_blocks(c)) + " blocks (the device's holds " + n(kDeviceSelectMax) + ")";
+        return "a growth room of " + n(growth_blocks(c)) + " blocks (the device's hold " + n(kDeviceSelectMax) + ")";
     if (c.dense_layers > 0) return n(c.dense_layers) + " dense leading layers";
-    if (c.positions != PositionMode::Original) return "remapped positions";
+    if (c.positions == PositionMode::Remap && c.remap_window <= 0)
+        return "a remap window of " + n(c.remap_window) + " tokens";
     return {};
 }
 
@@ -108,6 +109,10 @@ struct DeviceMsa {
     int n_cand = 16;           // the hybrid shortlist: the forced blocks + factor x (top_k - forced)
     cuda::MsaForce force;      // the sink and the local window (its blocks on top of the top-k)
     cuda::MsaGrowth growth;    // mass-adaptive growth (mass 0: none); scale set per model
+    // Position remapping (MsaConfig::positions = Remap): the window W (0: off) and the block angles
+    // (max_blocks, rope_dim / 2, 2) on the device (msa_remap_table).
+    int64_t remap_window = 0;
+    float* rel = nullptr;
     // Blocks a selection row holds: the top-k, the window and the growth's room.
     int width() const { return top_k + force.window + (growth.mass > 0 ? growth.room : 0); }
     // The top-k, the window and the growth are applied after the hybrid selection (a second table).
@@ -154,6 +159,11 @@ struct CudaLlamaRunner::Impl {
     // last call selected (sel holds one (tasks, top_k) table per layer when it was sparse).
     DeviceMsa msa;
     float* iq = nullptr;
+    // Remap: the call's far rows R(W - p) q, their group means, and the rotation W - p per query.
+    float* q_far = nullptr;
+    float* iq_far = nullptr;
+    int64_t* far_pos = nullptr;
+    std::vector<int64_t> host_far_pos;
     void* hws = nullptr;
     int64_t hws_bytes = 0;
     int32_t* top_sel = nullptr;  // the hybrid's top-k (tasks, top_k) before the window and the growth
@@ -278,18 +288,18 @@ struct CudaLlamaRunner::Impl {
     // are fetched before the attention reads them. The shortlist is the first tasks * n_cand
     // int32 of the hybrid workspace (msa.cuh).
     void select_tiered(const cuda::MsaShape& s, int layer, int n_cand, int32_t* sel, int64_t append_b0,
-                       int64_t append_b1) {
+                       int64_t append_b1, const cuda::MsaRemap& remap) {
         const int64_t dkv = static_cast<int64_t>(s.n_kv_head) * s.head_dim;
         int32_t* top = msa.extends() ? top_sel : sel;
         auto select = [&] {
             ck(cuda::msa_hybrid_select(s, iq, dkv, cache->k_view(layer), cache->key_means(layer), msa.force, n_cand,
-                                       msa.top_k, top, hws, hws_bytes, stream),
+                                       msa.top_k, top, hws, hws_bytes, stream, remap),
                "msa_hybrid_select");
         };
         auto extend = [&] {
             if (!msa.extends()) return;
             ck(cuda::msa_extend_selection(s, iq, dkv, cache->key_means(layer), top, msa.top_k, msa.force.window,
-                                          msa.growth, sel, msa.width(), xws, xws_bytes, stream),
+                                          msa.growth, sel, msa.width(), xws, xws_bytes, stream, remap),
                "msa_extend_selection");
         };
         select();
@@ -411,7 +421,7 @@ struct CudaLlamaRunner::Impl {
     void grow(int n) {
         if (n <= cap) return;
         const LlamaConfig& c = model.config();
-        for (float** p : {&x, &xn, &q, &k, &v, &att, &o, &g, &u, &iq}) {
+        for (float** p : {&x, &xn, &q, &k, &v, &att, &o, &g, &u, &iq, &q_far, &iq_far}) {
             release(*p);
             *p = nullptr;  // a failed allocation below leaves nothing stale (cap stays smaller)
         }
@@ -428,6 +438,13 @@ struct CudaLlamaRunner::Impl {
         g = static_cast<float*>(alloc(nn * ff * 4));
         u = static_cast<float*>(alloc(nn * ff * 4));
         iq = static_cast<float*>(alloc(nn * dkv * 4));
+        if (msa.remap_window > 0) {
+            q_far = static_cast<float*>(alloc(nn * dq * 4));
+            iq_far = static_cast<float*>(alloc(nn * dkv * 4));
+            release(far_pos);
+            far_pos = nullptr;
+            far_pos = static_cast<int64_t*>(alloc(nn * 8));
+        }
         cap = n;
     }
 
@@ -481,6 +498,10 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
             m.msa.growth.full_blocks = msa->top_p_full_ctx > 0 ? msa->top_p_full_ctx / msa->block_size : 0;
             m.msa.growth.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         }
+        if (msa->positions == PositionMode::Remap) {
+            if (c.rope_dim <= 0) throw Error("CUDA model: remapped positions need a model with RoPE");
+            m.msa.remap_window = msa->remap_window;
+        }
     }
     m.n_ctx = n_ctx;
     ck(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -506,6 +527,13 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
         m.rope_freq_factors = m.upload_f32(c.rope_freq_factors.data(), static_cast<int64_t>(c.rope_freq_factors.size()));
     m.output = m.upload(w.output);
     m.logits = static_cast<float*>(m.alloc(static_cast<size_t>(c.n_vocab) * 4));
+    if (m.msa.remap_window > 0) {  // every block's angles, once
+        const int64_t blocks = (static_cast<int64_t>(n_ctx) + 127) / 128;
+        m.msa.rel = static_cast<float*>(m.alloc(static_cast<size_t>(blocks) * c.rope_dim * 4));
+        ck(cuda::msa_remap_table(blocks, 128, c.rope_dim, c.rope_base, c.rope_freq_scale, m.rope_freq_factors, m.msa.rel,
+                                 m.stream),
+           "msa_remap_table");
+    }
 
     DeviceKvCache::Config kc;
     kc.n_layer = c.n_layer;
@@ -735,6 +763,24 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const int style = c.rope_style == kernels::RopeStyle::Neox ? 1 : 0;
     const int64_t nd = static_cast<int64_t>(n) * d;
+    // Position remapping (MsaConfig::positions = Remap): on for calls whose last query lies far
+    // from block 0 (before that no block is far from any query). Each layer's far rows are
+    // q^ = R(W - p) q (its q rotated by W - p, per query), their group means the index's rows.
+    cuda::MsaRemap remap;
+    const int64_t W = m.msa.enabled ? m.msa.remap_window : 0;
+    if (W > 0 && s.n_kv() - 1 >= s.block_size - 1 + W) {
+        remap.window = W;
+        remap.q_far = m.q_far;
+        remap.iq_far = m.iq_far;
+        remap.rel = m.msa.rel;
+        remap.rot_dim = c.rope_dim;
+        remap.style = style;
+        m.host_far_pos.resize(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) m.host_far_pos[static_cast<size_t>(i)] = W - (m.n_past + i);
+        ck(cudaMemcpyAsync(m.far_pos, m.host_far_pos.data(), static_cast<size_t>(n) * 8, cudaMemcpyHostToDevice,
+                           m.stream),
+           "cudaMemcpyAsync (remap positions)");
+    }
     std::string error;
     for (int l = 0; l < c.n_layer; ++l) {
         const Impl::Layer& L = m.layers[static_cast<size_t>(l)];
@@ -752,12 +798,20 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
         ck(cuda::rope(m.k, n, c.n_kv_head, c.head_dim, c.rope_dim, m.n_past, nullptr, c.rope_base, c.rope_freq_scale,
                       style, m.stream, m.rope_freq_factors), "rope (k)");
         m.append(l, m.n_past, n, m.k, m.v);
+        if (remap.on()) {
+            ck(cudaMemcpyAsync(m.q_far, m.q, static_cast<size_t>(n) * dq * 4, cudaMemcpyDeviceToDevice, m.stream),
+               "cudaMemcpyAsync (far rows)");
+            ck(cuda::rope(m.q_far, n, c.n_head, c.head_dim, c.rope_dim, 0, m.far_pos, c.rope_base, c.rope_freq_scale,
+                          style, m.stream, m.rope_freq_factors),
+               "rope (far rows)");
+            if (sparse) ck(cuda::msa_group_mean(m.q_far, s, m.iq_far, m.stream), "msa_group_mean (far rows)");
+        }
         int32_t* sel = m.sel;
         const int64_t ab0 = m.n_past / s.block_size, ab1 = (m.n_past + n - 1) / s.block_size;
         if (sparse) {
             sel = m.sel + static_cast<int64_t>(l) * s.n_tasks() * top_k;
             ck(cuda::msa_group_mean(m.q, s, m.iq, m.stream), "msa_group_mean");
-            m.select_tiered(s, l, n_cand, sel, ab0, ab1);
+            m.select_tiered(s, l, n_cand, sel, ab0, ab1, remap);
         } else if (m.tiered) {  // a short context: every block of the layer attended
             std::vector<int64_t> all, keep;
             for (int64_t b = 0; b < s.n_kv_blocks(); ++b) {
@@ -767,9 +821,10 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
             m.ensure_resident(l, all, keep);
         }
         ck(cuda::msa_sparse_attention(s, m.q, m.att, scale, sel, top_k, m.cache->k_view(l), m.cache->v_view(l), splits,
-                                      m.ws, m.ws_floats, m.stream), "attention");
+                                      m.ws, m.ws_floats, m.stream, remap), "attention");
         if (rec)
-            ck(cuda::msa_token_mass(s, m.q, scale, sel, top_k, m.cache->k_view(l), m.tmass + l * mass_per_layer, m.stream),
+            ck(cuda::msa_token_mass(s, m.q, scale, sel, top_k, m.cache->k_view(l), m.tmass + l * mass_per_layer, m.stream,
+                                    remap),
                "msa_token_mass");
         m.linear(L.wo, m.att, n, m.o);
         ck(cuda::add(m.x, m.o, nd, m.stream), "add (residual)");

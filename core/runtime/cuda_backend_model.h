@@ -30,14 +30,17 @@ struct MsaConfig;  // core/attention/msa_attention.h
 std::string cuda_unsupported(const LlamaConfig& c);
 
 // One attention configuration for both engines: why the device cannot run the CPU's MsaConfig `c`
-// the same way ("a local window of 16 blocks", "BlockMax scoring", ...), or "" when it can. What
-// the device runs (kernels/cuda/msa.cuh, msa_hybrid_select): once a call's context has more than
-// top_k blocks of 128 tokens, every (query block, KV group) of every layer attends to the local
-// block, block 0 when `sink`, and the best of a mean-key shortlist by exact block score, top_k
-// blocks in all; before that, every block — the CPU's "hybrid<factor>/group-mean[/sink]" mode
-// (core/attention/block_select.h) with top_k 1..64 and one shortlist factor 1..64 for prefill and
-// decode; no window, no mass-adaptive growth, no dense leading layers, original positions. The
-// CPU also gives a prefill call's last query a selection of its own. Per-token attention mass
+// the same way ("BlockMax scoring", "2 dense leading layers", ...), or "" when it can. What the
+// device runs (kernels/cuda/msa.cuh): once a call's context has more blocks of 128 tokens than the
+// top_k and the window hold, every (query block, KV group) of every layer attends to the local
+// block, block 0 when `sink`, the `window_blocks` blocks before the local one, the best of a
+// mean-key shortlist by exact block score (top_k blocks with the local one and the sink), and with
+// top_p > 0 the blocks the mass-adaptive growth adds (msa_extend_selection); before that, every
+// block — the CPU's "hybrid<factor>/group-mean[/sink][/wN][/pNxM][/cNk]" modes
+// (core/attention/block_select.h; kTrainingFreeMode, the ask flow's) with top_k 1..64, one
+// shortlist factor for prefill and decode, shortlists and growth rooms of up to 256 blocks, and
+// original or remapped positions (MsaRemap); no dense leading layers. The CPU also gives a
+// prefill call's last query a selection of its own. Per-token attention mass
 // (MsaConfig::token_mass, citations) runs for calls of one query (set_record_mass). Pure; usable
 // without CUDA.
 std::string cuda_msa_lacks(const MsaConfig& c);

@@ -81,4 +81,35 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, ui
                  : "r"(addr));
 }
 
+// Position remapping (msa.cuh, MsaRemap): the two dims of rotation pair i < rot_dim / 2 — adjacent
+// (2i, 2i + 1) or NeoX halves (i, i + rot_dim / 2), as kernels::rope pairs them.
+__device__ __forceinline__ int2 rope_pair(int i, int rot_dim, int style) {
+    return style == 0 ? make_int2(2 * i, 2 * i + 1) : make_int2(i, i + rot_dim / 2);
+}
+
+// (x0, x1) rotated by the angle whose cosine and sine are c, s (the rope kernel's arithmetic).
+__device__ __forceinline__ void rotate2(float& x0, float& x1, float c, float s) {
+    const float a = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    const float b = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    x0 = a;
+    x1 = b;
+}
+
+// Rotates `rows` rows of bf16 (pitch `ld` elements) in shared memory in place, every row by the
+// angles cs (rot_dim / 2 pairs of cos, sin; global memory), all threads of the CTA taking part
+// (the keys of one block, to k^ = R(-b*B) k). Callers sync before and after.
+__device__ __forceinline__ void rotate_rows_bf16(__nv_bfloat16* tile, int rows, int ld, int rot_dim, int style,
+                                                 const float* cs) {
+    const int half = rot_dim / 2;
+    for (int idx = threadIdx.x; idx < rows * half; idx += blockDim.x) {
+        const int r = idx / half, i = idx % half;
+        const int2 d = rope_pair(i, rot_dim, style);
+        __nv_bfloat16* row = tile + r * ld;
+        float x0 = __bfloat162float(row[d.x]), x1 = __bfloat162float(row[d.y]);
+        rotate2(x0, x1, cs[2 * i], cs[2 * i + 1]);
+        row[d.x] = __float2bfloat16_rn(x0);
+        row[d.y] = __float2bfloat16_rn(x1);
+    }
+}
+
 }  // namespace sl::cuda::dev

@@ -77,6 +77,39 @@ struct MsaForce {
     SL_HOST_DEVICE bool sink_forced(int64_t qb) const { return sink && window_begin(qb) > 0; }
 };
 
+// Position remapping (the CPU's PositionMode::Remap, core/attention/rope_shift.h), for models given
+// more context than they were trained on: a query at position p attends a block b whose last token
+// lies `window` or more before it (p >= b*B + B - 1 + window: far) as if the block began `window`
+// positions before the query — logit q^ · k^ with q^ = R(window - p) q (per query: the caller
+// rotates q and its index rows) and k^ = R(-b*B) k (per block: the kernels rotate the staged keys
+// with `rel`). The index branch scores far blocks alike (a mean key rotated: the mean of the
+// rotated keys), so it ranks blocks by the logits the sparse branch attends with. Nearer blocks
+// keep q and k. window 0: off (every kernel as without it). The kernels that take one take it as
+// their last argument (off by default): msa_index_scores, msa_mean_scores, msa_hybrid_select,
+// msa_extend_selection (index rows iq_far), msa_sparse_attention, msa_token_mass (q_far); with it
+// on they refuse (cudaErrorInvalidValue) a remap without the rows they read, rel, or with an odd
+// rot_dim outside (0, head_dim].
+struct MsaRemap {
+    int64_t window = 0;             // W, tokens
+    const float* q_far = nullptr;   // (n_q, n_head, head_dim) f32: R(W - p) q (sparse branch, token mass)
+    const float* iq_far = nullptr;  // index rows of q_far (their group means), laid out as iq
+    const float* rel = nullptr;     // (n_blocks, rot_dim / 2, 2) f32: cos, sin of -b * B * theta_i (msa_remap_table)
+    int rot_dim = 0;                // dims [0, rot_dim) rotate in pairs
+    int style = 0;                  // 0: adjacent pairs (2i, 2i+1); 1: NeoX halves (i, i + rot_dim / 2)
+    SL_HOST_DEVICE bool on() const { return window > 0; }
+    SL_HOST_DEVICE bool far(int64_t qpos, int64_t b, int B) const { return window > 0 && qpos >= b * B + B - 1 + window; }
+    // Off, or with the block angles and a rotation the kernels take (the rows are checked by each).
+    bool valid(int head_dim) const {
+        return window <= 0 || (rel && rot_dim > 0 && rot_dim % 2 == 0 && rot_dim <= head_dim && (style == 0 || style == 1));
+    }
+};
+
+// rel (n_blocks, rot_dim / 2, 2) <- cos, sin of -b * B * theta_i for blocks [0, n_blocks), theta_i as
+// kernels::rope takes it (base^(-2i / rot_dim) * freq_scale / freq_factors[i]; freq_factors: device
+// floats or null), angles in double.
+cudaError_t msa_remap_table(int64_t n_blocks, int block_size, int rot_dim, float base, float freq_scale,
+                            const float* freq_factors, float* rel, cudaStream_t stream);
+
 // Training-free index queries: iq (n_q, n_kv_head, head_dim) = mean over each group's heads of
 // q (n_q, n_head, head_dim). (IndexQuery::GroupMean of the CPU path.)
 cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStream_t stream);
@@ -86,10 +119,10 @@ cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStr
 // g are head g of `keys` (head_stride 0: shared). Every key block b < qb must be resident
 // (a non-resident one scores -inf and is never selected).
 cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
-                             const MsaForce& force, float* scores, cudaStream_t stream);
+                             const MsaForce& force, float* scores, cudaStream_t stream, const MsaRemap& remap = {});
 
 // sel (n_tasks, top_k) int32: the selected block ids of each task, ascending, -1-padded at the end
-// (1 <= top_k <= 64).
+// (1 <= top_k <= kMaxTopK, ops.cuh).
 cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream);
 
 // ---- Hybrid index (the CPU's BlockScoring::Hybrid with group-mean index queries) ----
@@ -108,7 +141,7 @@ cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int6
 // (bf16 products, f32 sums), with msa_index_scores' forced / invisible entries (+inf local,
 // FLT_MAX sink, -inf for the window and after the local block).
 cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
-                            const MsaForce& force, float* est, cudaStream_t stream);
+                            const MsaForce& force, float* est, cudaStream_t stream, const MsaRemap& remap = {});
 
 // Workspace bytes of msa_hybrid_select. Its first n_tasks * n_cand int32 hold the shortlist after
 // the call (ascending block ids, -1-padded), for tests and statistics.
@@ -121,7 +154,8 @@ int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k);
 // n_kv_blocks the result is msa_select's over msa_index_scores.
 cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
                               const uint16_t* kmean, const MsaForce& force, int n_cand, int top_k, int32_t* sel,
-                              void* workspace, int64_t workspace_bytes, cudaStream_t stream);
+                              void* workspace, int64_t workspace_bytes, cudaStream_t stream,
+                              const MsaRemap& remap = {});
 
 // ---- The window and mass-adaptive growth (msa_grow.cu; the CPU's SelectParams::window, mass) ----
 // A dense-trained model spreads much of its attention over the recent past and, in its early
@@ -149,7 +183,8 @@ int64_t msa_extend_workspace_bytes(const MsaShape& s, int room);
 // kmean as msa_mean_scores reads it. out must not alias sel.
 cudaError_t msa_extend_selection(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
                                  const int32_t* sel, int top_k, int window, const MsaGrowth& grow, int32_t* out,
-                                 int out_k, void* workspace, int64_t workspace_bytes, cudaStream_t stream);
+                                 int out_k, void* workspace, int64_t workspace_bytes, cudaStream_t stream,
+                                 const MsaRemap& remap = {});
 
 // Dense attention through the sparse kernel: sel (n_tasks, top_k) <- every visible block of each
 // task (0..qb), -1-padded; needs top_k >= n_kv_blocks (else cudaErrorInvalidValue). For the dense
@@ -167,7 +202,7 @@ int64_t msa_workspace_floats(const MsaShape& s, int n_splits);
 // kernel (decode: few rows, so the keys are what can be spread over the GPU).
 cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, float scale, const int32_t* sel,
                                  int top_k, const PagedView& k, const PagedView& v, int n_splits, float* workspace,
-                                 int64_t workspace_floats, cudaStream_t stream);
+                                 int64_t workspace_floats, cudaStream_t stream, const MsaRemap& remap = {});
 
 // ---- Attention mass for citations (msa_mass.cu) ----
 // A call of one query (s.n_q == 1, decode): mass (n_kv_head, top_k, B) f32 <- for each group g and
@@ -177,11 +212,11 @@ cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, 
 // msa_sparse_attention's softmax gives, to its bf16 rounding of the query). 0 for -1 entries,
 // tokens past the query and non-resident blocks. A block's entries sum to its mass (the CPU's
 // Selection::token_mass and mass), a group's to 1. q (1, n_head, head_dim) f32; any top_k (the
-// selection's width: a grown selection holds up to top_k + window + room blocks); n_head /
-// n_kv_head <= kMaxMassGroup.
+// selection's width: a grown selection holds up to top_k + window + room blocks); any group size
+// (the heads go in chunks of kMaxMassGroup).
 inline constexpr int kMaxMassGroup = 16;
 cudaError_t msa_token_mass(const MsaShape& s, const float* q, float scale, const int32_t* sel, int top_k,
-                           const PagedView& k, float* mass, cudaStream_t stream);
+                           const PagedView& k, float* mass, cudaStream_t stream, const MsaRemap& remap = {});
 
 // Writes rows (n, n_heads, head_dim) f32 for positions [pos0, pos0 + n) into a paged bf16 tensor
 // (dst.base is written through; the blocks must be resident).

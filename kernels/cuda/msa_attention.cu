@@ -7,6 +7,10 @@
 // max m, sum l and the unnormalized P·V in mma accumulators (online softmax, base-2 exponentials
 // with log2(e) folded into the query scale). Prefill runs one split; decode splits the selection
 // over blockIdx.z and a combine kernel merges the partial (m, l, O) rows.
+// Position remapping (REMAP, msa.cuh MsaRemap): a block far from some of the CTA's queries is
+// walked a second time with its keys rotated to k^ = R(-b*B) k in shared memory and the far rows'
+// queries q^; each pass masks the rows the other one serves, so every (query, key) logit enters
+// the online softmax once.
 #include <cfloat>
 
 #include "kernels/cuda/device_common.cuh"
@@ -35,10 +39,11 @@ __device__ __forceinline__ TaskRows task_rows(const MsaShape& s, int64_t task) {
     return tr;
 }
 
-template <int D, int NW>
+template <int D, int NW, bool REMAP>
 __global__ void __launch_bounds__(NW * 32)
     sparse_attention_kernel(MsaShape s, const float* q, float* out, float scale_log2, const int32_t* sel, int top_k,
-                            PagedView kk, PagedView vv, float* part_o, float* part_ml, int64_t max_rows) {
+                            PagedView kk, PagedView vv, float* part_o, float* part_ml, int64_t max_rows,
+                            MsaRemap remap) {
     constexpr int LD = D + 8;  // 16-byte-aligned rows; conflict-free 32-bit fragment loads
     constexpr int KC = D / 16, DT = D / 8, NT = kKeyTile / 8;
     __shared__ __align__(16) __nv_bfloat16 ks[kKeyTile * LD];
@@ -74,29 +79,33 @@ __global__ void __launch_bounds__(NW * 32)
         t[h] = tr.t_begin + rr % tr.nq;
         qpos[h] = valid[h] ? s.pos0 + t[h] : -1;  // -1: every key masked, nothing stored
     }
-    uint32_t qa[KC][4];
-    {
-        const float* q0 = q + (t[0] * s.n_head + head[0]) * D + 2 * tig;
-        const float* q1 = q + (t[1] * s.n_head + head[1]) * D + 2 * tig;
+    // The A fragments of the thread's two rows of `src` (q, or q^ with REMAP), scaled.
+    auto load_rows = [&](const float* src, uint32_t (&frag)[KC][4]) {
+        const float* q0 = src + (t[0] * s.n_head + head[0]) * D + 2 * tig;
+        const float* q1 = src + (t[1] * s.n_head + head[1]) * D + 2 * tig;
 #pragma unroll
         for (int kc = 0; kc < KC; ++kc) {
             float2 a = valid[0] ? *reinterpret_cast<const float2*>(q0 + kc * 16) : make_float2(0.f, 0.f);
             float2 b = valid[1] ? *reinterpret_cast<const float2*>(q1 + kc * 16) : make_float2(0.f, 0.f);
             float2 c = valid[0] ? *reinterpret_cast<const float2*>(q0 + kc * 16 + 8) : make_float2(0.f, 0.f);
             float2 d = valid[1] ? *reinterpret_cast<const float2*>(q1 + kc * 16 + 8) : make_float2(0.f, 0.f);
-            qa[kc][0] = dev::pack_bf16(a.x * scale_log2, a.y * scale_log2);
-            qa[kc][1] = dev::pack_bf16(b.x * scale_log2, b.y * scale_log2);
-            qa[kc][2] = dev::pack_bf16(c.x * scale_log2, c.y * scale_log2);
-            qa[kc][3] = dev::pack_bf16(d.x * scale_log2, d.y * scale_log2);
+            frag[kc][0] = dev::pack_bf16(a.x * scale_log2, a.y * scale_log2);
+            frag[kc][1] = dev::pack_bf16(b.x * scale_log2, b.y * scale_log2);
+            frag[kc][2] = dev::pack_bf16(c.x * scale_log2, c.y * scale_log2);
+            frag[kc][3] = dev::pack_bf16(d.x * scale_log2, d.y * scale_log2);
         }
-    }
+    };
+    uint32_t qa[KC][4];
+    load_rows(q, qa);
+    uint32_t qf[REMAP ? KC : 1][4];  // REMAP: the far rows' q^
+    if constexpr (REMAP) load_rows(remap.q_far, qf);
 
     float o[DT][4];
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-    const int64_t last_qpos = s.pos0 + tr.t_begin + tr.nq - 1;
+    const int64_t first_qpos = s.pos0 + tr.t_begin, last_qpos = s.pos0 + tr.t_begin + tr.nq - 1;
     const int64_t n_kv = s.n_kv();
     const int B = s.block_size;
     for (int si = s_begin; si < s_end; ++si) {
@@ -105,7 +114,13 @@ __global__ void __launch_bounds__(NW * 32)
         if (pk < 0 || pv < 0) continue;  // not resident (documented in msa.cuh); uniform
         const uint16_t* kbase = kk.base + static_cast<int64_t>(pk) * kk.block_stride + tr.g * kk.head_stride;
         const uint16_t* vbase = vv.base + static_cast<int64_t>(pv) * vv.block_stride + tr.g * vv.head_stride;
+        // REMAP: rows at or past `thr` attend this block remapped (pass 1), the others as they are
+        // (pass 0); without REMAP one pass.
+        const int64_t thr = REMAP ? b * B + B - 1 + remap.window : INT64_MAX;
+        const int pass_begin = first_qpos < thr ? 0 : 1, pass_end = REMAP && last_qpos >= thr ? 2 : 1;
+        for (int pass = pass_begin; pass < pass_end; ++pass)
         for (int c = 0; c < B; c += kKeyTile) {
+            const bool far = pass == 1;
             const int64_t kpos0 = b * B + c;
             if (kpos0 > last_qpos) break;  // uniform: no row of the task sees these keys
             __syncthreads();               // the previous tile is consumed
@@ -124,6 +139,13 @@ __global__ void __launch_bounds__(NW * 32)
                 *reinterpret_cast<uint4*>(vs + j * LD + c8 * 8) = vx;
             }
             __syncthreads();
+            if constexpr (REMAP) {
+                if (far) {  // uniform
+                    dev::rotate_rows_bf16(ks, kKeyTile, LD, remap.rot_dim, remap.style,
+                                          remap.rel + b * static_cast<int64_t>(remap.rot_dim));
+                    __syncthreads();
+                }
+            }
 
             float sc[NT][4];
 #pragma unroll
@@ -134,17 +156,29 @@ __global__ void __launch_bounds__(NW * 32)
                 for (int kc = 0; kc < KC; ++kc) {
                     const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kr + kc * 16);
                     const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kr + kc * 16 + 8);
+                    if constexpr (REMAP) {
+                        if (far) {
+                            dev::mma_bf16_16816(sc[nt], qf[kc][0], qf[kc][1], qf[kc][2], qf[kc][3], b0, b1);
+                            continue;
+                        }
+                    }
                     dev::mma_bf16_16816(sc[nt], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], b0, b1);
                 }
             }
-            // Causal mask (also hides keys >= n_kv, which lie past every query) and row maxima.
+            // Causal mask (also hides keys >= n_kv, which lie past every query), REMAP's pass mask
+            // (a row is served by the pass its distance to the block chooses), and row maxima.
+            bool pass_masked[2] = {false, false};
+            if constexpr (REMAP) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) pass_masked[h] = (qpos[h] >= thr) != far;
+            }
             float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int64_t key = kpos0 + nt * 8 + 2 * tig + (e & 1);
-                    if (key > qpos[e >> 1]) sc[nt][e] = -INFINITY;
+                    if (key > qpos[e >> 1] || pass_masked[e >> 1]) sc[nt][e] = -INFINITY;
                     mx[e >> 1] = fmaxf(mx[e >> 1], sc[nt][e]);
                 }
             }
@@ -274,15 +308,20 @@ bool view_ok(const PagedView& v, const MsaShape& s) {
 template <int D, int NW>
 cudaError_t launch_sparse(const MsaShape& s, const float* q, float* out, float scale_log2, const int32_t* sel,
                           int top_k, const PagedView& k, const PagedView& v, int n_splits, float* ws,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, const MsaRemap& remap) {
     const int64_t max_rows = max_rows_of(s);
     const int64_t gx = (max_rows + NW * 16 - 1) / (NW * 16);
     const int64_t gy = s.n_tasks();
     if (gx > INT32_MAX || gy > 65535 || n_splits > 65535) return cudaErrorInvalidValue;
     float* part_o = ws;
     float* part_ml = ws ? ws + static_cast<int64_t>(n_splits) * gy * max_rows * D : nullptr;
-    sparse_attention_kernel<D, NW><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy), n_splits), NW * 32, 0,
-                                     stream>>>(s, q, out, scale_log2, sel, top_k, k, v, part_o, part_ml, max_rows);
+    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy), n_splits);
+    if (remap.on())
+        sparse_attention_kernel<D, NW, true>
+            <<<grid, NW * 32, 0, stream>>>(s, q, out, scale_log2, sel, top_k, k, v, part_o, part_ml, max_rows, remap);
+    else
+        sparse_attention_kernel<D, NW, false>
+            <<<grid, NW * 32, 0, stream>>>(s, q, out, scale_log2, sel, top_k, k, v, part_o, part_ml, max_rows, remap);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || n_splits == 1) return e;
     const int64_t warps = gy * max_rows;
     const int64_t blocks = (warps * 32 + 127) / 128;
@@ -300,7 +339,9 @@ int64_t msa_workspace_floats(const MsaShape& s, int n_splits) {
 
 cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, float scale, const int32_t* sel,
                                  int top_k, const PagedView& k, const PagedView& v, int n_splits, float* workspace,
-                                 int64_t workspace_floats, cudaStream_t stream) {
+                                 int64_t workspace_floats, cudaStream_t stream, const MsaRemap& remap) {
+    if (remap.on() && (!remap.q_far || !remap.valid(s.head_dim) || (reinterpret_cast<uintptr_t>(remap.q_far) % 8) != 0))
+        return cudaErrorInvalidValue;
     if (!q || !out || !sel || s.pos0 < 0 || s.n_q <= 0 || s.n_kv_head <= 0 || s.n_head % s.n_kv_head != 0 ||
         (s.block_size != 64 && s.block_size != 128) || (s.head_dim != 64 && s.head_dim != 128) || top_k < 1 ||
         n_splits < 1 || !view_ok(k, s) || !view_ok(v, s) ||
@@ -313,8 +354,8 @@ cudaError_t msa_sparse_attention(const MsaShape& s, const float* q, float* out, 
     // they stage the key and value tiles with the first (one warp staging alone made a 16-block
     // decode step take 39 us on an H200).
     if (s.head_dim == 128)
-        return launch_sparse<128, 4>(s, q, out, scale_log2, sel, top_k, k, v, n_splits, workspace, stream);
-    return launch_sparse<64, 4>(s, q, out, scale_log2, sel, top_k, k, v, n_splits, workspace, stream);
+        return launch_sparse<128, 4>(s, q, out, scale_log2, sel, top_k, k, v, n_splits, workspace, stream, remap);
+    return launch_sparse<64, 4>(s, q, out, scale_log2, sel, top_k, k, v, n_splits, workspace, stream, remap);
 }
 
 }  // namespace sl::cuda

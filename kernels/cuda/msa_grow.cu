@@ -8,6 +8,8 @@
 //   2. topk_rows: the `room` untaken blocks of most estimate, best first (ties: lower id);
 //   3. compose_kernel, one CTA per task: the selection, the window and as many of those as it takes
 //      to reach `mass` (at most the task's room, msa_rules::growth_room), sorted by rank.
+// With position remapping (REMAP, msa.cuh MsaRemap) a sampled query scores a block far from it with
+// its far row (iq_far) against the block's mean key rotated by R(-b*B), as the CPU does.
 #include <cfloat>
 
 #include "kernels/cuda/device_common.cuh"
@@ -39,8 +41,8 @@ __device__ __forceinline__ Task task_of(const MsaShape& s, int64_t task) {
     return t;
 }
 
-// scale * iq_r · kmean(b, g) for the R staged rows (f32 rows, bf16 mean key, f32 sums, in the
-// CPU's order of products), plus log n_b.
+// scale * iq_r · kmean(b, g) for the R staged rows (f32 rows, bf16 mean key, f32 sums), plus
+// log n_b.
 template <int D>
 __device__ __forceinline__ void estimates(const float (*rows)[D], int R, const uint16_t* km, float scale, float log_n,
                                           float (&e)[kRows]) {
@@ -56,13 +58,50 @@ __device__ __forceinline__ void estimates(const float (*rows)[D], int R, const u
     for (int r = 0; r < kRows; ++r) e[r] = scale * e[r] + log_n;
 }
 
+// The same with position remapping: rows whose query is far from block b (far_row bit r) score with
+// their far row against the mean key rotated by the block's angles `cs` (rot_dim / 2 cos, sin).
+template <int D>
+__device__ __forceinline__ void estimates_remap(const float (*rows)[D], const float (*rows_far)[D], int R,
+                                                unsigned far_rows, const uint16_t* km, const MsaRemap& remap,
+                                                const float* cs, float scale, float log_n, float (&e)[kRows]) {
+    float en[kRows], ef[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) en[r] = ef[r] = 0.0f;
+    const int half = remap.rot_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const int2 d = dev::rope_pair(i, remap.rot_dim, remap.style);
+        const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(km);
+        const float k0 = __bfloat162float(kb[d.x]), k1 = __bfloat162float(kb[d.y]);
+        float r0 = k0, r1 = k1;
+        dev::rotate2(r0, r1, cs[2 * i], cs[2 * i + 1]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            if (r >= R) break;
+            en[r] = fmaf(rows[r][d.y], k1, fmaf(rows[r][d.x], k0, en[r]));
+            ef[r] = fmaf(rows_far[r][d.y], r1, fmaf(rows_far[r][d.x], r0, ef[r]));
+        }
+    }
+    for (int i = remap.rot_dim; i < D; ++i) {  // dims past rot_dim do not rotate
+        const float k = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(km)[i]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            if (r >= R) break;
+            en[r] = fmaf(rows[r][i], k, en[r]);
+            ef[r] = fmaf(rows_far[r][i], k, ef[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) e[r] = scale * (((far_rows >> r) & 1u) ? ef[r] : en[r]) + log_n;
+}
+
 // imp (n_tasks, n_blocks): the estimated mass of each untaken visible block, -inf for the taken and
 // the invisible ones; have (n_tasks): the estimate the selection and the window hold already.
-template <int D>
+template <int D, bool REMAP>
 __global__ void __launch_bounds__(kThreads)
     estimate_kernel(MsaShape s, const float* iq, int64_t iq_stride, const uint16_t* kmean, const int32_t* sel,
-                    int top_k, int window, float scale, float* imp, float* have) {
+                    int top_k, int window, float scale, float* imp, float* have, MsaRemap remap) {
     __shared__ float rows[kRows][D];
+    __shared__ float rows_far[REMAP ? kRows : 1][D];
     __shared__ float red[32];
     __shared__ float row_max[kRows], row_sum[kRows];
     const int64_t task = blockIdx.x;
@@ -73,12 +112,32 @@ __global__ void __launch_bounds__(kThreads)
         const int r = idx / D, i = idx % D;
         const int64_t row = t.t_begin + msa_rules::mass_sample_query(r, t.nq, R);
         rows[r][i] = iq[row * iq_stride + static_cast<int64_t>(t.g) * D + i];
+        if constexpr (REMAP) rows_far[r][i] = remap.iq_far[row * iq_stride + static_cast<int64_t>(t.g) * D + i];
     }
     __syncthreads();
     const int B = s.block_size;
     const int64_t local_tokens = s.n_kv() - t.qb * B < B ? s.n_kv() - t.qb * B : B;
     const float log_full = logf(static_cast<float>(B)), log_local = logf(static_cast<float>(local_tokens));
     auto key = [&](int64_t b) { return kmean + (b * s.n_kv_head + t.g) * D; };
+    // The estimates of block b for the sampled queries.
+    auto block_estimates = [&](int64_t b, float (&e)[kRows]) {
+        const float log_n = b == t.qb ? log_local : log_full;
+        if constexpr (REMAP) {
+            unsigned far_rows = 0;
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                if (r >= R) break;
+                const int64_t qpos = s.pos0 + t.t_begin + msa_rules::mass_sample_query(r, t.nq, R);
+                if (remap.far(qpos, b, B)) far_rows |= 1u << r;
+            }
+            if (far_rows) {
+                estimates_remap<D>(rows, rows_far, R, far_rows, key(b), remap,
+                                   remap.rel + b * static_cast<int64_t>(remap.rot_dim), scale, log_n, e);
+                return;
+            }
+        }
+        estimates<D>(rows, R, key(b), scale, log_n, e);
+    };
 
     // Pass 1: per sampled query, the max and the sum of exp(e - max) over the visible blocks (an
     // online softmax per thread, then merged over the block).
@@ -90,7 +149,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     for (int64_t b = threadIdx.x; b < n_vis; b += blockDim.x) {
         float e[kRows];
-        estimates<D>(rows, R, key(b), scale, b == t.qb ? log_local : log_full, e);
+        block_estimates(b, e);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             if (e[r] > m[r]) {
@@ -101,7 +160,9 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
     }
-    for (int r = 0; r < R; ++r) {  // uniform
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {  // constant indices keep m, z in registers
+        if (r >= R) break;             // uniform
         const float M = dev::block_max(m[r], red);
         const float Z = dev::block_sum(m[r] == -INFINITY ? 0.0f : z[r] * __expf(m[r] - M), red);
         if (threadIdx.x == 0) {
@@ -122,9 +183,11 @@ __global__ void __launch_bounds__(kThreads)
             continue;
         }
         float e[kRows];
-        estimates<D>(rows, R, key(b), scale, b == t.qb ? log_local : log_full, e);
+        block_estimates(b, e);
         float v = 0.0f;
-        for (int r = 0; r < R; ++r) v += __expf(e[r] - row_max[r]) / (row_sum[r] * static_cast<float>(R));
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+            if (r < R) v += __expf(e[r] - row_max[r]) / (row_sum[r] * static_cast<float>(R));
         bool taken = b >= w_begin;  // the window or the local block
         for (int i = 0; i < top_k && !taken; ++i) taken = my_sel[i] == b;
         if (taken) held += v;
@@ -191,15 +254,20 @@ int64_t msa_extend_workspace_bytes(const MsaShape& s, int room) {
 
 cudaError_t msa_extend_selection(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
                                  const int32_t* sel, int top_k, int window, const MsaGrowth& grow, int32_t* out,
-                                 int out_k, void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
+                                 int out_k, void* workspace, int64_t workspace_bytes, cudaStream_t stream,
+                                 const MsaRemap& remap) {
     const bool growing = grow.mass > 0.0f;
-    if (!sel || !out || out == sel || top_k < 1 || window < 0 || s.n_q <= 0 || s.n_kv_head <= 0 ||
+    const int64_t list = static_cast<int64_t>(top_k) + window + (growing ? grow.room : 0);  // compose's shared list
+    const int64_t task_count = s.n_q > 0 && s.block_size > 0 && s.n_kv_head > 0 ? s.n_tasks() : 0;
+    const bool overlap = sel && out && out < sel + task_count * top_k && sel < out + task_count * out_k;
+    if (!sel || !out || overlap || list * 4 > 40 * 1024 || top_k < 1 || window < 0 || s.n_q <= 0 || s.n_kv_head <= 0 ||
         s.n_head % s.n_kv_head != 0 || (s.block_size != 64 && s.block_size != 128) ||
         (s.head_dim != 64 && s.head_dim != 128) || grow.room < 0 || grow.room > kMaxTopK || grow.full_blocks < 0 ||
         static_cast<int64_t>(out_k) < static_cast<int64_t>(top_k) + window + (growing ? grow.room : 0) ||
         (growing && (!iq || !kmean || iq_stride < static_cast<int64_t>(s.n_kv_head) * s.head_dim ||
                      (reinterpret_cast<uintptr_t>(kmean) % 4) != 0 || !workspace ||
-                     workspace_bytes < msa_extend_workspace_bytes(s, grow.room))))
+                     workspace_bytes < msa_extend_workspace_bytes(s, grow.room) ||
+                     (remap.on() && (!remap.iq_far || !remap.valid(s.head_dim))))))
         return cudaErrorInvalidValue;
     const int64_t tasks = s.n_tasks();
     if (tasks > INT32_MAX) return cudaErrorInvalidValue;
@@ -215,12 +283,19 @@ cudaError_t msa_extend_selection(const MsaShape& s, const float* iq, int64_t iq_
         gidx = reinterpret_cast<int32_t*>(w + align256(tasks * s.n_kv_blocks() * 4) + align256(tasks * 4));
         gval = reinterpret_cast<float*>(reinterpret_cast<char*>(gidx) + align256(tasks * grow.room * 4));
         const dim3 grid(static_cast<unsigned>(tasks));
-        if (s.head_dim == 64)
-            estimate_kernel<64><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window, grow.scale,
-                                                               imp, have);
+        const bool rm = remap.on();
+        if (s.head_dim == 64 && rm)
+            estimate_kernel<64, true><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window,
+                                                                     grow.scale, imp, have, remap);
+        else if (s.head_dim == 64)
+            estimate_kernel<64, false><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window,
+                                                                      grow.scale, imp, have, remap);
+        else if (rm)
+            estimate_kernel<128, true><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window,
+                                                                      grow.scale, imp, have, remap);
         else
-            estimate_kernel<128><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window,
-                                                                grow.scale, imp, have);
+            estimate_kernel<128, false><<<grid, kThreads, 0, stream>>>(s, iq, iq_stride, kmean, sel, top_k, window,
+                                                                       grow.scale, imp, have, remap);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess) e = topk_rows(imp, tasks, s.n_kv_blocks(), grow.room, /*by_index=*/false, gidx, gval, stream);
         if (e != cudaSuccess) return e;
@@ -228,7 +303,6 @@ cudaError_t msa_extend_selection(const MsaShape& s, const float* iq, int64_t iq_
     MsaGrowth g = grow;
     if (!grows) g.mass = 0.0f;
     const size_t smem = (static_cast<size_t>(top_k) + static_cast<size_t>(window) + static_cast<size_t>(g.room)) * 4;
-    if (smem > 40 * 1024) return cudaErrorInvalidValue;
     compose_kernel<<<static_cast<unsigned>(tasks), kThreads, smem, stream>>>(s, sel, top_k, window, g, gidx, gval, have,
                                                                              out, out_k);
     return cudaGetLastError();

@@ -51,6 +51,18 @@ __device__ __forceinline__ WarpRows warp_rows(int nq, int B) {
     return w;
 }
 
+// The query positions of this thread's two fragment rows (gid and gid + 8 of the warp's row tile;
+// rows past the block's nq queries repeat its first query) — REMAP's far / near test per row.
+__device__ __forceinline__ void fragment_row_positions(const WarpRows& wr, int nq, int64_t first_qpos,
+                                                       int64_t (&qpos)[2]) {
+    const int gid = (threadIdx.x & 31) >> 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int rr = wr.row_tile * 16 + gid + 8 * h;
+        qpos[h] = first_qpos + (rr < nq ? rr : 0);
+    }
+}
+
 // Stages a query block's index rows (task group g, call rows [t_begin, t_begin + nq)) as bf16 in
 // `tile` (its first wr.R * 16 rows, pitch D + 8; rows past nq repeat the first query, which leaves
 // every max unchanged) and loads this warp's A fragments (row tile wr.row_tile). Ends with the tile
@@ -103,10 +115,14 @@ __device__ __forceinline__ void score_8keys(float (&acc)[4], const uint32_t (&qa
 // max unchanged) live as bf16 A fragments in registers, one 16-row tile per warp; each KV block's
 // keys are staged in shared memory and every warp takes the max of its 16 x B score tile (warps whose
 // tile holds no query of the block sit out the products).
-template <int D, int B>
+// REMAP (msa.cuh MsaRemap): a block far from some of the rows is scored a second time, its keys
+// rotated to k^ = R(-b*B) k in the tile and the far rows' q^ (iq_far) as the A fragments; each
+// pass masks the rows the other serves.
+template <int D, int B, bool REMAP>
 __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
                                                                      PagedView keys, MsaForce force, const int32_t* cand,
-                                                                     int n_cand, int per_cta, float* scores) {
+                                                                     int n_cand, int per_cta, float* scores,
+                                                                     MsaRemap remap) {
     constexpr int LD = D + 8;  // bf16 row pitch of the staging tile: conflict-free fragment loads
     constexpr int KC = D / 16;
     __shared__ __align__(16) __nv_bfloat16 tile[B * LD];
@@ -141,6 +157,14 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     uint32_t qa[KC][4];
     const WarpRows wr = warp_rows(nq, B);
     stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, wr, qa);
+    uint32_t qf[REMAP ? KC : 1][4];
+    const int64_t first_qpos = s.pos0 + t_begin, last_qpos = first_qpos + nq - 1;
+    int64_t qpos[2] = {0, 0};
+    if constexpr (REMAP) {
+        __syncthreads();  // every warp holds its fragments of the near rows
+        stage_query_rows<D, B>(tile, remap.iq_far, iq_stride, g, t_begin, nq, wr, qf);
+        fragment_row_positions(wr, nq, first_qpos, qpos);
+    }
 
     const uint16_t* head_base = keys.base + static_cast<int64_t>(g) * keys.head_stride;
     for (int64_t j = j_begin; j < j_end; ++j) {
@@ -160,12 +184,27 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
         }
         __syncthreads();
         float mx = -INFINITY;
-        if (wr.active) {
+        const int64_t thr = REMAP ? b * B + B - 1 + remap.window : INT64_MAX;  // far rows: qpos >= thr
+        auto pass_max = [&](const uint32_t (&frag)[KC][4], bool far) {
+            if (!wr.active) return;
+            // REMAP: rows this pass does not serve are left out (-inf).
+            const bool skip0 = REMAP && (qpos[0] >= thr) != far, skip1 = REMAP && (qpos[1] >= thr) != far;
 #pragma unroll 2
             for (int nt = wr.slice; nt < B / 8; nt += wr.S) {
                 float acc[4];
-                score_8keys<D>(acc, qa, tile, nt);
-                mx = fmaxf(mx, fmaxf(fmaxf(acc[0], acc[1]), fmaxf(acc[2], acc[3])));
+                score_8keys<D>(acc, frag, tile, nt);
+                if (!skip0) mx = fmaxf(mx, fmaxf(acc[0], acc[1]));
+                if (!skip1) mx = fmaxf(mx, fmaxf(acc[2], acc[3]));
+            }
+        };
+        if (first_qpos < thr) pass_max(qa, false);
+        if constexpr (REMAP) {
+            if (last_qpos >= thr) {  // uniform
+                __syncthreads();     // the near pass is done with the tile
+                dev::rotate_rows_bf16(tile, B, LD, remap.rot_dim, remap.style,
+                                      remap.rel + b * static_cast<int64_t>(remap.rot_dim));
+                __syncthreads();
+                pass_max(qf, true);
             }
         }
         mx = dev::warp_max(mx);
@@ -230,10 +269,12 @@ constexpr int kMeanTile = 128;  // mean keys per staged tile of mean_scores_kern
 // the query block's rows as A fragments (stage_query_rows), each tile of 128 mean keys staged in
 // shared memory; every warp takes the column maxima of its 16-row score tile over its columns
 // (WarpRows), and the maxima of a column's R row tiles meet in shared memory. Blocks at or after the local one, and the sink, need no products.
-template <int D, int B>
+// REMAP: columns far from some rows take a second pass, the tile's mean keys rotated each by its
+// block's angles and the far rows' fragments, max-combined into the column maxima.
+template <int D, int B, bool REMAP>
 __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, const float* iq, int64_t iq_stride,
                                                                     const uint16_t* kmean, MsaForce force, int tiles,
-                                                                    float* est) {
+                                                                    float* est, MsaRemap remap) {
     constexpr int LD = D + 8;
     constexpr int KC = D / 16;
     static_assert(B <= kMeanTile, "the query rows are staged in the mean-key tile");
@@ -255,6 +296,14 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
     const int nq = static_cast<int>(t_end - t_begin);
     const WarpRows wr = warp_rows(nq, B);
     stage_query_rows<D, B>(tile, iq, iq_stride, g, t_begin, nq, wr, qa);
+    uint32_t qf[REMAP ? KC : 1][4];
+    const int64_t first_qpos = s.pos0 + t_begin, last_qpos = first_qpos + nq - 1;
+    int64_t qpos[2] = {0, 0};
+    if constexpr (REMAP) {
+        __syncthreads();  // every warp holds its fragments of the near rows
+        stage_query_rows<D, B>(tile, remap.iq_far, iq_stride, g, t_begin, nq, wr, qf);
+        fragment_row_positions(wr, nq, first_qpos, qpos);
+    }
     const int64_t first = static_cast<int64_t>(blockIdx.x) * tiles * kMeanTile;
     for (int ti = 0; ti < tiles; ++ti) {
         const int64_t c0 = first + static_cast<int64_t>(ti) * kMeanTile;
@@ -271,18 +320,52 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
                 *reinterpret_cast<uint4*>(tile + r * LD + c8 * 8) = val;
             }
             __syncthreads();
-            for (int nt = wr.slice; wr.active && nt < kMeanTile / 8; nt += wr.S) {  // warp-uniform
-                float acc[4];
-                score_8keys<D>(acc, qa, tile, nt);
-                float m0 = fmaxf(acc[0], acc[2]), m1 = fmaxf(acc[1], acc[3]);  // columns nt*8 + 2*tig, +1
+            // One pass over the tile's columns: near (far = false) or REMAP's far pass; `combine`:
+            // max into what the near pass wrote (the same lanes own the same columns).
+            auto pass = [&](const uint32_t (&frag)[KC][4], bool far, bool combine) {
+                for (int nt = wr.slice; wr.active && nt < kMeanTile / 8; nt += wr.S) {  // warp-uniform
+                    float acc[4];
+                    score_8keys<D>(acc, frag, tile, nt);
+                    if constexpr (REMAP) {  // rows this pass does not serve are left out
 #pragma unroll
-                for (int o = 4; o < 32; o <<= 1) {  // across the 8 row groups
-                    m0 = fmaxf(m0, __shfl_xor_sync(dev::kFullMask, m0, o));
-                    m1 = fmaxf(m1, __shfl_xor_sync(dev::kFullMask, m1, o));
+                        for (int e = 0; e < 4; ++e) {
+                            const int64_t b = c0 + nt * 8 + 2 * tig + (e & 1);
+                            if (remap.far(qpos[e >> 1], b, B) != far) acc[e] = -INFINITY;
+                        }
+                    }
+                    float m0 = fmaxf(acc[0], acc[2]), m1 = fmaxf(acc[1], acc[3]);  // columns nt*8 + 2*tig, +1
+#pragma unroll
+                    for (int o = 4; o < 32; o <<= 1) {  // across the 8 row groups
+                        m0 = fmaxf(m0, __shfl_xor_sync(dev::kFullMask, m0, o));
+                        m1 = fmaxf(m1, __shfl_xor_sync(dev::kFullMask, m1, o));
+                    }
+                    if (gid == 0) {
+                        float* cm = &colmax[warp][nt * 8 + 2 * tig];
+                        cm[0] = combine ? fmaxf(cm[0], m0) : m0;
+                        cm[1] = combine ? fmaxf(cm[1], m1) : m1;
+                    }
                 }
-                if (gid == 0) {
-                    colmax[warp][nt * 8 + 2 * tig] = m0;
-                    colmax[warp][nt * 8 + 2 * tig + 1] = m1;
+            };
+            // REMAP: the tile's first column is its farthest, its last scored one its nearest.
+            const bool any_near = !REMAP || !remap.far(first_qpos, vis_end - 1, B);
+            const bool any_far = REMAP && remap.far(last_qpos, c0, B);
+            if (any_near) pass(qa, false, false);
+            if constexpr (REMAP) {
+                if (any_far) {  // uniform
+                    __syncthreads();  // the near pass is done with the tile
+                    const int half = remap.rot_dim / 2;
+                    for (int idx = threadIdx.x; idx < (vis_end - c0) * half; idx += kIndexThreads) {
+                        const int r = idx / half, i = idx % half;
+                        const int2 dd = dev::rope_pair(i, remap.rot_dim, remap.style);
+                        const float* cs = remap.rel + (c0 + r) * static_cast<int64_t>(remap.rot_dim) + 2 * i;
+                        __nv_bfloat16* row = tile + r * LD;
+                        float x0 = __bfloat162float(row[dd.x]), x1 = __bfloat162float(row[dd.y]);
+                        dev::rotate2(x0, x1, cs[0], cs[1]);
+                        row[dd.x] = __float2bfloat16_rn(x0);
+                        row[dd.y] = __float2bfloat16_rn(x1);
+                    }
+                    __syncthreads();
+                    pass(qf, true, any_near);
                 }
             }
             __syncthreads();
@@ -355,7 +438,7 @@ int sm_count() {
 
 template <int D, int B>
 cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, MsaForce force,
-                         const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
+                         const int32_t* cand, int n_cand, float* scores, cudaStream_t stream, const MsaRemap& remap) {
     // Up to kBlocksPerCta blocks per CTA (the query rows are staged once per CTA), fewer when that
     // would leave the GPU short of CTAs (decode: a few tasks), so blocks are scored side by side.
     const int64_t n_out = cand ? n_cand : s.n_kv_blocks();
@@ -364,24 +447,29 @@ cudaError_t launch_index(const MsaShape& s, const float* iq, int64_t iq_stride, 
     per_cta = per_cta < 1 ? 1 : per_cta > kBlocksPerCta ? kBlocksPerCta : per_cta;
     const int64_t gx = (n_out + per_cta - 1) / per_cta;
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
-    index_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, keys, force, cand, n_cand, static_cast<int>(per_cta), scores);
+    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+    if (remap.on())
+        index_scores_kernel<D, B, true><<<grid, kIndexThreads, 0, stream>>>(
+            s, iq, iq_stride, keys, force, cand, n_cand, static_cast<int>(per_cta), scores, remap);
+    else
+        index_scores_kernel<D, B, false><<<grid, kIndexThreads, 0, stream>>>(
+            s, iq, iq_stride, keys, force, cand, n_cand, static_cast<int>(per_cta), scores, remap);
     return cudaGetLastError();
 }
 
 // Exact scores of either every block (cand null) or each task's candidates.
 cudaError_t index_dispatch(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys, MsaForce force,
-                           const int32_t* cand, int n_cand, float* scores, cudaStream_t stream) {
+                           const int32_t* cand, int n_cand, float* scores, cudaStream_t stream, const MsaRemap& remap) {
     const bool d128 = keys.head_dim == 128, b128 = s.block_size == 128;
-    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
-    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
-    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
-    return launch_index<64, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream);
+    if (d128 && b128) return launch_index<128, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream, remap);
+    if (d128) return launch_index<128, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream, remap);
+    if (b128) return launch_index<64, 128>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream, remap);
+    return launch_index<64, 64>(s, iq, iq_stride, keys, force, cand, n_cand, scores, stream, remap);
 }
 
 template <int D, int B>
 cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
-                               MsaForce force, float* est, cudaStream_t stream) {
+                               MsaForce force, float* est, cudaStream_t stream, const MsaRemap& remap) {
     // Enough CTAs for two per SM, each taking up to 8 tiles (1,024 blocks), so the query rows are
     // staged once per CTA rather than once per tile.
     const int64_t n_tiles = (s.n_kv_blocks() + kMeanTile - 1) / kMeanTile;
@@ -389,14 +477,50 @@ cudaError_t launch_mean_scores(const MsaShape& s, const float* iq, int64_t iq_st
     tiles = tiles < 1 ? 1 : tiles > 8 ? 8 : tiles;
     const int64_t gx = (n_tiles + tiles - 1) / tiles, gy = s.n_tasks();
     if (gx > INT32_MAX || gy > 65535) return cudaErrorInvalidValue;
-    mean_scores_kernel<D, B><<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), kIndexThreads, 0, stream>>>(
-        s, iq, iq_stride, kmean, force, static_cast<int>(tiles), est);
+    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+    if (remap.on())
+        mean_scores_kernel<D, B, true><<<grid, kIndexThreads, 0, stream>>>(s, iq, iq_stride, kmean, force,
+                                                                          static_cast<int>(tiles), est, remap);
+    else
+        mean_scores_kernel<D, B, false><<<grid, kIndexThreads, 0, stream>>>(s, iq, iq_stride, kmean, force,
+                                                                           static_cast<int>(tiles), est, remap);
     return cudaGetLastError();
 }
 
 int64_t align256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// A remap the index kernels take: off, or valid with its index rows.
+bool remap_rows_ok(const MsaRemap& r, const MsaShape& s) { return !r.on() || (r.iq_far && r.valid(s.head_dim)); }
+
+__global__ void remap_table_kernel(int64_t n_blocks, int block_size, int rot_dim, float base, float freq_scale,
+                                   const float* freq_factors, float* rel) {
+    const int half = rot_dim / 2;
+    const int64_t total = n_blocks * half;
+    for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+         e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const int64_t b = e / half;
+        const int i = static_cast<int>(e % half);
+        double inv_freq = pow(static_cast<double>(base), -2.0 * i / rot_dim);  // as rope_kernel
+        if (freq_factors) inv_freq /= static_cast<double>(freq_factors[i]);
+        const double theta = static_cast<double>(-b * block_size) * static_cast<double>(freq_scale) * inv_freq;
+        double sd, cd;
+        sincos(theta, &sd, &cd);
+        rel[2 * e] = static_cast<float>(cd);
+        rel[2 * e + 1] = static_cast<float>(sd);
+    }
+}
+
 }  // namespace
+
+cudaError_t msa_remap_table(int64_t n_blocks, int block_size, int rot_dim, float base, float freq_scale,
+                            const float* freq_factors, float* rel, cudaStream_t stream) {
+    if (!rel || n_blocks < 0 || block_size <= 0 || rot_dim <= 0 || rot_dim % 2 != 0 || !(base > 0.0f))
+        return cudaErrorInvalidValue;
+    if (n_blocks == 0) return cudaSuccess;
+    remap_table_kernel<<<elem_grid(n_blocks * (rot_dim / 2)), 256, 0, stream>>>(n_blocks, block_size, rot_dim, base,
+                                                                               freq_scale, freq_factors, rel);
+    return cudaGetLastError();
+}
 
 cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStream_t stream) {
     if (!q || !iq || !shape_ok(s)) return cudaErrorInvalidValue;
@@ -406,11 +530,12 @@ cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStr
 }
 
 cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
-                             const MsaForce& force, float* scores, cudaStream_t stream) {
+                             const MsaForce& force, float* scores, cudaStream_t stream, const MsaRemap& remap) {
     if (!iq || !scores || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size || force.window < 0 ||
+        !remap_rows_ok(remap, s) ||
         iq_stride < static_cast<int64_t>(s.n_kv_head) * keys.head_dim)
         return cudaErrorInvalidValue;
-    return index_dispatch(s, iq, iq_stride, keys, force, nullptr, 0, scores, stream);
+    return index_dispatch(s, iq, iq_stride, keys, force, nullptr, 0, scores, stream, remap);
 }
 
 cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_t* sel, cudaStream_t stream) {
@@ -430,15 +555,16 @@ cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int6
 }
 
 cudaError_t msa_mean_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const uint16_t* kmean,
-                            const MsaForce& force, float* est, cudaStream_t stream) {
+                            const MsaForce& force, float* est, cudaStream_t stream, const MsaRemap& remap) {
     if (!iq || !kmean || !est || !shape_ok(s) || iq_stride < static_cast<int64_t>(s.n_kv_head) * s.head_dim || force.window < 0 ||
+        !remap_rows_ok(remap, s) ||
         (reinterpret_cast<uintptr_t>(kmean) % 16) != 0)
         return cudaErrorInvalidValue;
     const bool d128 = s.head_dim == 128, b128 = s.block_size == 128;
-    if (d128 && b128) return launch_mean_scores<128, 128>(s, iq, iq_stride, kmean, force, est, stream);
-    if (d128) return launch_mean_scores<128, 64>(s, iq, iq_stride, kmean, force, est, stream);
-    if (b128) return launch_mean_scores<64, 128>(s, iq, iq_stride, kmean, force, est, stream);
-    return launch_mean_scores<64, 64>(s, iq, iq_stride, kmean, force, est, stream);
+    if (d128 && b128) return launch_mean_scores<128, 128>(s, iq, iq_stride, kmean, force, est, stream, remap);
+    if (d128) return launch_mean_scores<128, 64>(s, iq, iq_stride, kmean, force, est, stream, remap);
+    if (b128) return launch_mean_scores<64, 128>(s, iq, iq_stride, kmean, force, est, stream, remap);
+    return launch_mean_scores<64, 64>(s, iq, iq_stride, kmean, force, est, stream, remap);
 }
 
 // Workspace layout: shortlist int32 (n_tasks, n_cand) | chosen candidates int32 (n_tasks, top_k) |
@@ -451,7 +577,7 @@ int64_t msa_hybrid_workspace_bytes(const MsaShape& s, int n_cand, int top_k) {
 
 cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
                               const uint16_t* kmean, const MsaForce& force, int n_cand, int top_k, int32_t* sel,
-                              void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
+                              void* workspace, int64_t workspace_bytes, cudaStream_t stream, const MsaRemap& remap) {
     if (!sel || !workspace || !iq || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size ||
         keys.head_dim != s.head_dim || top_k < 1 || n_cand < top_k || n_cand > kMaxTopK ||
         workspace_bytes < msa_hybrid_workspace_bytes(s, n_cand, top_k))
@@ -462,9 +588,9 @@ cudaError_t msa_hybrid_select(const MsaShape& s, const float* iq, int64_t iq_str
     int32_t* csel = reinterpret_cast<int32_t*>(w + align256(t * n_cand * 4));
     float* est = reinterpret_cast<float*>(w + align256(t * n_cand * 4) + align256(t * top_k * 4));
     float* cscores = est + align256(t * s.n_kv_blocks() * 4) / 4;
-    cudaError_t e = msa_mean_scores(s, iq, iq_stride, kmean, force, est, stream);
+    cudaError_t e = msa_mean_scores(s, iq, iq_stride, kmean, force, est, stream, remap);
     if (e == cudaSuccess) e = topk_rows(est, t, s.n_kv_blocks(), n_cand, /*by_index=*/true, cand, nullptr, stream);
-    if (e == cudaSuccess) e = index_dispatch(s, iq, iq_stride, keys, force, cand, n_cand, cscores, stream);
+    if (e == cudaSuccess) e = index_dispatch(s, iq, iq_stride, keys, force, cand, n_cand, cscores, stream, remap);
     // The shortlist is ascending, so candidates chosen in index order are blocks in ascending order.
     if (e == cudaSuccess) e = topk_rows(cscores, t, n_cand, top_k, /*by_index=*/true, csel, nullptr, stream);
     if (e != cudaSuccess) return e;

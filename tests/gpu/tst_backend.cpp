@@ -129,15 +129,17 @@ void TstBackend::msaConfigMapsToTheDevice() {
     c.token_mass = true;  // citations' weights: the device records them for calls of one query
     QCOMPARE(sl::cuda_msa_lacks(c), std::string());
     // The ask flow's default mode (a local window, mass-adaptive growth shrinking past 32K) at
-    // every effort's top-k; with remapped positions (contexts past the model's training) not yet.
+    // every effort's top-k, with positions as trained or remapped.
     sl::MsaConfig def;
     sl::parse_msa_scoring(sl::kTrainingFreeMode, def);
     for (int k : {8, 16, 32}) {
         def.top_k = k;
         QCOMPARE(sl::cuda_msa_lacks(def), std::string());
     }
-    def.positions = sl::PositionMode::Remap;
-    QVERIFY(sl::cuda_msa_lacks(def).find("remapped") != std::string::npos);
+    def.positions = sl::PositionMode::Remap;  // contexts past the model's training
+    QCOMPARE(sl::cuda_msa_lacks(def), std::string());
+    def.remap_window = 0;
+    QVERIFY(sl::cuda_msa_lacks(def).find("remap window of 0") != std::string::npos);
 
     struct Row { const char* mode; void (*tweak)(sl::MsaConfig&); const char* named; };
     const Row rows[] = {
@@ -152,7 +154,7 @@ void TstBackend::msaConfigMapsToTheDevice() {
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.top_k = 65; }, "top-k 65"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.hybrid_factor = 65; }, "shortlist factor of 65"},
         {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.dense_layers = 2; }, "2 dense leading layers"},
-        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.positions = sl::PositionMode::Remap; }, "remapped"},
+        {"hybrid4/group-mean", [](sl::MsaConfig& m) { m.positions = sl::PositionMode::Remap; m.remap_window = -1; }, "remap window of -1"},
     };
     for (const Row& r : rows) {
         sl::MsaConfig m;

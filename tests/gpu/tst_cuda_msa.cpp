@@ -35,6 +35,7 @@ private Q_SLOTS:
     void hybridSelection();
     void windowAndGrowth();
     void tokenMassMatchesReference();
+    void remappedPositions();
 };
 
 #if SIGHTLINE_HAVE_CUDA
@@ -387,7 +388,7 @@ void check_hybrid(Fixture& f, int n_cand, int top_k, bool sink) {
           sink ? 1 : 0, static_cast<double>(shortlisted_blocks) / static_cast<double>(T));
 
     // A shortlist of every block: the exact path's selection, id for id.
-    if (nb >= top_k && nb <= 64) {  // 64: the most msa_hybrid_select shortlists
+    if (nb >= top_k && nb <= 64) {  // a shortlist of every block (up to 64 here: the cases' sizes)
         const int all = static_cast<int>(nb);
         const int64_t ws_all = sl::cuda::msa_hybrid_workspace_bytes(s, all, top_k);
         DevBuf<char> dws_all(static_cast<size_t>(ws_all));
@@ -514,6 +515,189 @@ void check_extend(Fixture& f, int top_k, const sl::cuda::MsaForce& force, const 
           static_cast<long long>(T), capped);
 }
 
+
+// ---- Position remapping (MsaRemap) ----
+// Rotates v (D values) in double by `delta` positions: pairs below rot_dim as kernels::rope pairs
+// them (style 0 adjacent, 1 NeoX halves), theta_i = base^(-2i / rot_dim).
+void rotate_host(std::vector<double>& v, int64_t delta, int rot_dim, int style, double base) {
+    const int half = rot_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const double th = static_cast<double>(delta) * std::pow(base, -2.0 * i / rot_dim);
+        const int a = style == 0 ? 2 * i : i, b = style == 0 ? 2 * i + 1 : i + half;
+        const double x0 = v[static_cast<size_t>(a)], x1 = v[static_cast<size_t>(b)];
+        v[static_cast<size_t>(a)] = x0 * std::cos(th) - x1 * std::sin(th);
+        v[static_cast<size_t>(b)] = x0 * std::sin(th) + x1 * std::cos(th);
+    }
+}
+
+std::vector<double> row_of(const float* p, int D) { return std::vector<double>(p, p + D); }
+double max_of(const std::vector<double>& v) {
+    double m = -INFINITY;
+    for (double x : v) m = std::max(m, x);
+    return m;
+}
+double dot_d(const std::vector<double>& a, const std::vector<double>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+    return s;
+}
+
+// The remap kernels on `f` (window W, rotation rot_dim / style, base 1e4) against double
+// references: the block angles; the exact block scores and the mean-key estimates (far rows with
+// q^ = R(W - p) q against keys rotated by R(-b*B)); attention over every visible block; and for a
+// decode call the token mass. The device rounds rotated keys and the rows to bf16 (~4e-3 relative):
+// tolerances of 1e-2 by normalized error, where a wrong rotation or pass mask gives O(1).
+void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
+    const auto& s = f.s;
+    const int64_t nb = s.n_kv_blocks(), B = s.block_size, T = s.n_tasks();
+    const int D = s.head_dim, H = s.n_kv_head, G = s.n_head / s.n_kv_head;
+    const double base = 1e4;
+    // q^ per query and head, and its group means.
+    std::vector<float> q_far(f.q.size()), iq_far(static_cast<size_t>(s.n_q) * H * D, 0.0f);
+    for (int t = 0; t < s.n_q; ++t)
+        for (int h = 0; h < s.n_head; ++h) {
+            auto v = row_of(f.q.data() + (static_cast<size_t>(t) * s.n_head + h) * D, D);
+            rotate_host(v, W - (s.pos0 + t), rot_dim, style, base);
+            for (int i = 0; i < D; ++i) {
+                q_far[(static_cast<size_t>(t) * s.n_head + h) * D + i] = static_cast<float>(v[static_cast<size_t>(i)]);
+                iq_far[(static_cast<size_t>(t) * H + h / G) * D + i] += static_cast<float>(v[static_cast<size_t>(i)]) / G;
+            }
+        }
+    DevBuf<float> dq(f.q), dqf(q_far), diqf(iq_far), diq(static_cast<size_t>(s.n_q) * H * D);
+    DevBuf<float> drel(static_cast<size_t>(nb) * rot_dim), dscores(static_cast<size_t>(T * nb)), dest(static_cast<size_t>(T * nb));
+    const int top_k = static_cast<int>(nb);
+    DevBuf<int32_t> dsel(static_cast<size_t>(T * top_k));
+    DevBuf<float> dout(f.q.size());
+    QVERIFY(dq.ok() && dqf.ok() && diqf.ok() && diq.ok() && drel.ok() && dscores.ok() && dest.ok() && dsel.ok() && dout.ok());
+    CUDA_OK(sl::cuda::msa_remap_table(nb, static_cast<int>(B), rot_dim, static_cast<float>(base), 1.0f, nullptr, drel.get(), nullptr));
+    const auto rel = drel.download();
+    double worst_angle = 0;
+    for (int64_t b = 0; b < nb; ++b)
+        for (int i = 0; i < rot_dim / 2; ++i) {
+            const double th = -static_cast<double>(b * B) * std::pow(base, -2.0 * i / rot_dim);
+            worst_angle = std::max({worst_angle, std::abs(rel[static_cast<size_t>((b * rot_dim / 2 + i) * 2)] - std::cos(th)),
+                                    std::abs(rel[static_cast<size_t>((b * rot_dim / 2 + i) * 2 + 1)] - std::sin(th))});
+        }
+    QVERIFY2(worst_angle < 1e-6, qPrintable(QString::number(worst_angle)));
+    sl::cuda::MsaRemap rm;
+    rm.window = W;
+    rm.q_far = dqf.get();
+    rm.iq_far = diqf.get();
+    rm.rel = drel.get();
+    rm.rot_dim = rot_dim;
+    rm.style = style;
+    CUDA_OK(sl::cuda::msa_group_mean(dq.get(), s, diq.get(), nullptr));
+    const int64_t stride = static_cast<int64_t>(H) * D;
+    CUDA_OK(sl::cuda::msa_index_scores(s, diq.get(), stride, f.cache->k_view(0), false, dscores.get(), nullptr, rm));
+    CUDA_OK(sl::cuda::msa_mean_scores(s, diq.get(), stride, f.cache->key_means(0), false, dest.get(), nullptr, rm));
+    CUDA_OK(sl::cuda::msa_select_all(s, top_k, dsel.get(), nullptr));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    CUDA_OK(sl::cuda::msa_sparse_attention(s, dq.get(), dout.get(), scale, dsel.get(), top_k, f.cache->k_view(0),
+                                           f.cache->v_view(0), 1, nullptr, 0, nullptr, rm));
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto scores = dscores.download(), est = dest.download(), out = dout.download(), iq = diq.download();
+    std::vector<uint16_t> km(static_cast<size_t>(nb * H * D));
+    CUDA_OK(cudaMemcpy(km.data(), f.cache->key_means(0), km.size() * 2, cudaMemcpyDeviceToHost));
+
+    // Index: exact block-max and mean-key estimates.
+    std::vector<float> got_s, want_s, got_e, want_e;
+    int64_t far_pairs = 0, near_pairs = 0;
+    for (int64_t task = 0; task < T; ++task) {
+        const int g = static_cast<int>(task % H);
+        const int64_t qb = s.first_qblock() + task / H;
+        const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+        for (int64_t b = 0; b < qb; ++b) {
+            std::vector<double> kmr(static_cast<size_t>(D));
+            for (int i = 0; i < D; ++i) kmr[static_cast<size_t>(i)] = kc::bf16_to_f32(km[static_cast<size_t>((b * H + g) * D + i)]);
+            std::vector<double> kmf = kmr;
+            rotate_host(kmf, -b * B, rot_dim, style, base);
+            double best = -INFINITY, best_e = -INFINITY;
+            for (int64_t t = t0; t < t1; ++t) {
+                const bool far = s.pos0 + t >= b * B + B - 1 + W;
+                (far ? far_pairs : near_pairs) += 1;
+                const auto qr = row_of((far ? iq_far : iq).data() + (t * H + g) * D, D);
+                best_e = std::max(best_e, dot_d(qr, far ? kmf : kmr));
+                for (int64_t j = 0; j < B; ++j) {
+                    auto k = row_of(f.k.data() + ((b * B + j) * H + g) * D, D);
+                    if (far) rotate_host(k, -b * B, rot_dim, style, base);
+                    best = std::max(best, dot_d(qr, k));
+                }
+            }
+            got_s.push_back(scores[static_cast<size_t>(task * nb + b)]);
+            want_s.push_back(static_cast<float>(best));
+            got_e.push_back(est[static_cast<size_t>(task * nb + b)]);
+            want_e.push_back(static_cast<float>(best_e));
+        }
+    }
+    QVERIFY(far_pairs > 0 && near_pairs > 0);
+    const double err_s = sl::test::normalized_error(got_s.data(), want_s.data(), want_s.size());
+    const double err_e = sl::test::normalized_error(got_e.data(), want_e.data(), want_e.size());
+
+    // Attention over every visible block, each (query, key) at its remapped or true distance.
+    std::vector<float> ref(f.q.size());
+    for (int64_t t = 0; t < s.n_q; ++t) {
+        const int64_t qpos = s.pos0 + t;
+        for (int h = 0; h < s.n_head; ++h) {
+            const int g = h / G;
+            const auto qn = row_of(f.q.data() + (t * s.n_head + h) * D, D), qfr = row_of(q_far.data() + (t * s.n_head + h) * D, D);
+            std::vector<double> sc;
+            for (int64_t p = 0; p <= qpos; ++p) {
+                const int64_t b = p / B;
+                auto k = row_of(f.k.data() + (p * H + g) * D, D);
+                const bool far = qpos >= b * B + B - 1 + W;
+                if (far) rotate_host(k, -b * B, rot_dim, style, base);
+                sc.push_back(scale * dot_d(far ? qfr : qn, k));
+            }
+            const double mx = max_of(sc);
+            double z = 0;
+            for (double& x : sc) z += x = std::exp(x - mx);
+            for (int i = 0; i < D; ++i) {
+                double acc = 0;
+                for (int64_t p = 0; p <= qpos; ++p) acc += sc[static_cast<size_t>(p)] * f.v[static_cast<size_t>((p * H + g) * D + i)];
+                ref[static_cast<size_t>((t * s.n_head + h) * D + i)] = static_cast<float>(acc / z);
+            }
+        }
+    }
+    const double err_a = sl::test::normalized_error(out.data(), ref.data(), ref.size());
+    qInfo("remap W %lld rot %d style %d, n_q %d pos0 %lld D %d B %d (%lld far / %lld near row-block pairs): "
+          "block scores %.2e, estimates %.2e, attention %.2e",
+          static_cast<long long>(W), rot_dim, style, s.n_q, static_cast<long long>(s.pos0), D, s.block_size,
+          static_cast<long long>(far_pairs), static_cast<long long>(near_pairs), err_s, err_e, err_a);
+    QVERIFY2(err_s < 1e-2, "block scores");
+    QVERIFY2(err_e < 1e-2, "estimates");
+    QVERIFY2(err_a < 2e-2, "attention");
+
+    if (s.n_q != 1) return;
+    // Decode: the token mass over every visible block.
+    DevBuf<float> dmass(static_cast<size_t>(H) * top_k * B);
+    QVERIFY(dmass.ok());
+    CUDA_OK(sl::cuda::msa_token_mass(s, dq.get(), scale, dsel.get(), top_k, f.cache->k_view(0), dmass.get(), nullptr, rm));
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto mass = dmass.download();
+    std::vector<float> want_m(mass.size(), 0.0f);
+    const int64_t qpos = s.pos0;
+    for (int h = 0; h < s.n_head; ++h) {
+        const int g = h / G;
+        const auto qn = row_of(f.q.data() + h * D, D), qfr = row_of(q_far.data() + h * D, D);
+        std::vector<double> sc;
+        for (int64_t p = 0; p <= qpos; ++p) {
+            const int64_t b = p / B;
+            auto k = row_of(f.k.data() + (p * H + g) * D, D);
+            const bool far = qpos >= b * B + B - 1 + W;
+            if (far) rotate_host(k, -b * B, rot_dim, style, base);
+            sc.push_back(scale * dot_d(far ? qfr : qn, k));
+        }
+        const double mx = max_of(sc);
+        double z = 0;
+        for (double& x : sc) z += x = std::exp(x - mx);
+        for (int64_t p = 0; p <= qpos; ++p)  // entry p / B of the select-all row is block p / B
+            want_m[static_cast<size_t>((g * top_k + p / B) * B + p % B)] += static_cast<float>(sc[static_cast<size_t>(p)] / z / G);
+    }
+    const double err_m = sl::test::normalized_error(mass.data(), want_m.data(), want_m.size());
+    qInfo("remap token mass: error %.2e", err_m);
+    QVERIFY2(err_m < 2e-2, "token mass");
+}
+
 }  // namespace
 
 // Query-block bookkeeping, and shapes the kernels refuse before touching the device (so this runs
@@ -610,14 +794,33 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     QVERIFY(refused(sl::cuda::msa_extend_selection(s, fake_f, 512, fake_kv, fake_sel, 4, 2, gr, fake_out, 1000, fake_ws,
                                                    1 << 20, nullptr)));  // room > 256
     QVERIFY(refused(sl::cuda::msa_key_means(v, 4, 0, 5, 500, fake_kv, nullptr)));  // block 4 is past 500 tokens
-    // Token mass: calls of one query only, at most kMaxMassGroup heads per group.
+    // Token mass: calls of one query only.
     sl::cuda::MsaShape one = s;
     one.pos0 = 1000;
     one.n_q = 1;
     QVERIFY(refused(sl::cuda::msa_token_mass(s, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));     // n_q 200
     QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 0, v, fake_f, nullptr)));
-    one.n_head = one.n_kv_head * (sl::cuda::kMaxMassGroup + 1);
-    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));  // 17 heads a group
+    // Position remapping: refused without its rows or angles, or with an odd rotation.
+    sl::cuda::MsaRemap rm;
+    rm.window = 512;
+    rm.rot_dim = 128;
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, v, fake_f, nullptr, rm)));  // no q_far, rel
+    rm.q_far = fake_f;
+    rm.iq_far = fake_f;
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, v, fake_f, nullptr, rm)));  // no rel
+    rm.rel = fake_f;
+    rm.rot_dim = 63;
+    QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 4, v, v, 1, nullptr, 0, nullptr, rm)));
+    rm.rot_dim = 130;  // past head_dim
+    QVERIFY(refused(sl::cuda::msa_index_scores(s, fake_f, 512, v, false, fake_f, nullptr, rm)));
+    rm.rot_dim = 128;
+    rm.iq_far = nullptr;
+    QVERIFY(refused(sl::cuda::msa_mean_scores(s, fake_f, 512, fake_kv, false, fake_f, nullptr, rm)));
+    QVERIFY(refused(sl::cuda::msa_remap_table(4, 128, 63, 1e4f, 1.0f, nullptr, fake_f, nullptr)));
+    QVERIFY(refused(sl::cuda::msa_remap_table(4, 128, 64, 0.0f, 1.0f, nullptr, fake_f, nullptr)));
+    QVERIFY(rm.far(1000, 3, 128) == (1000 >= 3 * 128 + 127 + 512));
+    QVERIFY(rm.far(1023, 3, 128) && !rm.far(1022, 3, 128));
+    QVERIFY(!sl::cuda::MsaRemap().far(1 << 30, 0, 128));  // off
     sl::DeviceKvCache::Config c;  // no heads: refused without allocating
     std::string error;
     QVERIFY(!sl::DeviceKvCache::create(c, &error));
@@ -656,19 +859,23 @@ void TstCudaMsa::windowAndGrowth() {
         int grow;          // room = top_k * (grow - 1)
         int full_blocks;   // 0: the whole room
     };
-    // Prefill (several query blocks, the early ones inside the window) and decode; the product's
-    // mode at top-k 16 (w16 / p98x8 / c32k, scaled down so the room shrinks within the context)
-    // and a wide one at top-k 32 (a 224-block room: the topk_rows of 256).
+    // Prefill (several query blocks) and decode; the product's mode at top-k 16 (w16 / p98x8 /
+    // c32k, scaled down so the room shrinks within the context) and a wide one at top-k 32 (a
+    // 224-block room: the topk_rows of 256); and a prefill from position 0 (blocks_hi 0), whose
+    // early query blocks have the window reach block 0 (no sink of their own), a top-k of the local
+    // block alone, and every visible block taken before any growth.
     const Case cases[] = {{60, 80, 100, 300, 2, 3, 64, 128, 16, 16, 0.98f, 8, 48},
                           {60, 80, 1, 1, 3, 3, 64, 128, 16, 16, 0.98f, 8, 48},
                           {30, 40, 50, 200, 2, 2, 128, 64, 8, 4, 0.9f, 4, 0},
                           {280, 300, 1, 1, 2, 4, 128, 128, 32, 16, 0.98f, 8, 0},
-                          {40, 60, 80, 160, 2, 3, 64, 64, 6, 3, 0.0f, 4, 0}};  // the window alone
+                          {40, 60, 80, 160, 2, 3, 64, 64, 6, 3, 0.0f, 4, 0},  // the window alone
+                          {0, 0, 2400, 2560, 2, 3, 64, 128, 4, 16, 0.98f, 8, 0}};
     for (const Case& c : cases)
         for (const bool sink : {false, true}) {
             Fixture f;
             std::string error;
-            const int64_t pos0 = static_cast<int64_t>(uniform(c.blocks_lo, c.blocks_hi)) * c.B - uniform(0, c.B - 1);
+            const int64_t pos0 =
+                c.blocks_hi == 0 ? 0 : static_cast<int64_t>(uniform(c.blocks_lo, c.blocks_hi)) * c.B - uniform(0, c.B - 1);
             QVERIFY2(make_fixture(f, pos0, uniform(c.n_q_lo, c.n_q_hi), c.kv_heads, c.G, c.D, c.B, &error),
                      error.c_str());
             sl::cuda::MsaGrowth grow;
@@ -679,6 +886,25 @@ void TstCudaMsa::windowAndGrowth() {
             check_extend(f, c.top_k, sl::cuda::MsaForce(sink, c.window), grow);
             if (QTest::currentTestFailed()) return;
         }
+}
+
+void TstCudaMsa::remappedPositions() {
+    REQUIRE_CUDA_DEVICE();
+    struct Case {
+        int D, B, n_q, rot_div, style;
+    };
+    // Prefill (query blocks straddling the window's edge: W is not a multiple of B, so some
+    // blocks are far from part of a query block) and decode; full and partial rotation, both
+    // pairings.
+    const Case cases[] = {{64, 128, 300, 1, 0}, {128, 64, 150, 2, 1}, {64, 64, 1, 1, 1}, {128, 128, 1, 2, 0}};
+    for (const Case& c : cases) {
+        Fixture f;
+        std::string error;
+        const int64_t pos0 = uniform(14, 20) * c.B + uniform(1, c.B - 1);
+        QVERIFY2(make_fixture(f, pos0, c.n_q, 2, 3, c.D, c.B, &error), error.c_str());
+        check_remap(f, 5 * c.B + 37, c.D / c.rot_div, c.style);
+        if (QTest::currentTestFailed()) return;
+    }
 }
 
 void TstCudaMsa::pagedCacheRoundTrip() {
@@ -784,20 +1010,31 @@ void TstCudaMsa::denseSelectionIsEveryVisibleBlock() {
 
 void TstCudaMsa::tokenMassMatchesReference() {
     REQUIRE_CUDA_DEVICE();
-    for (int D : {64, 128}) {
-        for (int B : {64, 128}) {
+    struct Case {
+        int D, B, G, blocks_lo, blocks_hi, k_lo, k_hi;
+    };
+    // Each head dim and block size; and a grown selection's width (150-300 blocks, past the former
+    // 80-block cap) with a group of 20 heads (two chunks of kMaxMassGroup).
+    const Case cases[] = {{64, 64, 3, 20, 40, 4, 24},   {64, 128, 3, 20, 40, 4, 24}, {128, 64, 3, 20, 40, 4, 24},
+                          {128, 128, 3, 20, 40, 4, 24}, {64, 64, 20, 330, 350, 150, 300}};
+    for (const Case& cs : cases) {
+        {
+            const int D = cs.D, B = cs.B;
             Fixture f;
             std::string error;
-            const int n_kv_head = 3, G = 3;
-            QVERIFY2(make_fixture(f, uniform(20, 40) * B + uniform(0, B - 1), 1, n_kv_head, G, D, B, &error), error.c_str());
+            const int n_kv_head = 3, G = cs.G;
+            QVERIFY2(make_fixture(f, uniform(cs.blocks_lo, cs.blocks_hi) * B + uniform(0, B - 1), 1, n_kv_head, G, D, B,
+                                  &error),
+                     error.c_str());
             const auto& s = f.s;
             const int64_t nb = s.n_kv_blocks(), local = nb - 1;
-            // Per group a random ascending selection holding the local block, -1-padded.
-            const int top_k = uniform(4, 24);
+            // Per group a random ascending selection holding the local block, -1-padded (mostly
+            // full for the wide case).
+            const int top_k = uniform(cs.k_lo, cs.k_hi);
             std::vector<int32_t> sel(static_cast<size_t>(n_kv_head * top_k), -1);
             for (int g = 0; g < n_kv_head; ++g) {
                 std::vector<int32_t> pick{static_cast<int32_t>(local)};
-                const int want = uniform(1, top_k);
+                const int want = cs.k_lo >= 100 ? uniform(top_k * 3 / 4, top_k) : uniform(1, top_k);
                 while (static_cast<int>(pick.size()) < want) {
                     const auto b = static_cast<int32_t>(uniform(0, static_cast<int>(local)));
                     if (std::find(pick.begin(), pick.end(), b) == pick.end()) pick.push_back(b);
@@ -859,6 +1096,7 @@ void TstCudaMsa::denseSelectionIsEveryVisibleBlock() { QSKIP("no CUDA device: bu
 void TstCudaMsa::pagedCacheRoundTrip() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::hybridSelection() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::windowAndGrowth() { QSKIP("no CUDA device: built without CUDA"); }
+void TstCudaMsa::remappedPositions() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::prefillMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 void TstCudaMsa::decodeSplitKMatchesReference() { QSKIP("no CUDA device: built without CUDA"); }
 #endif

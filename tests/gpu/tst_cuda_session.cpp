@@ -9,7 +9,8 @@
 //     embeddings of tokens give those tokens' logits;
 //   - an MSA session runs on the device, and its decode steps hand the MsaAttention's observer
 //     (citations) the blocks and attention mass the CPU's MSA gives: the hybrid mode alone, and the
-//     training-free mode `ask` runs (kTrainingFreeMode: a local window and mass-adaptive growth).
+//     training-free mode `ask` runs (kTrainingFreeMode: a local window and mass-adaptive growth),
+//     and that mode with remapped positions (ask past the model's trained context).
 // Logits are compared by normalized error (bf16 K/V on the device: ~1e-2; a broken transfer or
 // cache gives O(1)) and by the rank of the CPU's argmax. Skips without a device; needs the model
 // (scripts/setup.sh). The same transfers are checked without a device by tst_kv_transfer.
@@ -229,10 +230,14 @@ void TstCudaSession::imageEmbeddingsOnTheDevice() {
 void TstCudaSession::msaSelectionsAndMassAsOnTheCpu_data() {
     QTest::addColumn<QString>("mode");
     QTest::addColumn<int>("top_k");
-    QTest::addColumn<int>("items");  // sentences of text: 60 ~ 9 KV blocks, 260 ~ 37
-    QTest::newRow("hybrid") << QStringLiteral("hybrid4/group-mean/sink") << 4 << 60;
+    QTest::addColumn<int>("items");  // sentences of text: 60 ~ 9 KV blocks, 320 ~ 46
+    QTest::addColumn<int>("remap");  // MsaConfig::remap_window with positions Remap; 0: as trained
+    QTest::newRow("hybrid") << QStringLiteral("hybrid4/group-mean/sink") << 4 << 60 << 0;
     // ask's mode at its top-k: sparse past 32 blocks (top-k 16 + window 16), growth to 98 %.
-    QTest::newRow("training-free") << QString::fromLatin1(sl::kTrainingFreeMode) << 16 << 260;
+    QTest::newRow("training-free") << QString::fromLatin1(sl::kTrainingFreeMode) << 16 << 320 << 0;
+    // ... with remapped positions (ask's mode past the model's trained context), a window of 1,024
+    // tokens so most blocks are far.
+    QTest::newRow("remapped") << QString::fromLatin1(sl::kTrainingFreeMode) << 16 << 320 << 1024;
 }
 
 void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
@@ -241,6 +246,7 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
     QFETCH(QString, mode);
     QFETCH(int, top_k);
     QFETCH(int, items);
+    QFETCH(int, remap);
     std::string text;
     for (int i = 0; i < items; ++i)
         text += "Item " + std::to_string(i) + ": the committee reviewed the budget of project " +
@@ -250,6 +256,10 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
     sl::MsaConfig mc;
     mc.top_k = top_k;
     sl::parse_msa_scoring(mode.toStdString(), mc);
+    if (remap > 0) {
+        mc.positions = sl::PositionMode::Remap;
+        mc.remap_window = remap;
+    }
     QVERIFY(static_cast<int64_t>(ids.size()) > (mc.top_k + mc.window_blocks + 4) * 128);  // sparse
     QCOMPARE(sl::cuda_msa_lacks(mc), std::string());
     auto make = [&](const char* device, std::map<int, std::vector<sl::Selection>>& seen) {
@@ -309,7 +319,7 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
     qInfo("MSA %s decode on the device: %d of %d selections equal the CPU's (mean overlap %.3f; %.1f blocks per "
           "selection on the device, %.1f on the CPU); on the equal ones the worst block mass differs by %.4f, token "
           "masses by normalized error %.3e",
-          qPrintable(mode), same, compared, overlap, double(blocks_gpu) / compared, double(blocks_cpu) / compared,
+          qPrintable(mode + (remap > 0 ? QStringLiteral(" remap %1").arg(remap) : QString())), same, compared, overlap, double(blocks_gpu) / compared, double(blocks_cpu) / compared,
           worst_mass, worst_tokens);
     QVERIFY2(overlap >= 0.9, qPrintable(QString::number(overlap)));  // near-ties may flip with bf16 keys
     if (mc.top_p <= 0) QVERIFY(same * 10 >= compared * 8);  // growth: a near-tie at the target moves the count by one
