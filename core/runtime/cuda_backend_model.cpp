@@ -119,6 +119,9 @@ struct DeviceMsa {
     bool extends() const { return force.window > 0 || growth.mass > 0; }
 };
 
+// Tokens per KV block on the device (DeviceKvCache's blocks, the remap angle table's).
+constexpr int kDeviceBlock = 128;
+
 // Tokens from which a call's linear layers run as GEMMs (cuBLAS) instead of matrix-vector passes
 // (4 tokens per pass over the weights).
 constexpr int kGemmTokens = 16;
@@ -527,11 +530,12 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
         m.rope_freq_factors = m.upload_f32(c.rope_freq_factors.data(), static_cast<int64_t>(c.rope_freq_factors.size()));
     m.output = m.upload(w.output);
     m.logits = static_cast<float*>(m.alloc(static_cast<size_t>(c.n_vocab) * 4));
-    if (m.msa.remap_window > 0) {  // every block's angles, once
-        const int64_t blocks = (static_cast<int64_t>(n_ctx) + 127) / 128;
+    if (m.msa.remap_window > 0) {  // every block's angles, once (blocks past n_ctx are never read)
+        const int64_t blocks = (static_cast<int64_t>(n_ctx) + kDeviceBlock - 1) / kDeviceBlock;
         m.msa.rel = static_cast<float*>(m.alloc(static_cast<size_t>(blocks) * c.rope_dim * 4));
-        ck(cuda::msa_remap_table(blocks, 128, c.rope_dim, c.rope_base, c.rope_freq_scale, m.rope_freq_factors, m.msa.rel,
-                                 m.stream),
+        ck(cudaDeviceSynchronize(), "uploads");  // rope_freq_factors came on the legacy stream
+        ck(cuda::msa_remap_table(blocks, kDeviceBlock, c.rope_dim, c.rope_base, c.rope_freq_scale, m.rope_freq_factors,
+                                 m.msa.rel, m.stream),
            "msa_remap_table");
     }
 
@@ -539,7 +543,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     kc.n_layer = c.n_layer;
     kc.n_kv_head = c.n_kv_head;
     kc.head_dim = c.head_dim;
-    kc.block_size = 128;
+    kc.block_size = kDeviceBlock;
     kc.max_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
     kc.device_blocks = kc.max_blocks * c.n_layer;
     const int64_t pair_bytes = 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;  // K + V, bf16

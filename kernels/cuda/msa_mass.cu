@@ -55,6 +55,8 @@ __device__ __forceinline__ void head_scores_rotated(const float (*qs)[D], int G,
         const int2 d = dev::rope_pair(i, remap.rot_dim, remap.style);
         float k0 = __bfloat162float(kb[d.x]), k1 = __bfloat162float(kb[d.y]);
         dev::rotate2(k0, k1, cs[2 * i], cs[2 * i + 1]);
+        k0 = __bfloat162float(__float2bfloat16_rn(k0));  // as the sparse branch stages k^ (bf16)
+        k1 = __bfloat162float(__float2bfloat16_rn(k1));
 #pragma unroll
         for (int h = 0; h < kMaxMassGroup; ++h)
             if (h < G) sc[h] = fmaf(qs[h][d.y], k1, fmaf(qs[h][d.x], k0, sc[h]));

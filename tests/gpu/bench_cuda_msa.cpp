@@ -330,8 +330,9 @@ std::string smollm_line() {
         // decode; dense up to 128K (its prefill grows with the square of the length), MSA at every
         // length in the product's mode (kTrainingFreeMode at top-16: hybrid8, the sink, a window of
         // 16 blocks, growth to 98 % shrinking past 32K; SIGHTLINE_BENCH_E2E_MODE names another;
-        // positions as trained: the device has no remapping yet). A length is skipped once the
-        // previous one's prefill took more than a quarter of SIGHTLINE_BENCH_E2E_BUDGET_S (240).
+        // past the model's trained context positions remapped as ask remaps them: a window of
+        // min(4096, n_ctx_train / 2)). A length is skipped once the previous one's prefill took
+        // more than a quarter of SIGHTLINE_BENCH_E2E_BUDGET_S (240).
         std::vector<int64_t> lengths = {32768, 131072, 1048576};
         if (const char* e = std::getenv("SIGHTLINE_BENCH_E2E")) {
             lengths.clear();
@@ -357,6 +358,11 @@ std::string smollm_line() {
                 sl::MsaConfig mo;
                 mo.top_k = 16;
                 sl::parse_msa_scoring(e2e_mode, mo);
+                const int64_t n_train = m->model->config().n_ctx_train;
+                if (n_train > 0 && n_long > n_train) {  // as core/ask/attention_choice.cpp
+                    mo.positions = sl::PositionMode::Remap;
+                    mo.remap_window = static_cast<int>(std::min<int64_t>(4096, n_train / 2));
+                }
                 size_t free0 = 0, total = 0;
                 cudaMemGetInfo(&free0, &total);
                 sl::CudaLlamaRunner r(*m->model, static_cast<int>(n_long + n_q + n_dec + 8), msa ? &mo : nullptr);
@@ -377,7 +383,7 @@ std::string smollm_line() {
                 std::snprintf(buf, sizeof buf,
                               "\nSmolLM2 (%d blocks) on the device, %lld tokens, %s: prefill %.0f tok/s (%.1f s), device "
                               "memory %.2f GiB (runner %.2f GiB), first answer token %.1f ms, decode %.0f tok/s",
-                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? ("MSA " + e2e_mode + " top-16").c_str() : "dense",
+                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? ("MSA " + e2e_mode + " top-16" + (mo.positions == sl::PositionMode::Remap ? " remap" : "")).c_str() : "dense",
                               n_long / secs(l0, l1), secs(l0, l1), static_cast<double>(free0 - free1) / (1u << 30),
                               static_cast<double>(r.device_bytes()) / (1u << 30), 1e3 * secs(l1, l2), n_dec / secs(l2, l3));
                 line += buf;

@@ -531,6 +531,33 @@ void rotate_host(std::vector<double>& v, int64_t delta, int rot_dim, int style, 
 }
 
 std::vector<double> row_of(const float* p, int D) { return std::vector<double>(p, p + D); }
+
+// A bf16 row rotated as the kernels rotate staged keys (dev::rotate2 in f32 without FMA, the
+// angles from the device's table `cs`), rounded to bf16 again when `round` (the staged tiles).
+std::vector<double> rotate_like_device(const std::vector<double>& k, const float* cs, int rot_dim, int style, bool round) {
+    std::vector<double> out = k;
+    const int half = rot_dim / 2;
+    for (int i = 0; i < half; ++i) {
+        const int a = style == 0 ? 2 * i : i, b = style == 0 ? 2 * i + 1 : i + half;
+        const volatile float x0 = static_cast<float>(k[static_cast<size_t>(a)]), x1 = static_cast<float>(k[static_cast<size_t>(b)]);
+        const volatile float c = cs[2 * i], sn = cs[2 * i + 1];
+        const volatile float p0 = x0 * c, p1 = x1 * sn, p2 = x0 * sn, p3 = x1 * c;
+        const float y0 = p0 - p1, y1 = p2 + p3;
+        out[static_cast<size_t>(a)] = round ? kc::bf16_to_f32(kc::f32_to_bf16(y0)) : y0;
+        out[static_cast<size_t>(b)] = round ? kc::bf16_to_f32(kc::f32_to_bf16(y1)) : y1;
+    }
+    return out;
+}
+
+// Largest |got - want| over the largest |want| (entries one by one, not an average).
+double worst_relative(const std::vector<float>& got, const std::vector<float>& want) {
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+        scale = std::max(scale, std::abs(double(want[i])));
+    }
+    return scale > 0 ? worst / scale : worst;
+}
 double max_of(const std::vector<double>& v) {
     double m = -INFINITY;
     for (double x : v) m = std::max(m, x);
@@ -587,6 +614,18 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     rm.rot_dim = rot_dim;
     rm.style = style;
     CUDA_OK(sl::cuda::msa_group_mean(dq.get(), s, diq.get(), nullptr));
+    // The runner's far rows: q rotated by the rope kernel at positions W - p.
+    {
+        std::vector<int64_t> pos(static_cast<size_t>(s.n_q));
+        for (int t = 0; t < s.n_q; ++t) pos[static_cast<size_t>(t)] = W - (s.pos0 + t);
+        DevBuf<int64_t> dpos(pos);
+        DevBuf<float> dqr(f.q);
+        QVERIFY(dpos.ok() && dqr.ok());
+        CUDA_OK(sl::cuda::rope(dqr.get(), s.n_q, s.n_head, D, rot_dim, 0, dpos.get(), static_cast<float>(base), 1.0f,
+                               style, nullptr));
+        const auto qr = dqr.download();
+        QVERIFY2(sl::test::normalized_error(qr.data(), q_far.data(), q_far.size()) < 1e-6, "rope at W - p");
+    }
     const int64_t stride = static_cast<int64_t>(H) * D;
     CUDA_OK(sl::cuda::msa_index_scores(s, diq.get(), stride, f.cache->k_view(0), false, dscores.get(), nullptr, rm));
     CUDA_OK(sl::cuda::msa_mean_scores(s, diq.get(), stride, f.cache->key_means(0), false, dest.get(), nullptr, rm));
@@ -594,12 +633,37 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     CUDA_OK(sl::cuda::msa_sparse_attention(s, dq.get(), dout.get(), scale, dsel.get(), top_k, f.cache->k_view(0),
                                            f.cache->v_view(0), 1, nullptr, 0, nullptr, rm));
+    // Decode as the runner runs it: split-K over 4 CTAs per task.
+    const int splits = s.n_q == 1 ? 4 : 1;
+    DevBuf<float> dws(static_cast<size_t>(std::max<int64_t>(1, sl::cuda::msa_workspace_floats(s, splits))));
+    DevBuf<float> dout_split(f.q.size());
+    QVERIFY(dws.ok() && dout_split.ok());
+    if (splits > 1)
+        CUDA_OK(sl::cuda::msa_sparse_attention(s, dq.get(), dout_split.get(), scale, dsel.get(), top_k, f.cache->k_view(0),
+                                               f.cache->v_view(0), splits, dws.get(), static_cast<int64_t>(dws.size()),
+                                               nullptr, rm));
     CUDA_OK(cudaDeviceSynchronize());
     const auto scores = dscores.download(), est = dest.download(), out = dout.download(), iq = diq.download();
     std::vector<uint16_t> km(static_cast<size_t>(nb * H * D));
     CUDA_OK(cudaMemcpy(km.data(), f.cache->key_means(0), km.size() * 2, cudaMemcpyDeviceToHost));
 
-    // Index: exact block-max and mean-key estimates.
+    // Every key as it is and rotated to its block's start, k^ = R(-b*B) k, once (double).
+    std::vector<std::vector<double>> knear(static_cast<size_t>(s.n_kv() * H)), krot(knear.size());
+    for (int64_t p = 0; p < s.n_kv(); ++p)
+        for (int g = 0; g < H; ++g) {
+            const size_t at = static_cast<size_t>(p * H + g);
+            knear[at] = krot[at] = row_of(f.k.data() + (p * H + g) * D, D);
+            rotate_host(krot[at], -(p / B) * B, rot_dim, style, base);
+        }
+    auto key = [&](int64_t p, int g, bool far) -> const std::vector<double>& {
+        return (far ? krot : knear)[static_cast<size_t>(p * H + g)];
+    };
+
+    // Index: exact block-max and mean-key estimates, against double references and against the
+    // device's own rounding (bf16 rows, keys rotated in f32 by the table and rounded to bf16),
+    // entry by entry: a far / near choice off by one position moves an entry by O(1).
+    const auto iq_b = bf16_round(iq), iqf_b = bf16_round(iq_far);
+    std::vector<float> want_s_dev, want_e_dev;
     std::vector<float> got_s, want_s, got_e, want_e;
     int64_t far_pairs = 0, near_pairs = 0;
     for (int64_t task = 0; task < T; ++task) {
@@ -611,18 +675,27 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
             for (int i = 0; i < D; ++i) kmr[static_cast<size_t>(i)] = kc::bf16_to_f32(km[static_cast<size_t>((b * H + g) * D + i)]);
             std::vector<double> kmf = kmr;
             rotate_host(kmf, -b * B, rot_dim, style, base);
-            double best = -INFINITY, best_e = -INFINITY;
+            const float* cs = rel.data() + b * rot_dim;
+            const auto kmf_dev = rotate_like_device(kmr, cs, rot_dim, style, true);
+            std::vector<std::vector<double>> kf_dev(static_cast<size_t>(B));
+            double best = -INFINITY, best_e = -INFINITY, best_dev = -INFINITY, best_e_dev = -INFINITY;
             for (int64_t t = t0; t < t1; ++t) {
                 const bool far = s.pos0 + t >= b * B + B - 1 + W;
                 (far ? far_pairs : near_pairs) += 1;
                 const auto qr = row_of((far ? iq_far : iq).data() + (t * H + g) * D, D);
+                const auto qr_dev = row_of((far ? iqf_b : iq_b).data() + (t * H + g) * D, D);
                 best_e = std::max(best_e, dot_d(qr, far ? kmf : kmr));
+                best_e_dev = std::max(best_e_dev, dot_d(qr_dev, far ? kmf_dev : kmr));
                 for (int64_t j = 0; j < B; ++j) {
-                    auto k = row_of(f.k.data() + ((b * B + j) * H + g) * D, D);
-                    if (far) rotate_host(k, -b * B, rot_dim, style, base);
-                    best = std::max(best, dot_d(qr, k));
+                    best = std::max(best, dot_d(qr, key(b * B + j, g, far)));
+                    const auto& kn = knear[static_cast<size_t>((b * B + j) * H + g)];
+                    if (far && kf_dev[static_cast<size_t>(j)].empty())
+                        kf_dev[static_cast<size_t>(j)] = rotate_like_device(kn, cs, rot_dim, style, true);
+                    best_dev = std::max(best_dev, dot_d(qr_dev, far ? kf_dev[static_cast<size_t>(j)] : kn));
                 }
             }
+            want_s_dev.push_back(static_cast<float>(best_dev));
+            want_e_dev.push_back(static_cast<float>(best_e_dev));
             got_s.push_back(scores[static_cast<size_t>(task * nb + b)]);
             want_s.push_back(static_cast<float>(best));
             got_e.push_back(est[static_cast<size_t>(task * nb + b)]);
@@ -632,6 +705,7 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     QVERIFY(far_pairs > 0 && near_pairs > 0);
     const double err_s = sl::test::normalized_error(got_s.data(), want_s.data(), want_s.size());
     const double err_e = sl::test::normalized_error(got_e.data(), want_e.data(), want_e.size());
+    const double worst_s = worst_relative(got_s, want_s_dev), worst_e = worst_relative(got_e, want_e_dev);
 
     // Attention over every visible block, each (query, key) at its remapped or true distance.
     std::vector<float> ref(f.q.size());
@@ -643,10 +717,8 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
             std::vector<double> sc;
             for (int64_t p = 0; p <= qpos; ++p) {
                 const int64_t b = p / B;
-                auto k = row_of(f.k.data() + (p * H + g) * D, D);
                 const bool far = qpos >= b * B + B - 1 + W;
-                if (far) rotate_host(k, -b * B, rot_dim, style, base);
-                sc.push_back(scale * dot_d(far ? qfr : qn, k));
+                sc.push_back(scale * dot_d(far ? qfr : qn, key(p, g, far)));
             }
             const double mx = max_of(sc);
             double z = 0;
@@ -660,12 +732,75 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     }
     const double err_a = sl::test::normalized_error(out.data(), ref.data(), ref.size());
     qInfo("remap W %lld rot %d style %d, n_q %d pos0 %lld D %d B %d (%lld far / %lld near row-block pairs): "
-          "block scores %.2e, estimates %.2e, attention %.2e",
+          "block scores %.2e (device rounding: worst %.2e), estimates %.2e (%.2e), attention %.2e",
           static_cast<long long>(W), rot_dim, style, s.n_q, static_cast<long long>(s.pos0), D, s.block_size,
-          static_cast<long long>(far_pairs), static_cast<long long>(near_pairs), err_s, err_e, err_a);
+          static_cast<long long>(far_pairs), static_cast<long long>(near_pairs), err_s, worst_s, err_e, worst_e, err_a);
     QVERIFY2(err_s < 1e-2, "block scores");
     QVERIFY2(err_e < 1e-2, "estimates");
+    QVERIFY2(worst_s < 1e-5, "block scores, entry by entry with the device's rounding");
+    QVERIFY2(worst_e < 1e-5, "estimates, entry by entry with the device's rounding");
     QVERIFY2(err_a < 2e-2, "attention");
+    if (splits > 1) {
+        const auto out_split = dout_split.download();
+        const double err_split = sl::test::normalized_error(out_split.data(), ref.data(), ref.size());
+        qInfo("remap decode split-K %d: attention %.2e", splits, err_split);
+        QVERIFY2(err_split < 2e-2, "attention, split-K");
+    }
+
+    // The growth's estimate with remapping (msa_extend_selection; its workspace begins with the
+    // estimates): from a selection of the local block alone, every other visible block's average
+    // over the sampled queries of softmax(scale * row · mean key + log n_b), far blocks with the
+    // query's far row (f32) against the mean key rotated in f32 by the table.
+    {
+        std::vector<int32_t> local_only(static_cast<size_t>(T));
+        for (int64_t task = 0; task < T; ++task) local_only[static_cast<size_t>(task)] = static_cast<int32_t>(s.first_qblock() + task / H);
+        sl::cuda::MsaGrowth gr;
+        gr.mass = 0.5f;
+        gr.room = 8;
+        gr.scale = scale;
+        const int out_k = 1 + gr.room;
+        const int64_t xws = sl::cuda::msa_extend_workspace_bytes(s, gr.room);
+        DevBuf<int32_t> dlocal(local_only), dx(static_cast<size_t>(T * out_k));
+        DevBuf<char> dxws(static_cast<size_t>(xws));
+        QVERIFY(dlocal.ok() && dx.ok() && dxws.ok());
+        CUDA_OK(sl::cuda::msa_extend_selection(s, diq.get(), stride, f.cache->key_means(0), dlocal.get(), 1, 0, gr,
+                                               dx.get(), out_k, dxws.get(), xws, nullptr, rm));
+        CUDA_OK(cudaDeviceSynchronize());
+        std::vector<float> imp(static_cast<size_t>(T * nb));
+        CUDA_OK(cudaMemcpy(imp.data(), dxws.get(), imp.size() * 4, cudaMemcpyDeviceToHost));
+        std::vector<float> got_g, want_g;
+        for (int64_t task = 0; task < T; ++task) {
+            const int g = static_cast<int>(task % H);
+            const int64_t qb = s.first_qblock() + task / H;
+            const int64_t t0 = std::max(qb * B, s.pos0) - s.pos0, t1 = std::min((qb + 1) * B, s.n_kv()) - s.pos0;
+            const int nq = static_cast<int>(t1 - t0), R = sl::msa_rules::mass_samples(nq);
+            std::vector<double> acc(static_cast<size_t>(qb + 1), 0.0), e(acc.size());
+            for (int r = 0; r < R; ++r) {
+                const int64_t t = t0 + sl::msa_rules::mass_sample_query(r, nq, R);
+                double mx = -INFINITY, z = 0;
+                for (int64_t b = 0; b <= qb; ++b) {
+                    std::vector<double> k(static_cast<size_t>(D));
+                    for (int i = 0; i < D; ++i) k[static_cast<size_t>(i)] = kc::bf16_to_f32(km[static_cast<size_t>((b * H + g) * D + i)]);
+                    const bool far = s.pos0 + t >= b * B + B - 1 + W;
+                    if (far) k = rotate_like_device(k, rel.data() + b * rot_dim, rot_dim, style, false);
+                    const auto qr = row_of((far ? iq_far : iq).data() + (t * H + g) * D, D);
+                    const int64_t n_b = std::min<int64_t>(B, s.n_kv() - b * B);
+                    e[static_cast<size_t>(b)] = scale * dot_d(qr, k) + std::log(double(n_b));
+                    mx = std::max(mx, e[static_cast<size_t>(b)]);
+                }
+                for (auto& x : e) z += x = std::exp(x - mx);
+                for (size_t b = 0; b < e.size(); ++b) acc[b] += e[b] / z / R;
+            }
+            for (int64_t b = 0; b < qb; ++b) {
+                got_g.push_back(imp[static_cast<size_t>(task * nb + b)]);
+                want_g.push_back(static_cast<float>(acc[static_cast<size_t>(b)]));
+            }
+            QCOMPARE(imp[static_cast<size_t>(task * nb + qb)], -INFINITY);  // the local block: taken
+        }
+        const double err_g = sl::test::normalized_error(got_g.data(), want_g.data(), want_g.size());
+        qInfo("remap growth estimate: error %.2e over %zu blocks", err_g, want_g.size());
+        QVERIFY2(err_g < 1e-4, "growth estimate");
+    }
 
     if (s.n_q != 1) return;
     // Decode: the token mass over every visible block.
@@ -682,10 +817,8 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
         std::vector<double> sc;
         for (int64_t p = 0; p <= qpos; ++p) {
             const int64_t b = p / B;
-            auto k = row_of(f.k.data() + (p * H + g) * D, D);
             const bool far = qpos >= b * B + B - 1 + W;
-            if (far) rotate_host(k, -b * B, rot_dim, style, base);
-            sc.push_back(scale * dot_d(far ? qfr : qn, k));
+            sc.push_back(scale * dot_d(far ? qfr : qn, key(p, g, far)));
         }
         const double mx = max_of(sc);
         double z = 0;
@@ -891,18 +1024,27 @@ void TstCudaMsa::windowAndGrowth() {
 void TstCudaMsa::remappedPositions() {
     REQUIRE_CUDA_DEVICE();
     struct Case {
-        int D, B, n_q, rot_div, style;
+        int D, B, n_q, rot_div, style, G;
+        int edge;  // decode: -1 none; 0 / 1: W puts the query exactly on a block's far edge / one short of it
     };
     // Prefill (query blocks straddling the window's edge: W is not a multiple of B, so some
     // blocks are far from part of a query block) and decode; full and partial rotation, both
-    // pairings.
-    const Case cases[] = {{64, 128, 300, 1, 0}, {128, 64, 150, 2, 1}, {64, 64, 1, 1, 1}, {128, 128, 1, 2, 0}};
+    // pairings; decode queries exactly at a block's far edge and one position short of it (an
+    // off-by-one in a kernel's test flips that block); a group of 20 heads (token mass chunks).
+    const Case cases[] = {{64, 128, 300, 1, 0, 3, -1}, {128, 64, 150, 2, 1, 3, -1}, {64, 64, 1, 1, 1, 3, -1},
+                          {128, 128, 1, 2, 0, 3, -1},  {64, 128, 1, 1, 0, 3, 0},    {64, 128, 1, 1, 0, 3, 1},
+                          {128, 64, 1, 2, 1, 20, 0}};
     for (const Case& c : cases) {
         Fixture f;
         std::string error;
         const int64_t pos0 = uniform(14, 20) * c.B + uniform(1, c.B - 1);
-        QVERIFY2(make_fixture(f, pos0, c.n_q, 2, 3, c.D, c.B, &error), error.c_str());
-        check_remap(f, 5 * c.B + 37, c.D / c.rot_div, c.style);
+        QVERIFY2(make_fixture(f, pos0, c.n_q, 2, c.G, c.D, c.B, &error), error.c_str());
+        int64_t W = 5 * c.B + 37;
+        if (c.edge >= 0) {  // block b's last token W before the query (edge 0), or W - 1 (edge 1)
+            const int64_t b = f.s.n_kv_blocks() / 2;
+            W = pos0 - (b * c.B + c.B - 1) + c.edge;
+        }
+        check_remap(f, W, c.D / c.rot_div, c.style);
         if (QTest::currentTestFailed()) return;
     }
 }
