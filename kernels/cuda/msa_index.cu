@@ -63,6 +63,13 @@ __device__ __forceinline__ void fragment_row_positions(const WarpRows& wr, int n
     }
 }
 
+// REMAP's rows: after stage_query_rows has loaded the near rows' fragments qa, the far rows'
+// (remap.iq_far) into qf, and the query positions of this thread's fragment rows.
+template <int D, int B>
+__device__ void stage_far_rows(__nv_bfloat16* tile, const MsaRemap& remap, int64_t iq_stride, int g, int64_t t_begin,
+                               int nq, const WarpRows& wr, int64_t first_qpos, uint32_t (&qf)[D / 16][4],
+                               int64_t (&qpos)[2]);
+
 // Stages a query block's index rows (task group g, call rows [t_begin, t_begin + nq)) as bf16 in
 // `tile` (its first wr.R * 16 rows, pitch D + 8; rows past nq repeat the first query, which leaves
 // every max unchanged) and loads this warp's A fragments (row tile wr.row_tile). Ends with the tile
@@ -89,6 +96,15 @@ __device__ void stage_query_rows(__nv_bfloat16* tile, const float* iq, int64_t i
             qa[kc][3] = *reinterpret_cast<const uint32_t*>(r8 + kc * 16 + 8);
         }
     }
+}
+
+template <int D, int B>
+__device__ void stage_far_rows(__nv_bfloat16* tile, const MsaRemap& remap, int64_t iq_stride, int g, int64_t t_begin,
+                               int nq, const WarpRows& wr, int64_t first_qpos, uint32_t (&qf)[D / 16][4],
+                               int64_t (&qpos)[2]) {
+    __syncthreads();  // every warp holds its fragments of the near rows
+    stage_query_rows<D, B>(tile, remap.iq_far, iq_stride, g, t_begin, nq, wr, qf);
+    fragment_row_positions(wr, nq, first_qpos, qpos);
 }
 
 // acc = this warp's 16 x 8 score tile: its query rows (A fragments qa) against the 8 rows nt*8 ..
@@ -160,11 +176,7 @@ __global__ void __launch_bounds__(kIndexThreads) index_scores_kernel(MsaShape s,
     uint32_t qf[REMAP ? KC : 1][4];
     const int64_t first_qpos = s.pos0 + t_begin, last_qpos = first_qpos + nq - 1;
     int64_t qpos[2] = {0, 0};
-    if constexpr (REMAP) {
-        __syncthreads();  // every warp holds its fragments of the near rows
-        stage_query_rows<D, B>(tile, remap.iq_far, iq_stride, g, t_begin, nq, wr, qf);
-        fragment_row_positions(wr, nq, first_qpos, qpos);
-    }
+    if constexpr (REMAP) stage_far_rows<D, B>(tile, remap, iq_stride, g, t_begin, nq, wr, first_qpos, qf, qpos);
 
     const uint16_t* head_base = keys.base + static_cast<int64_t>(g) * keys.head_stride;
     for (int64_t j = j_begin; j < j_end; ++j) {
@@ -299,11 +311,7 @@ __global__ void __launch_bounds__(kIndexThreads) mean_scores_kernel(MsaShape s, 
     uint32_t qf[REMAP ? KC : 1][4];
     const int64_t first_qpos = s.pos0 + t_begin, last_qpos = first_qpos + nq - 1;
     int64_t qpos[2] = {0, 0};
-    if constexpr (REMAP) {
-        __syncthreads();  // every warp holds its fragments of the near rows
-        stage_query_rows<D, B>(tile, remap.iq_far, iq_stride, g, t_begin, nq, wr, qf);
-        fragment_row_positions(wr, nq, first_qpos, qpos);
-    }
+    if constexpr (REMAP) stage_far_rows<D, B>(tile, remap, iq_stride, g, t_begin, nq, wr, first_qpos, qf, qpos);
     const int64_t first = static_cast<int64_t>(blockIdx.x) * tiles * kMeanTile;
     for (int ti = 0; ti < tiles; ++ti) {
         const int64_t c0 = first + static_cast<int64_t>(ti) * kMeanTile;

@@ -658,6 +658,23 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     auto key = [&](int64_t p, int g, bool far) -> const std::vector<double>& {
         return (far ? krot : knear)[static_cast<size_t>(p * H + g)];
     };
+    // Softmax over positions [0, qpos] of head h's logits for call query t, each key at its
+    // remapped or true distance.
+    auto probabilities = [&](int64_t t, int h) {
+        const int64_t qpos = s.pos0 + t;
+        const int g = h / G;
+        const auto qn = row_of(f.q.data() + (t * s.n_head + h) * D, D), qfr = row_of(q_far.data() + (t * s.n_head + h) * D, D);
+        std::vector<double> sc;
+        for (int64_t p = 0; p <= qpos; ++p) {
+            const bool far = qpos >= (p / B) * B + B - 1 + W;
+            sc.push_back(scale * dot_d(far ? qfr : qn, key(p, g, far)));
+        }
+        const double mx = max_of(sc);
+        double z = 0;
+        for (double& x : sc) z += x = std::exp(x - mx);
+        for (double& x : sc) x /= z;
+        return sc;
+    };
 
     // Index: exact block-max and mean-key estimates, against double references and against the
     // device's own rounding (bf16 rows, keys rotated in f32 by the table and rounded to bf16),
@@ -713,20 +730,11 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
         const int64_t qpos = s.pos0 + t;
         for (int h = 0; h < s.n_head; ++h) {
             const int g = h / G;
-            const auto qn = row_of(f.q.data() + (t * s.n_head + h) * D, D), qfr = row_of(q_far.data() + (t * s.n_head + h) * D, D);
-            std::vector<double> sc;
-            for (int64_t p = 0; p <= qpos; ++p) {
-                const int64_t b = p / B;
-                const bool far = qpos >= b * B + B - 1 + W;
-                sc.push_back(scale * dot_d(far ? qfr : qn, key(p, g, far)));
-            }
-            const double mx = max_of(sc);
-            double z = 0;
-            for (double& x : sc) z += x = std::exp(x - mx);
+            const auto pr = probabilities(t, h);
             for (int i = 0; i < D; ++i) {
                 double acc = 0;
-                for (int64_t p = 0; p <= qpos; ++p) acc += sc[static_cast<size_t>(p)] * f.v[static_cast<size_t>((p * H + g) * D + i)];
-                ref[static_cast<size_t>((t * s.n_head + h) * D + i)] = static_cast<float>(acc / z);
+                for (int64_t p = 0; p <= qpos; ++p) acc += pr[static_cast<size_t>(p)] * f.v[static_cast<size_t>((p * H + g) * D + i)];
+                ref[static_cast<size_t>((t * s.n_head + h) * D + i)] = static_cast<float>(acc);
             }
         }
     }
@@ -813,18 +821,9 @@ void check_remap(Fixture& f, int64_t W, int rot_dim, int style) {
     const int64_t qpos = s.pos0;
     for (int h = 0; h < s.n_head; ++h) {
         const int g = h / G;
-        const auto qn = row_of(f.q.data() + h * D, D), qfr = row_of(q_far.data() + h * D, D);
-        std::vector<double> sc;
-        for (int64_t p = 0; p <= qpos; ++p) {
-            const int64_t b = p / B;
-            const bool far = qpos >= b * B + B - 1 + W;
-            sc.push_back(scale * dot_d(far ? qfr : qn, key(p, g, far)));
-        }
-        const double mx = max_of(sc);
-        double z = 0;
-        for (double& x : sc) z += x = std::exp(x - mx);
+        const auto pr = probabilities(0, h);
         for (int64_t p = 0; p <= qpos; ++p)  // entry p / B of the select-all row is block p / B
-            want_m[static_cast<size_t>((g * top_k + p / B) * B + p % B)] += static_cast<float>(sc[static_cast<size_t>(p)] / z / G);
+            want_m[static_cast<size_t>((g * top_k + p / B) * B + p % B)] += static_cast<float>(pr[static_cast<size_t>(p)] / G);
     }
     const double err_m = sl::test::normalized_error(mass.data(), want_m.data(), want_m.size());
     qInfo("remap token mass: error %.2e", err_m);
