@@ -178,6 +178,7 @@ struct CudaLlamaRunner::Impl {
     // Citations: token masses (n_layer, n_kv_head, top_k, B) of a call of one query, and what the
     // last such call brought to the host (rec_top_k 0: nothing recorded).
     bool record = false;
+    bool in_split = false;  // forward() is running the first part of a call split for its last query
     float* tmass = nullptr;
     int64_t tmass_floats = 0;
     int rec_top_k = 0;
@@ -724,6 +725,26 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
     for (int i = 0; i < n; ++i)
         if (!(embeddings && tokens[i] == LlamaModel::kEmbeddingToken) && (tokens[i] < 0 || tokens[i] >= c.n_vocab))
             throw Error("CUDA model: token id " + std::to_string(tokens[i]) + " outside the vocabulary");
+    // As the CPU's MSA (core/attention/msa_attention.cpp, split_last): the call's last query, whose
+    // logits it returns, selects on its own when its query block holds other queries of the call
+    // (the prompt's last token: the first answer token's selection). Here: the others as one call,
+    // then the last as a call of one, which sees their K/V as the CPU's does.
+    if (m.msa.enabled && n > 1 && !m.in_split) {
+        const int64_t B = kDeviceBlock, end = m.n_past + n;
+        const bool sparse_now = (end + B - 1) / B > m.msa.top_k + m.msa.force.window;
+        if (sparse_now && end - std::max(m.n_past, (end - 1) / B * B) > 1) {
+            m.in_split = true;
+            try {
+                forward(tokens, n - 1, logits, embeddings);
+            } catch (...) {
+                m.in_split = false;
+                throw;
+            }
+            m.in_split = false;
+            forward(tokens + n - 1, 1, logits, embeddings ? embeddings + static_cast<int64_t>(n - 1) * c.d_model : nullptr);
+            return;
+        }
+    }
     m.grow(n);
     const int64_t d = c.d_model, dq = static_cast<int64_t>(c.n_head) * c.head_dim,
                   dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;

@@ -39,8 +39,8 @@ std::string cuda_unsupported(const LlamaConfig& c);
 // block — the CPU's "hybrid<factor>/group-mean[/sink][/wN][/pNxM][/cNk]" modes
 // (core/attention/block_select.h; kTrainingFreeMode, the ask flow's) with top_k 1..64, one
 // shortlist factor for prefill and decode, shortlists and growth rooms of up to 256 blocks, and
-// original or remapped positions (MsaRemap); no dense leading layers. The CPU also gives a
-// prefill call's last query a selection of its own. Per-token attention mass
+// original or remapped positions (MsaRemap); no dense leading layers. A call's last query selects
+// on its own, as on the CPU (forward runs it as a call of one after the others). Per-token attention mass
 // (MsaConfig::token_mass, citations) runs for calls of one query (set_record_mass). Pure; usable
 // without CUDA.
 std::string cuda_msa_lacks(const MsaConfig& c);

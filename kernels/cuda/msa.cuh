@@ -7,8 +7,8 @@
 //   (qb covers positions [qb*B, (qb+1)*B) ∩ the call); one selection per (query block, KV group g),
 //   shared by the group's n_head / n_kv_head query heads (head h belongs to group h / G).
 //   (The CPU path also gives a call's last query a selection of its own, as a decode call of it
-//   would make; these kernels do not yet: a caller wanting that runs the last query as a call of
-//   one. CudaLlamaRunner attends densely unless given an MsaConfig, cuda_backend_model.h.)
+//   would make; these kernels do not: CudaLlamaRunner runs that query as a call of one after the
+//   others, cuda_backend_model.h. It attends densely unless given an MsaConfig.)
 //   Block score of KV block b for (qb, g) = max over the query block's index-query rows r and keys
 //   j of block b of iq_r · ik_j (f32 accumulation of bf16 products). Blocks b < qb are entirely
 //   visible to every query of qb, so the causal clamp is a block-level one: the local block b == qb

@@ -235,9 +235,12 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu_data() {
     QTest::newRow("hybrid") << QStringLiteral("hybrid4/group-mean/sink") << 4 << 60 << 0;
     // ask's mode at its top-k: sparse past 32 blocks (top-k 16 + window 16), growth to 98 %.
     QTest::newRow("training-free") << QString::fromLatin1(sl::kTrainingFreeMode) << 16 << 320 << 0;
-    // ... with remapped positions (ask's mode past the model's trained context), a window of 1,024
+    // At ~48 blocks ask's mode grows to nearly every block; a smaller top-k, window and room that
+    // bind (8 + 8 + 8 of 48) test which blocks the window and the growth choose ...
+    QTest::newRow("window-growth") << QStringLiteral("hybrid8/group-mean/sink/w8/p90x2") << 8 << 320 << 0;
+    // ... and with remapped positions (ask past the model's trained context), a window of 1,024
     // tokens so most blocks are far.
-    QTest::newRow("remapped") << QString::fromLatin1(sl::kTrainingFreeMode) << 16 << 320 << 1024;
+    QTest::newRow("remapped") << QStringLiteral("hybrid8/group-mean/sink/w8/p90x2") << 8 << 320 << 1024;
 }
 
 void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
@@ -317,9 +320,10 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
     QVERIFY(compared > 0);
     overlap /= compared;
     qInfo("MSA %s decode on the device: %d of %d selections equal the CPU's (mean overlap %.3f; %.1f blocks per "
-          "selection on the device, %.1f on the CPU); on the equal ones the worst block mass differs by %.4f, token "
-          "masses by normalized error %.3e",
-          qPrintable(mode + (remap > 0 ? QStringLiteral(" remap %1").arg(remap) : QString())), same, compared, overlap, double(blocks_gpu) / compared, double(blocks_cpu) / compared,
+          "selection on the device, %.1f on the CPU, of %lld visible); on the equal ones the worst block mass differs "
+          "by %.4f, token masses by normalized error %.3e",
+          qPrintable(mode + (remap > 0 ? QStringLiteral(" remap %1").arg(remap) : QString())), same, compared, overlap,
+          double(blocks_gpu) / compared, double(blocks_cpu) / compared, static_cast<long long>((ids.size() + 4 + 127) / 128),
           worst_mass, worst_tokens);
     QVERIFY2(overlap >= 0.9, qPrintable(QString::number(overlap)));  // near-ties may flip with bf16 keys
     if (mc.top_p <= 0) QVERIFY(same * 10 >= compared * 8);  // growth: a near-tie at the target moves the count by one
