@@ -23,6 +23,10 @@ public:
     void setVisionTowerPath(const QString& path);
     Device device() const;
     void setDevice(Device d);
+    // On the GPU: bytes of the context's K/V kept in GPU memory, the rest in pinned host memory
+    // (AskOptions::device_kv_budget_bytes); 0 (the default, and what nonsense reads as): all of it.
+    qint64 deviceKvBudget() const;
+    void setDeviceKvBudget(qint64 bytes);
     QString effort() const;                    // "low", "medium", "high"
     void setEffort(const QString& e);
     int answerContext() const;                 // tokens a question's context may hold (0: the model's own)

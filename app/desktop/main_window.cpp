@@ -108,7 +108,11 @@ void MainWindow::build() {
     probe_ = new EventLoopProbe(10, this);
     if (!options_.library_dir.isEmpty() && options_.background_prefill &&
         settings_->raw().value(QStringLiteral("prefill/background"), true).toBool()) {
-        prefill_ = new PrefillController(options_.library_dir.toStdString(), options_.prefill, this);
+        // On the device the settings choose (read at start: the prefill's session lives as long as it runs).
+        PrefillControllerOptions po = options_.prefill;
+        po.prefill.device = settings_->device() == Device::Gpu ? "auto" : "cpu";
+        po.prefill.device_kv_budget_bytes = settings_->deviceKvBudget();
+        prefill_ = new PrefillController(options_.library_dir.toStdString(), po, this);
         // At startup (the stored library loaded), after each ingest and each removal.
         connect(queue_, &IngestQueue::loaded, prefill_, &PrefillController::libraryChanged);
         connect(queue_, &IngestQueue::storeChanged, prefill_, &PrefillController::libraryChanged);
@@ -303,6 +307,7 @@ void MainWindow::applyModel() {
         lo.temperature = static_cast<float>(settings_->temperature());
         lo.threads = settings_->threads();
         lo.device = settings_->device() == Device::Gpu ? "auto" : "cpu";
+        lo.device_kv_budget_bytes = settings_->deviceKvBudget();
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
         lo.mmproj_path = settings_->visionTowerPath().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();

@@ -112,6 +112,15 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
         device_->setItemData(1, gpu_line, Qt::ToolTipRole);
     }
     device_->setCurrentIndex(settings_->device() == Device::Gpu && gpu_ok ? 1 : 0);
+    device_kv_ = new QComboBox(this);
+    device_kv_->setAccessibleName(tr("GPU memory for the context"));
+    device_kv_->addItem(tr("All of it"), qint64{0});
+    for (const int gib : {2, 4, 8, 16, 32, 64}) device_kv_->addItem(tr("%1 GiB").arg(gib), qint64{gib} << 30);
+    device_kv_->setToolTip(tr("How much of the context's keys and values stay in GPU memory; the rest waits in "
+                              "host memory and comes over as the sparse attention selects it. Lower it when the "
+                              "library's context does not fit the GPU."));
+    setDeviceKvBudget(settings_->deviceKvBudget());
+    device_kv_->setEnabled(gpu_ok);
     auto* gpu_label = new QLabel(gpu_line, this);
     gpu_label->setWordWrap(true);
 
@@ -186,6 +195,7 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     form->addRow(tr("Speech:"), speech_compute_);
     form->addRow(tr("Device:"), device_);
     form->addRow(QString(), gpu_label);
+    form->addRow(tr("GPU memory:"), device_kv_);
     form->addRow(tr("Temperature:"), temperature_);
     form->addRow(tr("Threads:"), threads_);
     form->addRow(tr("Remote engine:"), engine_url_);
@@ -220,6 +230,18 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
 }
 
 QString ModelManagerDialog::modelPath() const { return path_->text(); }
+
+qint64 ModelManagerDialog::deviceKvBudget() const { return device_kv_->currentData().toLongLong(); }
+
+void ModelManagerDialog::setDeviceKvBudget(qint64 bytes) {
+    bytes = bytes > 0 ? bytes : 0;
+    int at = device_kv_->findData(bytes);
+    if (at < 0) {  // a size set elsewhere (the settings file): kept, listed as it is
+        device_kv_->addItem(tr("%1 MiB").arg(bytes >> 20), bytes);
+        at = device_kv_->count() - 1;
+    }
+    device_kv_->setCurrentIndex(at);
+}
 
 Device ModelManagerDialog::device() const {
     return device_->currentData().toString() == QLatin1String("gpu") ? Device::Gpu : Device::Cpu;
@@ -311,6 +333,7 @@ void ModelManagerDialog::accept() {
     settings_->setSpeechModel(speech);
     settings_->setSpeechCompute(speech_compute_->currentData().toString());
     settings_->setDevice(device());
+    settings_->setDeviceKvBudget(deviceKvBudget());
     settings_->setTemperature(temperature_->value());
     settings_->setThreads(threads_->value());
     settings_->setRemoteEngineUrl(url);

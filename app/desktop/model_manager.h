@@ -46,6 +46,10 @@ public:
 
     QString modelPath() const;
     Device device() const;
+    // GPU memory for the context's K/V (AppSettings::deviceKvBudget; 0: all of it), chosen among
+    // 2..64 GiB; a value not in the list is added to it.
+    qint64 deviceKvBudget() const;
+    void setDeviceKvBudget(qint64 bytes);
     QString engineUrl() const;
     QString visionTowerPath() const;
     void setVisionTowerPath(const QString& path);
@@ -72,6 +76,7 @@ private:
     QLabel* summary_;
     QTableWidget* table_;
     QComboBox* device_;
+    QComboBox* device_kv_ = nullptr;
     QLineEdit* mmproj_ = nullptr;
     QLineEdit* speech_model_ = nullptr;
     QComboBox* speech_compute_ = nullptr;

@@ -4,6 +4,7 @@
 // by the model manager, and an answer service pointed at a server that is not there failing with
 // its address; the vision tower kept by the model manager, and an answer with one reading a
 // picture of the library as image tokens (a tiny random-weight tower of the default model's width).
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -36,6 +37,7 @@ private Q_SLOTS:
     void remoteEngineSettings();
     void visionTowerSettings();
     void speechSettings();
+    void gpuMemorySetting();
 };
 
 void TstDesktopDialogs::budgetPlanPerSource() {
@@ -98,6 +100,41 @@ void TstDesktopDialogs::modelInfoOfBadFile() {
     const ModelInfo info = read_model_info(bad);
     qInfo("error shown: %s", qPrintable(info.error));
     QVERIFY(info.error.contains(QStringLiteral("not-a-model.gguf")));
+}
+
+void TstDesktopDialogs::gpuMemorySetting() {
+    // The GPU memory the context may take (the device KV budget): all of it unless chosen, one of
+    // the listed sizes, a size set in the file kept as it is; saved by the model manager. Without
+    // a usable GPU the choice is greyed out but keeps its value.
+    QTemporaryDir dir;
+    AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
+    QCOMPARE(settings.deviceKvBudget(), qint64{0});
+    settings.setDeviceKvBudget(-5);
+    QCOMPARE(settings.deviceKvBudget(), qint64{0});  // nonsense reads as "all of it"
+    {
+        ModelManagerDialog dlg(&settings);
+        QCOMPARE(dlg.deviceKvBudget(), qint64{0});
+        dlg.setDeviceKvBudget(qint64{8} << 30);
+        QCOMPARE(dlg.deviceKvBudget(), qint64{8} << 30);
+        dlg.accept();
+    }
+    QCOMPARE(settings.deviceKvBudget(), qint64{8} << 30);
+    settings.setDeviceKvBudget(qint64{3000} << 20);  // not in the list
+    {
+        ModelManagerDialog dlg(&settings);
+        QCOMPARE(dlg.deviceKvBudget(), qint64{3000} << 20);
+        bool found = false;
+        for (QComboBox* c : dlg.findChildren<QComboBox*>())
+            if (c->accessibleName() == QStringLiteral("GPU memory for the context")) {
+                found = true;
+                QVERIFY(c->findText(QStringLiteral("3000 MiB")) >= 0);
+                QCOMPARE(c->isEnabled(), sl::desktop::gpu_status().first);
+            }
+        QVERIFY(found);
+        dlg.setDeviceKvBudget(0);
+        dlg.accept();
+    }
+    QCOMPARE(settings.deviceKvBudget(), qint64{0});
 }
 
 void TstDesktopDialogs::speechSettings() {
