@@ -745,6 +745,34 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
             return;
         }
     }
+    // Memory tiers: a layer's step keeps every block its tasks shortlist or select (up to
+    // max(shortlist, selection) per query block and group) and the blocks it appends on the device
+    // at once. A call of more query blocks than the device budget holds that way goes in parts at
+    // query-block boundaries — the same selections and attention as one call (a query block's rows
+    // and its causal keys do not depend on the split), the parts' last queries not split off.
+    if (m.tiered && m.msa.enabled) {
+        const int64_t B = kDeviceBlock;
+        const int64_t qblocks = (m.n_past + n - 1) / B - m.n_past / B + 1;
+        const int64_t per_group = std::max(m.msa.n_cand, m.msa.width());
+        const int64_t fit = std::max<int64_t>(1, (m.cache->config().device_blocks - 8) / (c.n_kv_head * per_group + 1));
+        if (qblocks > fit) {
+            const bool was = m.in_split;
+            m.in_split = true;
+            try {
+                for (int done = 0; done < n;) {
+                    const int part = static_cast<int>(std::min<int64_t>(n - done, (m.n_past / B + fit) * B - m.n_past));
+                    forward(tokens + done, part, logits,
+                            embeddings ? embeddings + static_cast<int64_t>(done) * c.d_model : nullptr);
+                    done += part;
+                }
+            } catch (...) {
+                m.in_split = was;
+                throw;
+            }
+            m.in_split = was;
+            return;
+        }
+    }
     m.grow(n);
     const int64_t d = c.d_model, dq = static_cast<int64_t>(c.n_head) * c.head_dim,
                   dkv = static_cast<int64_t>(c.n_kv_head) * c.head_dim;

@@ -59,10 +59,11 @@ public:
     // the device runs (copied). device_kv_bytes > 0 and less than the context's K/V: memory tiers
     // (MSA only) — that many bytes of KV blocks on the device, the rest in pinned host memory,
     // the least recently used blocks leaving the device first and the MSA shortlist's blocks
-    // fetched before each selection (the same selections as with every block resident).
+    // fetched before each selection (the same selections as with every block resident); a call
+    // of more query blocks than the budget holds at once goes in parts (forward).
     // Throws sl::Error without a usable device, naming what of `msa` the device lacks
-    // (cuda_msa_lacks), or for a budget below 128 x n_kv_head + 8 blocks or with dense attention;
-    // forward throws when one call's blocks of a layer do not fit the budget.
+    // (cuda_msa_lacks), or for a budget below 2 x n_kv_head x (the widest shortlist or
+    // selection) + 8 blocks, or with dense attention.
     CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr, int64_t device_kv_bytes = 0);
     ~CudaLlamaRunner() override;
     CudaLlamaRunner(const CudaLlamaRunner&) = delete;

@@ -205,6 +205,19 @@ void TstCudaModel::tiersSelectAsAllResident() {
         tiered.forward(ids.data() + p, n, b.data());
     }
     QCOMPARE(sl::test::normalized_error(b.data(), a.data(), nv), 0.0);
+    // The whole prompt as one call: more query blocks than the budget holds at once, so the
+    // runner takes it in parts at query-block boundaries (make_room threw before). The same
+    // selections as the chunked runs; only the GEMMs' batch shapes differ (rounding).
+    {
+        sl::CudaLlamaRunner whole(*m->model, n_ctx, &mc, budget_blocks * pair);
+        std::vector<float> w(nv);
+        whole.forward(ids.data(), static_cast<int>(ids.size()), w.data());
+        const double err = sl::test::normalized_error(w.data(), a.data(), nv);
+        qInfo("tiers: the prompt as one call of %zu tokens: logit error %.2e against 128-token calls", ids.size(), err);
+        QVERIFY2(err < 0.05, qPrintable(QString::number(err)));
+        QVERIFY(rank_of(w, argmax(a)) < 3);
+        QCOMPARE(whole.n_past(), static_cast<int64_t>(ids.size()));
+    }
     for (int step = 0; step < 4; ++step) {
         const int32_t next = argmax(a);
         all.forward(&next, 1, a.data());
