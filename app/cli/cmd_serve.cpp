@@ -1,5 +1,5 @@
 // `sightline-cli serve [--host ADDR] [--port N] [--library DIR] [--queue N] [--effort low|medium|high]
-//  [--ctx N] [--no-semantic] [--token-env VAR]`: Sightline as an OpenAI-compatible server over the library
+//  [--ctx N] [--no-semantic] [--no-keep-context] [--token-env VAR]`: Sightline as an OpenAI-compatible server over the library
 // with the local engine (app/common/api_server.h, serve_backend.h). Prints "listening on
 // http://ADDR:PORT/v1" when ready (--port 0: a free port, named there), one line per request on
 // stderr, and runs until SIGINT / SIGTERM.
@@ -7,6 +7,10 @@
 // Bound to 127.0.0.1 unless --host says otherwise. The bearer token comes from the environment
 // variable --token-env names (default SIGHTLINE_SERVE_TOKEN): required for every request when set,
 // and it must be set to bind to an address other than loopback.
+//
+// The library's prefilled context stays in memory between questions (the next question does not
+// restore it from its file: core/ask/warm_context.h); --no-keep-context restores it for every
+// question and frees its memory in between.
 #include <QCoreApplication>
 #include <QHostAddress>
 #include <QStringList>
@@ -32,10 +36,12 @@ namespace {
 
 const char* kUsage =
     "usage: sightline-cli serve [--host ADDR] [--port N] [--library DIR] [--queue N] [--effort low|medium|high]\n"
-    "       [--ctx N] [--no-semantic] [--token-env VAR]\n"
+    "       [--ctx N] [--no-semantic] [--no-keep-context] [--token-env VAR]\n"
     "  OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions (model \"sightline\": answers from the\n"
     "  library with citations; model <file name>: plain chat), POST /tokenize. Default 127.0.0.1:8080;\n"
-    "  the bearer token is read from $SIGHTLINE_SERVE_TOKEN (or --token-env VAR) and needed off loopback.\n";
+    "  the bearer token is read from $SIGHTLINE_SERVE_TOKEN (or --token-env VAR) and needed off loopback.\n"
+    "  The library's prefilled context stays in memory between questions; --no-keep-context restores it\n"
+    "  from its file for each question instead (less memory held between questions, slower answers).\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -54,6 +60,7 @@ int run(const QStringList& args) {
     sl::app::ApiServerOptions so;
     sl::Effort effort = sl::Effort::Medium;
     bool semantic = true;
+    bool keep_context = true;
     int n_ctx = 0;
     QByteArray token_env = "SIGHTLINE_SERVE_TOKEN";
     for (int i = 0; i < args.size(); ++i) {
@@ -77,6 +84,7 @@ int run(const QStringList& args) {
             if (!ok || so.queue < 0 || so.queue > 1024) return usage();
         } else if (a == QLatin1String("--effort")) effort = sl::parse_effort(value().toStdString());
         else if (a == QLatin1String("--no-semantic")) semantic = false;
+        else if (a == QLatin1String("--no-keep-context")) keep_context = false;
         else if (a == QLatin1String("--ctx")) {
             n_ctx = value().toInt(&ok);
             if (!ok || n_ctx < 0) return usage();
@@ -100,7 +108,7 @@ int run(const QStringList& args) {
         if (!minilm.get() && std::filesystem::exists(sl::SentenceEmbedder::default_dir()))
             sl::cli::err("note: semantic ranking and verification off: " + minilm.note + "\n");
     }
-    sl::app::LocalServeBackend backend(lib, *model, minilm.get(), effort, n_ctx);
+    sl::app::LocalServeBackend backend(lib, *model, minilm.get(), effort, n_ctx, keep_context);
     sl::app::ApiServer server(backend, so);
     server.listen();
     std::signal(SIGINT, serve_on_signal);

@@ -12,8 +12,9 @@
 
 namespace sl::app {
 
-LocalServeBackend::LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx)
-    : lib_(lib), model_(model), embedder_(embedder), effort_(effort), n_ctx_(n_ctx) {
+LocalServeBackend::LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx,
+                                     bool keep_context)
+    : lib_(lib), model_(model), embedder_(embedder), effort_(effort), n_ctx_(n_ctx), keep_context_(keep_context) {
     raw_id_ = std::filesystem::path(model.file.name()).filename().string();
     if (raw_id_.size() > 5 && raw_id_.ends_with(".gguf")) raw_id_.resize(raw_id_.size() - 5);
 }
@@ -45,6 +46,7 @@ ServeResult LocalServeBackend::ask_library(const ChatCompletionRequest& request,
     o.embedder = embedder_;
     o.n_ctx = n_ctx_;
     o.cancel = &cancel;
+    o.warm = keep_context_ ? &warm_ : nullptr;
     AskCallbacks cb;
     cb.on_text = on_text;
     ServeResult out;

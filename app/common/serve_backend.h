@@ -8,6 +8,9 @@
 //       (its chat template; greedy when temperature is 0, sampled otherwise; max_tokens, default
 //       256); the library is not read. This is what a remote Sightline (`ask --engine`) uses.
 //
+// The library's prefilled context stays in memory between questions (sl::WarmContext): a question
+// after the first on the same saved context does not restore the file again.
+//
 // Threading: run() on the server's worker thread only (it owns the Library and the sessions);
 // models() and tokenize() from the server's thread (the tokenizer is reentrant).
 #pragma once
@@ -15,6 +18,7 @@
 #include <string>
 
 #include "app/common/api_server.h"
+#include "core/ask/warm_context.h"
 #include "core/context/effort.h"
 
 namespace sl {
@@ -29,7 +33,10 @@ class LocalServeBackend final : public ServeBackend {
 public:
     static constexpr const char* kLibraryModel = "sightline";
     // `lib`, `model` and `embedder` (may be null) must outlive the backend.
-    LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx = 0);
+    // keep_context: the library prefill's session stays in memory between questions (false:
+    // restored from its file for each).
+    LocalServeBackend(Library& lib, const LoadedModel& model, Embedder* embedder, Effort effort, int n_ctx = 0,
+                      bool keep_context = true);
 
     std::vector<ModelCard> models() const override;
     std::vector<int32_t> tokenize(std::string_view text) const override;
@@ -51,6 +58,10 @@ private:
     Effort effort_;
     int n_ctx_;  // library answers' context (0: the model's)
     std::string raw_id_;
+    // The library prefill's session, kept between questions (the next one on the same saved
+    // context takes it instead of restoring the file).
+    WarmContext warm_;
+    bool keep_context_;
 };
 
 }  // namespace sl::app

@@ -50,6 +50,14 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
                                         const AskStream& stream, const std::atomic<bool>* cancel) {
     const std::lock_guard lock(mutex_);
     const std::shared_ptr<const LoadedModel> model = model_->get();
+    if (drop_warm_.exchange(false) || model != warm_model_) warm_.clear();
+    warm_model_ = model;
+    struct DropLate {  // a releaseWarm() during the answer drops what it keeps
+        LibraryAnswerService* s;
+        ~DropLate() {
+            if (s->drop_warm_.exchange(false)) s->warm_.clear();
+        }
+    } drop_late{this};
     Library lib = Library::open(dir_);
     AskOptions o;
     o.question = question;
@@ -115,6 +123,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
             out.method += " (attention-based citations need the local engine)";
             r = ask_remote(lib, *model, engine, o, cb);
         } else {
+            o.warm = &warm_;
             r = ask(lib, *model, o, cb);
         }
     } catch (const Cancelled&) {
@@ -137,11 +146,25 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
         const bool all = r.library_saved >= r.library_tokens;
         out.method += all ? "; the library's prefilled context"
                           : "; the library's prefill so far plus a preselection";
+        if (r.warm) out.method += " (kept in memory from the last question)";
     } else if (r.restored) {
         out.method += "; prefill restored from the library";
     }
     out.finished = true;
     return out;
+}
+
+void LibraryAnswerService::releaseWarm() {
+    const std::unique_lock lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock())
+        warm_.clear();
+    else
+        drop_warm_ = true;  // an answer runs: it drops the session when it ends
+}
+
+bool LibraryAnswerService::holdsWarm() {
+    const std::unique_lock lock(mutex_, std::try_to_lock);
+    return lock.owns_lock() && warm_.holds();
 }
 
 }  // namespace sl::desktop

@@ -13,18 +13,26 @@
 // With LibraryAnswerOptions::engine_url set, a remote engine answers (sl::ask_remote; the engine
 // is connected per answer on the worker thread, which spins its own event loop for the requests).
 //
+// The library prefill's session stays in memory between questions once it is complete (the next
+// question takes it instead of restoring the file: sl::WarmContext); releaseWarm() gives its
+// memory back, as a change of the library's documents should (a prefill of the new context starts).
+//
 // Threading: answer() runs on a worker thread; it opens its own sl::Library connection there (a
 // Library is one connection per thread), loads the model once (SharedModel: kept, shared
 // read-only with the background prefill) and opens MiniLM once (kept; used only under mutex_).
+// releaseWarm() from any thread: it never waits for an answer (one running drops the session
+// when it ends).
 #pragma once
 
 #include <filesystem>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
 #include "app/desktop/ask_service.h"
 #include "app/desktop/shared_model.h"
 #include "core/answer/minilm_embedder.h"
+#include "core/ask/warm_context.h"
 
 namespace sl {
 struct LoadedVisionModel;
@@ -62,6 +70,8 @@ public:
     std::string name() const override { return "library context (MSA selections)"; }
     ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
                       const std::atomic<bool>* cancel) override;
+    void releaseWarm();
+    bool holdsWarm();  // for tests: a session is kept (false while an answer runs)
 
 private:
     // MiniLM, opened on first use; null (and `semantic_note_` says why) when it cannot be.
@@ -76,6 +86,10 @@ private:
     std::string semantic_note_;
     std::unique_ptr<LoadedVisionModel> vision_;  // loaded on first use
     std::string vision_sha256_;
+    // The model the warm session reads, kept alive as long as it (declared first: destroyed last).
+    std::shared_ptr<const LoadedModel> warm_model_;
+    sl::WarmContext warm_{true};  // complete library prefills only (the background prefill grows partial ones)
+    std::atomic<bool> drop_warm_{false};
 };
 
 }  // namespace sl::desktop

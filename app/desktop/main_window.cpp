@@ -106,6 +106,11 @@ void MainWindow::build() {
     queue_->setOptions(io);
     if (!options_.library_dir.isEmpty()) queue_->setLibraryDir(options_.library_dir.toStdString());
     probe_ = new EventLoopProbe(10, this);
+    // Another set of documents: the context kept in memory for the next question is not theirs
+    // (and a prefill of theirs starts): its memory goes back now.
+    connect(queue_, &IngestQueue::storeChanged, this, [this] {
+        if (auto a = answers_.lock()) a->releaseWarm();
+    });
     if (!options_.library_dir.isEmpty() && options_.background_prefill &&
         settings_->raw().value(QStringLiteral("prefill/background"), true).toBool()) {
         // On the device the settings choose (read at start: the prefill's session lives as long as it runs).
@@ -292,6 +297,7 @@ void MainWindow::applyModel() {
         model_ = std::make_shared<SharedModel>(path.toStdString());  // loaded on first use, on a worker
     std::shared_ptr<AskService> service;
     QString unavailable;
+    answers_.reset();
     if (options_.service) {
         service = options_.service;
     } else if (!exists) {
@@ -312,7 +318,9 @@ void MainWindow::applyModel() {
         lo.mmproj_path = settings_->visionTowerPath().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();
         lo.api_key = settings_->remoteApiKey().toStdString();
-        service = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_, lo);
+        auto answers = std::make_shared<LibraryAnswerService>(options_.library_dir.toStdString(), model_, lo);
+        answers_ = answers;
+        service = std::move(answers);
     }
     // The prefill stands still while a question is answered (the CPU is the bottleneck).
     if (service && prefill_) service = std::make_shared<PausingAnswerService>(service, prefill_->gate());

@@ -24,6 +24,7 @@ namespace sl::desktop {
 class ChatPane;
 class EventLoopProbe;
 class IngestQueue;
+class LibraryAnswerService;
 class LibraryModel;
 class LibraryPane;
 class SharedModel;
@@ -69,6 +70,8 @@ public:
 
     LibraryModel* library() const { return library_; }
     IngestQueue* ingestQueue() const { return queue_; }
+    // The library's answer service when it is the one in use (null: another, or none).
+    std::shared_ptr<LibraryAnswerService> libraryAnswers() const { return answers_.lock(); }
     LibraryPane* libraryPane() const { return library_pane_; }
     ViewerPane* viewer() const { return viewer_; }
     ChatPane* chat() const { return chat_; }
@@ -128,7 +131,10 @@ private:
     QLabel* context_label_ = nullptr;
     QLabel* prefill_label_ = nullptr;
     PrefillController* prefill_ = nullptr;
-    std::shared_ptr<SharedModel> model_;  // the settings' model, shared by the answer service and the prefill
+    std::shared_ptr<SharedModel> model_;
+    // The library's answer service while it is the one in use: its warm session (the library
+    // prefill kept between questions) is released when the library's documents change.
+    std::weak_ptr<LibraryAnswerService> answers_;  // the settings' model, shared by the answer service and the prefill
     QComboBox* effort_ = nullptr;
     QObject* history_ = nullptr;  // the watcher of the chat history being read, if any
     QLabel* drop_zone_ = nullptr;  // shown over the window while files are dragged over it

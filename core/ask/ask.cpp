@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <span>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,7 @@
 #include "core/ask/unit_embeddings.h"
 #include "core/ask/unit_ranking.h"
 #include "core/ask/visual_cache.h"
+#include "core/ask/warm_context.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/context/budget_planner.h"
@@ -35,6 +37,7 @@
 #include "core/prefill/progressive_prefill.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
+#include "core/util/file_identity.h"
 #include "core/util/json_writer.h"
 #include "core/util/sha256.h"
 #include "core/vision/vision_encoder.h"
@@ -199,6 +202,36 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     });
 }
 
+// What a warm session (warm_context.h) must share with the question's to be taken: the saved file
+// as it is now, the model object and file, the attention and the session's settings.
+std::string warm_key_of(const std::string& path, const std::string& fingerprint, const LoadedModel& model,
+                        const ContextSpec& spec, const SessionOptions& so) {
+    const std::string file = file_identity(path);
+    if (file.empty()) return {};
+    char at[32];
+    std::snprintf(at, sizeof at, "%p", static_cast<const void*>(&model));
+    return file + "\n" + fingerprint + "@" + at + "\n" + spec.encode() + "\n" + so.device + "|" +
+           std::to_string(so.n_threads) + "|" + std::to_string(so.kv_block) + "|" + std::to_string(so.device_kv_budget_bytes) +
+           "|" + std::to_string(static_cast<int>(so.kv_type)) + "|" + std::to_string(so.kv_budget_bytes);
+}
+
+// Hands a session to the warm context when the scope ends, once armed (it holds the saved prefix):
+// normally or by a cancellation (Cancelled), not by another error.
+struct KeepWarm {
+    WarmContext* warm;
+    WarmSession& session;
+    const std::atomic<bool>* cancel;
+    bool armed = false;
+    bool complete = false;
+    int exceptions = std::uncaught_exceptions();
+
+    ~KeepWarm() {
+        if (!warm || !armed) return;
+        if (std::uncaught_exceptions() > exceptions && !(cancel && cancel->load())) return;
+        warm->keep(std::move(session), complete);
+    }
+};
+
 // The library prefill recorded for these documents (any extent), or none.
 std::optional<KvCacheRecord> library_prefill_record(Library& lib, const std::string& fingerprint,
                                                     const std::vector<DocId>& ids) {
@@ -260,8 +293,6 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     ContextSpec spec = c.spec;
     spec.top_k = mc.top_k;
     spec.msa = o.msa;
-    MsaAttention* msa = nullptr;
-    std::unique_ptr<Attention> attention = make_attention(o.msa, mc, msa);
     SessionOptions so;
     so.n_threads = o.threads;
     so.kv_block = mc.block_size;
@@ -269,73 +300,135 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     so.device_kv_budget_bytes = o.device_kv_budget_bytes;
     so.needs.save_restore = true;  // restores the library's prefill (and may truncate it)
     so.needs.truncate = true;
-    // The file may grow while we read it (a background prefill): leave room for all of it.
-    so.n_ctx = static_cast<int>(total + budget + static_cast<int64_t>(c.prepared.closing.size()) +
-                                std::max(q_tokens + effort.answer_tokens, probe) + 16);
-    Session session(model, so, std::move(attention));
+    // The file may grow while we read it (a background prefill): leave room for all of it. Rounded
+    // up, so that a warm session (warm_context.h) takes the next question of another length.
+    const int64_t need = total + budget + static_cast<int64_t>(c.prepared.closing.size()) +
+                         std::max(q_tokens + effort.answer_tokens, probe) + 16;
+    so.n_ctx = static_cast<int>((need + 1023) / 1024 * 1024);
+
+    // The session: the one the last question left in memory when it was made from this very file
+    // the same way, else a new one restored from the file.
+    const std::string warm_key = o.warm ? warm_key_of(rec->path, fingerprint, model, spec, so) : std::string();
+    WarmSession w;
+    if (!warm_key.empty()) w = o.warm->take(warm_key, so.n_ctx);
+    bool warm = w.session != nullptr;
+    if (!warm) {
+        w.session = std::make_unique<Session>(model, so, make_attention(o.msa, mc, w.msa));
+        w.key = warm_key;
+    }
+    Session& session = *w.session;
+    MsaAttention* msa = w.msa;
     r.device = session.device_reason();
+    // Handed back to the owner's warm context once it holds the saved prefix: after the answer, or
+    // when the question was stopped (the next question cuts it back); another error drops it.
+    KeepWarm keep_warm{warm_key.empty() ? nullptr : o.warm, w, o.cancel};
 
     const UnitRanking ranking = rank_for(c.prepared, lib, *model.tokenizer, o, cb);
     const auto t_prefill = Clock::now();
-    status("restoring the library prefill (" + thousands(on_file) + " of " + thousands(total) + " tokens)");
-    try {
-        session.restore(rec->path);
-    } catch (const Error& e) {
-        r.kv_note = std::string("the library prefill was refused (") + e.what() + "); not used";
-        return false;
+    // The prefix when the first n tokens are prefilled (clipped to them), and the best ranked units
+    // it has not read, to go after it, then the closing.
+    const int64_t body = total - static_cast<int64_t>(c.prepared.closing.size());
+    auto preselect = [&](int64_t n, TokenStream& ts) {
+        ts = n == total ? c.stream : c.stream.clipped(n);
+        std::set<std::pair<int, int>> read;
+        for (const auto& u : ts.units)
+            if (u.end < ts.prefix_tokens || n == total) read.insert({u.source, u.unit});
+        Preselection pre;
+        int64_t left = budget;
+        for (size_t i : ranking.order) {
+            const auto& m = c.prepared.units[i].meta;
+            if (read.count({m.source, m.unit})) continue;
+            ++pre.candidates;
+            if (ranking.score[i] <= 0) continue;
+            const int64_t t = c.prepared.units[i].tokens();
+            if (t > left) continue;
+            left -= t;
+            pre.units.push_back(i);
+            pre.tokens += t;
+        }
+        std::sort(pre.units.begin(), pre.units.end());
+        pre.semantic = ranking.semantic;
+        return pre;
+    };
+    int64_t n = w.saved;
+    TokenStream ts;
+    Preselection pre;
+    if (warm) {
+        // Taken only when it still holds the saved tokens this question reads: all of them, or
+        // those before the closing when units go after them (the last question may have cut it
+        // back further); else it is restored from the file after all.
+        pre = preselect(n, ts);
+        const int64_t reads = n == total && pre.units.empty() ? total : n == total ? body : n;
+        const auto& have = session.tokens();
+        const int64_t held = std::min<int64_t>(static_cast<int64_t>(have.size()), reads);
+        warm = held == reads && std::equal(have.begin(), have.begin() + held, c.stream.tokens.begin());
     }
-    const auto& have = session.tokens();
-    const int64_t n = static_cast<int64_t>(have.size());
-    if (n > total || !std::equal(have.begin(), have.end(), c.stream.tokens.begin())) {
-        r.kv_note = "the library prefill " + rec->path + " holds other tokens; not used";
-        return false;
+    if (warm) {
+        status("the library prefill is still in memory (" + thousands(n) + " of " + thousands(total) + " tokens)");
+    } else {
+        status("restoring the library prefill (" + thousands(on_file) + " of " + thousands(total) + " tokens)");
+        try {
+            session.restore(rec->path);
+        } catch (const Error& e) {
+            r.kv_note = std::string("the library prefill was refused (") + e.what() + "); not used";
+            return false;
+        }
+        const auto& have = session.tokens();
+        n = static_cast<int64_t>(have.size());
+        if (n > total || !std::equal(have.begin(), have.end(), c.stream.tokens.begin())) {
+            r.kv_note = "the library prefill " + rec->path + " holds other tokens; not used";
+            return false;
+        }
+        w.saved = n;
+        pre = preselect(n, ts);
     }
+    keep_warm.armed = true;
+    keep_warm.complete = n == total;
     lib.save_kv_cache(*rec);  // touched: recently used
     r.restored = true;
+    r.warm = warm;
     r.from_library_prefill = true;
     r.library_tokens = total;
     r.library_saved = n;
     r.plan = c.plan.to_text();
-
-    // The prefix as saved (clipped to what is prefilled), then the best ranked units it has not
-    // read, then the closing.
-    TokenStream ts = n == total ? c.stream : c.stream.clipped(n);
+    const std::string from_where = warm ? "kept in memory from the last question (" + rec->path + ")" : "from " + rec->path;
     std::vector<std::string> used{rec->path};  // kept by kv/'s cap
-    std::set<std::pair<int, int>> read;
-    for (const auto& u : ts.units)
-        if (u.end < ts.prefix_tokens || n == total) read.insert({u.source, u.unit});
-    Preselection pre;
-    int64_t left = budget;
-    for (size_t i : ranking.order) {
-        const auto& m = c.prepared.units[i].meta;
-        if (read.count({m.source, m.unit})) continue;
-        ++pre.candidates;
-        if (ranking.score[i] <= 0) continue;
-        const int64_t t = c.prepared.units[i].tokens();
-        if (t > left) continue;
-        left -= t;
-        pre.units.push_back(i);
-        pre.tokens += t;
-    }
-    std::sort(pre.units.begin(), pre.units.end());
-    pre.semantic = ranking.semantic;
     if (cb.on_plan) cb.on_plan(r.plan);
+    // A warm session is cut back to the saved part this question reads (`from`), or to the whole
+    // prefix when it holds all of it (the last question read the same units), and the rest
+    // prefilled: the same calls as after a restore, so the same K/V and selections (cutting at
+    // another point would change a query block's calls, and MSA shares a selection per block).
+    auto continue_warm = [&](const TokenStream& t, int64_t from) {
+        const auto& have = session.tokens();
+        const auto [a, b] = std::mismatch(have.begin(), have.end(), t.tokens.begin(), t.tokens.end());
+        const int64_t shared = a - have.begin();
+        const int64_t kept = shared >= t.prefix_tokens ? t.prefix_tokens : std::min(shared, from);
+        session.truncate(kept);
+        if (kept < t.prefix_tokens) {
+            status("prefilling " + thousands(t.prefix_tokens - kept) + " tokens after the " + thousands(kept) +
+                   " kept in memory");
+            prefill_checked(session, std::span<const int32_t>(t.tokens).subspan(static_cast<size_t>(kept)), o, cb);
+        }
+        r.prefilled_tokens = t.prefix_tokens - kept;
+        return kept;
+    };
     if (n == total && pre.units.empty()) {
         r.read_summary = "all " + thousands(total) + " tokens of the library context (prefilled)";
-        r.kv_note = "restored the library prefill from " + rec->path;
+        r.kv_note = "restored the library prefill " + from_where;
+        if (warm) continue_warm(ts, total);  // the last question and its answer cut off
     } else {
         if (n == total) {
             // Complete: reopen the context before its closing, to append after the last unit.
-            const int64_t body = total - static_cast<int64_t>(c.prepared.closing.size());
-            session.truncate(body);
+            if (!warm) session.truncate(body);
             ts = c.stream.clipped(body);
         }
         const int64_t from = ts.prefix_tokens;
         builder.append(ts, c.prepared, pre.units, &c.plan, true);
         r.read_summary = describe_reading(ts, std::min(n, from), total, pre);
-        r.kv_note = "restored " + thousands(n) + " of " + thousands(total) + " library tokens from " + rec->path;
+        r.kv_note = "restored " + thousands(n) + " of " + thousands(total) + " library tokens " + from_where;
         // The question's part: restored when this context was asked before (a delta over the
-        // library prefill), else prefilled and saved so.
+        // library prefill), else prefilled and saved so. A warm session prefills what it lacks
+        // (often nothing: the same units as the last question) rather than reading the file.
         ContextSpec qspec = spec;
         qspec.library_prefill = false;
         qspec.max_tokens = 0;
@@ -343,8 +436,15 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
             sha256_hex(std::string_view(reinterpret_cast<const char*>(ts.tokens.data()), ts.tokens.size() * sizeof(int32_t)));
         QuestionCacheNote cache;
         cache.used.push_back(rec->path);
-        if (o.reuse_kv && from < ts.prefix_tokens &&
-            restore_question_context(lib, session, fingerprint, ids, qspec, ts.tokens, cache)) {
+        if (warm) {
+            const int64_t kept = continue_warm(ts, from);
+            if (o.reuse_kv && from < ts.prefix_tokens && kept < ts.prefix_tokens) {
+                const ContextBase base{rec->path, from};
+                save_question_context(lib, session, fingerprint, ids, qspec, &base, cache);
+            }
+            if (!cache.note.empty()) r.kv_note += "; " + cache.note;
+        } else if (o.reuse_kv && from < ts.prefix_tokens &&
+                   restore_question_context(lib, session, fingerprint, ids, qspec, ts.tokens, cache)) {
             r.kv_note = cache.note;
         } else {
             if (session.tokens().empty()) {  // a failed restore of the question's file left it empty

@@ -6,7 +6,8 @@
 //      ranked units it has not read appended after it), else the best ranked units of the whole
 //      library that fit the budget (plan_budget with global priorities)
 //   -> prefill (saved, and restored when the same context recurs; the kv/ folder's cap evicts the
-//      least recently used files)
+//      least recently used files); an owner that asks again and again (the app, serve) keeps the
+//      library prefill's session in memory between questions (AskOptions::warm, warm_context.h)
 //   -> the question turn -> the answer streams (AnswerGuard stops repetition loops; an answer cut
 //      by the token budget is cut back to its last sentence end and says so) while the
 //      SelectionCollector records MSA's selections
@@ -38,6 +39,7 @@ class Library;
 using DocId = int64_t;
 struct LoadedModel;
 class Embedder;
+class WarmContext;
 
 struct AskOptions {
     std::string question;
@@ -74,6 +76,10 @@ struct AskOptions {
     // A vision tower (model set): the visuals the plan keeps enter as image-patch tokens
     // (visual_context.h), on the CPU; the library's own prefill (text only) is not used then.
     AskVision vision;
+    // Owners that answer question after question (the app, serve): the library prefill's session
+    // is kept here between questions and taken again instead of restoring the file
+    // (warm_context.h). Null: every question restores. Used by this call only.
+    WarmContext* warm = nullptr;
 };
 
 struct AskResult {
@@ -82,6 +88,7 @@ struct AskResult {
     int64_t context_tokens = 0;    // the prefix
     int64_t prefilled_tokens = 0;  // 0 when a saved KV cache was restored whole
     bool restored = false;
+    bool warm = false;             // the library prefill came from AskOptions::warm, not its file
     bool baseline = false;         // the positional baseline was measured and subtracted
     std::string kv_note;           // what happened with the KV cache (restored, saved, why not)
     // What the answer read, for the person asking: "all 78,379 tokens of the library (prefilled)"

@@ -1,7 +1,5 @@
 #include "core/runtime/session.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -16,18 +14,11 @@
 #include "core/model/model_loader.h"
 #include "core/tokenizer/unicode.h"
 #include "core/util/error.h"
+#include "core/util/file_identity.h"
 
 namespace sl {
 
 namespace {
-
-// Identity of a file as it is now ("" when it cannot be stat'ed).
-std::string file_identity(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return {};
-    return path + "|" + std::to_string(st.st_dev) + "|" + std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
-           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();

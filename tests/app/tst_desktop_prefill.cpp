@@ -11,7 +11,9 @@
 //   - in the window: the status bar shows the progress, "paused while answering" while the chat
 //     answers, then "ready"; a file added through the app's ingest path starts the prefill again;
 //   - the app's own answer service (LibraryAnswerService on the shared model) asked while the
-//     prefill runs answers from what is prefilled so far and shows "Read: ..." under the answer.
+//     prefill runs answers from what is prefilled so far and shows "Read: ..." under the answer;
+//     once it is complete, the second question takes the context the service kept in memory,
+//     and adding a file releases it.
 #include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
@@ -25,6 +27,7 @@
 
 #include "app/desktop/chat_pane.h"
 #include "app/desktop/ingest_queue.h"
+#include "app/desktop/library_answer_service.h"
 #include "app/desktop/prefill_controller.h"
 #include "app/desktop/shared_model.h"
 #include "core/library/library.h"
@@ -332,6 +335,26 @@ void TstDesktopPrefill::answersFromPartialPrefill() {
     QVERIFY2(a.method.find("the library's prefill") != std::string::npos, a.method.c_str());
     QVERIFY(w->chat()->transcript()->toPlainText().contains(QStringLiteral("Read: ")));
     QTRY_VERIFY_WITH_TIMEOUT(w->statusPrefillText().startsWith(QStringLiteral("Context: ready")), kLong);
+
+    // Complete: the next question restores the whole context, the one after it takes the session
+    // the service kept in memory; a change of the library's documents releases it.
+    auto ask = [&](const QString& q) {
+        const auto n = finished.count();
+        w->chat()->ask(q);
+        [&] { QTRY_COMPARE_WITH_TIMEOUT(finished.count(), n + 1, kLong); }();
+        qInfo("method: %s", w->chat()->answers().back().method.c_str());
+        return w->chat()->answers().back().method;
+    };
+    const std::string m1 = ask(QStringLiteral("What is R?"));
+    QVERIFY2(m1.find("the library's prefilled context") != std::string::npos, m1.c_str());
+    QVERIFY2(m1.find("kept in memory") == std::string::npos, m1.c_str());
+    const std::string m2 = ask(QStringLiteral("How is R started?"));
+    QVERIFY2(m2.find("the library's prefilled context (kept in memory") != std::string::npos, m2.c_str());
+    const auto answers = w->libraryAnswers();
+    QVERIFY(answers);
+    QVERIFY(answers->holdsWarm());
+    w->addPaths({QString::fromStdString(hello_path_.string())});
+    QTRY_VERIFY_WITH_TIMEOUT(!answers->holdsWarm(), kLong);
 }
 
 void TstDesktopPrefill::quitMidPrefillStopsWithinTheChunk() {

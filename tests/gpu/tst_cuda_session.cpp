@@ -10,7 +10,11 @@
 //   - an MSA session runs on the device, and its decode steps hand the MsaAttention's observer
 //     (citations) the blocks and attention mass the CPU's MSA gives: the hybrid mode alone, and the
 //     training-free mode `ask` runs (kTrainingFreeMode: a local window and mass-adaptive growth),
-//     and that mode with remapped positions (ask past the model's trained context).
+//     and that mode with remapped positions (ask past the model's trained context);
+//   - a session kept between questions (core/ask/warm_context.h: restored, a question's tokens and
+//     answer on, cut back to the restored prefix, the next question's tokens) gives the logits and
+//     the selections of a session restored afresh for the next question, on the device as on the
+//     CPU (the CPU row runs without a device).
 // Logits are compared by normalized error (bf16 K/V on the device: ~1e-2; a broken transfer or
 // cache gives O(1)) and by the rank of the CPU's argmax. Skips without a device; needs the model
 // (scripts/setup.sh). The same transfers are checked without a device by tst_kv_transfer.
@@ -33,6 +37,11 @@
 #include "tests/gpu/gpu_test_util.h"
 
 namespace {
+
+#define REQUIRE_DEVICE_ROW(device)                  \
+    do {                                            \
+        if ((device) == QLatin1String("cuda")) REQUIRE_CUDA_DEVICE(); \
+    } while (0)
 
 int argmax(std::span<const float> v) { return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()); }
 int rank_of(std::span<const float> v, int i) {
@@ -63,6 +72,8 @@ private Q_SLOTS:
     void imageEmbeddingsOnTheDevice();
     void msaSelectionsAndMassAsOnTheCpu_data();
     void msaSelectionsAndMassAsOnTheCpu();
+    void warmSessionAsRestored_data();
+    void warmSessionAsRestored();
 
 private:
     sl::SessionOptions options(const char* device) const {
@@ -330,6 +341,82 @@ void TstCudaSession::msaSelectionsAndMassAsOnTheCpu() {
     QVERIFY(same > 0);
     QVERIFY2(worst_mass < 0.03, qPrintable(QString::number(worst_mass)));
     QVERIFY2(worst_tokens < 0.1, qPrintable(QString::number(worst_tokens)));
+}
+
+void TstCudaSession::warmSessionAsRestored_data() {
+    QTest::addColumn<QString>("device");
+    QTest::newRow("cpu") << QStringLiteral("cpu");
+    QTest::newRow("cuda") << QStringLiteral("cuda");
+}
+
+void TstCudaSession::warmSessionAsRestored() {
+    QFETCH(QString, device);
+    REQUIRE_DEVICE_ROW(device);
+    // The CPU row checks the test itself where no device is (CI); the device run spends its
+    // minutes on the device row.
+    if (device == QLatin1String("cpu") && sl::cuda::probe().usable) QSKIP("the CPU row runs where there is no device");
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    if (!model_) model_ = sl::load_model(path);
+    // ask's mode at its top-k over ~46 blocks, as the library context is read.
+    std::string text;
+    for (int i = 0; i < 320; ++i)
+        text += "Item " + std::to_string(i) + ": the committee reviewed the budget of project " +
+                std::to_string(i * 37 % 101) + " and decided to postpone the vote until the meeting in room " +
+                std::to_string(i * 13 % 29) + ". ";
+    const std::vector<int32_t> ids = model_->tokenizer->encode(text, true, false);
+    const size_t saved = ids.size() - 400;  // the library prefill (mid-block)
+    const std::span<const int32_t> first(ids.data() + saved, 150), next(ids.data() + saved + 150, 250);
+    sl::MsaConfig mc;
+    mc.top_k = 16;
+    sl::parse_msa_scoring(sl::kTrainingFreeMode, mc);
+    const std::string dev = device.toStdString();
+    auto make = [&](std::map<int, std::vector<sl::Selection>>& seen) {
+        auto msa = std::make_unique<sl::MsaAttention>(mc);
+        msa->set_observer([&seen](int layer, const sl::AttentionCall& call, const std::vector<sl::Selection>& s) {
+            if (call.n_tokens == 1) seen[layer] = s;
+        });
+        sl::SessionOptions so = options(dev.c_str());
+        so.n_ctx = static_cast<int>(ids.size()) + 64;
+        so.n_batch = 128;
+        return std::make_unique<sl::Session>(*model_, so, std::move(msa));
+    };
+    const std::string file = dir_.filePath(QStringLiteral("warm-%1.slkv").arg(device)).toStdString();
+    {
+        std::map<int, std::vector<sl::Selection>> unused;
+        auto s = make(unused);
+        s->prefill(std::span<const int32_t>(ids.data(), saved));
+        s->save(file);
+    }
+    std::map<int, std::vector<sl::Selection>> seen_warm, seen_fresh;
+    auto warm = make(seen_warm);
+    QVERIFY2(warm->on_gpu() == (device == QLatin1String("cuda")), warm->device_reason().c_str());
+    warm->restore(file);
+    warm->prefill(first);  // the last question's units, question and answer
+    sl::GenerateOptions go;
+    go.max_tokens = 8;
+    go.sampling.greedy = true;
+    warm->generate(go, [](std::string_view) { return true; });
+    warm->truncate(static_cast<int64_t>(saved));
+    warm->prefill(next);
+    auto fresh = make(seen_fresh);
+    fresh->restore(file);
+    fresh->prefill(next);
+    const double err = sl::test::normalized_error(warm->last_logits().data(), fresh->last_logits().data(),
+                                                  fresh->last_logits().size());
+    qInfo("%s: kept and cut back vs restored afresh: logit error %.3e", dev.c_str(), err);
+    QVERIFY2(err < 1e-3, qPrintable(QString::number(err)));
+    QCOMPARE(argmax(warm->last_logits()), argmax(fresh->last_logits()));
+    // The next decode step selects the same blocks.
+    const int32_t t = argmax(fresh->last_logits());
+    warm->prefill(std::span<const int32_t>(&t, 1));
+    fresh->prefill(std::span<const int32_t>(&t, 1));
+    QCOMPARE(seen_warm.size(), seen_fresh.size());
+    QVERIFY(!seen_fresh.empty());
+    for (const auto& [layer, fs] : seen_fresh) {
+        const auto& ws = seen_warm[layer];
+        QCOMPARE(ws.size(), fs.size());
+        for (size_t i = 0; i < fs.size(); ++i) QCOMPARE(ws[i].blocks, fs[i].blocks);
+    }
 }
 
 QTEST_APPLESS_MAIN(TstCudaSession)
