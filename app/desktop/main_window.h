@@ -131,10 +131,10 @@ private:
     QLabel* context_label_ = nullptr;
     QLabel* prefill_label_ = nullptr;
     PrefillController* prefill_ = nullptr;
-    std::shared_ptr<SharedModel> model_;
+    std::shared_ptr<SharedModel> model_;  // the settings' model, shared by the answer service and the prefill
     // The library's answer service while it is the one in use: its warm session (the library
     // prefill kept between questions) is released when the library's documents change.
-    std::weak_ptr<LibraryAnswerService> answers_;  // the settings' model, shared by the answer service and the prefill
+    std::weak_ptr<LibraryAnswerService> answers_;
     QComboBox* effort_ = nullptr;
     QObject* history_ = nullptr;  // the watcher of the chat history being read, if any
     QLabel* drop_zone_ = nullptr;  // shown over the window while files are dragged over it

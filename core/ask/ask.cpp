@@ -142,6 +142,14 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
     const std::vector<int32_t> q = builder.question_tokens(o.question);
     SelectionCollector collector(ts, o.block_size);
     if (msa) collector.attach(*msa);
+    // Detached however this ends (a stopped question too): the session may outlive the collector
+    // (AskOptions::warm keeps it for the next question).
+    struct Detach {
+        MsaAttention* msa;
+        ~Detach() {
+            if (msa) SelectionCollector::detach(*msa);
+        }
+    } detach_collector{msa};
     prefill_checked(session, q, o, {});
     GenerateOptions gen;
     gen.max_tokens = effort.answer_tokens;
@@ -216,18 +224,21 @@ std::string warm_key_of(const std::string& path, const std::string& fingerprint,
 }
 
 // Hands a session to the warm context when the scope ends, once armed (it holds the saved prefix):
-// normally or by a cancellation (Cancelled), not by another error.
+// normally or by a cancellation (Cancelled), not by another error, and not when its device failed
+// during the question (it went on on the CPU: the next question tries the device again).
 struct KeepWarm {
     WarmContext* warm;
     WarmSession& session;
     const std::atomic<bool>* cancel;
     bool armed = false;
     bool complete = false;
+    bool on_gpu = false;  // where it ran when armed
     int exceptions = std::uncaught_exceptions();
 
     ~KeepWarm() {
         if (!warm || !armed) return;
         if (std::uncaught_exceptions() > exceptions && !(cancel && cancel->load())) return;
+        if (session.session->on_gpu() != on_gpu) return;
         warm->keep(std::move(session), complete);
     }
 };
@@ -384,6 +395,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     }
     keep_warm.armed = true;
     keep_warm.complete = n == total;
+    keep_warm.on_gpu = session.on_gpu();
     lib.save_kv_cache(*rec);  // touched: recently used
     r.restored = true;
     r.warm = warm;
@@ -493,6 +505,9 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     if (!vision && o.use_library_prefill && o.reuse_kv &&
         ask_from_library_prefill(lib, model, o, cb, docs, ids, fingerprint, t_start, r))
         return r;
+    // The question path makes a session of its own: a session held for the library prefill goes
+    // first (its memory, on the device too).
+    if (o.warm) o.warm->clear();
     std::vector<const doc::Document*> ptrs;
     for (const auto& d : docs) ptrs.push_back(&d);
 

@@ -61,7 +61,7 @@ public:
     void clear();
     bool holds() const;
     const std::string& key() const { return held_.key; }  // the held session's ("" when none)
-    int64_t hits() const { return hits_; }  // questions answered from a held session
+    int64_t hits() const { return hits_; }  // sessions take() handed out
 
 private:
     bool complete_only_;

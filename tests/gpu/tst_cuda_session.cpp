@@ -372,6 +372,7 @@ void TstCudaSession::warmSessionAsRestored() {
     const std::string dev = device.toStdString();
     auto make = [&](std::map<int, std::vector<sl::Selection>>& seen) {
         auto msa = std::make_unique<sl::MsaAttention>(mc);
+        msa->set_token_mass(true);  // the device hands decode steps' selections back with their mass only
         msa->set_observer([&seen](int layer, const sl::AttentionCall& call, const std::vector<sl::Selection>& s) {
             if (call.n_tokens == 1) seen[layer] = s;
         });

@@ -9,10 +9,14 @@
 //   invalidation: the file touched, another effort (top-k), or a context too small -> restored
 //       from the file again; clear() drops it; complete_only does not hold a partial prefill;
 //   complete prefill of a context smaller than the library (units left to preselect): Q1 restores
-//       and reopens the context before its closing, Q2 takes the session after it.
+//       and reopens the context before its closing, Q2 takes the session after it;
+//   a question stopped mid-answer leaves the session held, and the next question takes it and
+//       answers as from the file; a question that does not read the library prefill (its own
+//       context) releases what is held first.
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -34,6 +38,7 @@ private Q_SLOTS:
     void partialPrefill();
     void invalidation();
     void completePrefillOfPartOfTheLibrary();
+    void stoppedQuestionLeavesItUsable();
 
 private:
     // A fresh library in `dir` holding the five pages.
@@ -216,6 +221,42 @@ void TstAskWarm::completePrefillOfPartOfTheLibrary() {
     const auto r2 = ask_both(lib, o, warm, true);
     QVERIFY(warm.holds());
     QVERIFY2(r2.read_summary != r1.read_summary, r2.read_summary.c_str());  // other units after the saved part
+}
+
+void TstAskWarm::stoppedQuestionLeavesItUsable() {
+    QVERIFY(model_);
+    QTemporaryDir dir;
+    sl::Library lib = make_library(dir);
+    {
+        sl::LibraryPrefillOptions po;
+        po.max_tokens = 2048;
+        sl::LibraryPrefill p(lib, *model_, po);
+        p.run();
+        p.record();
+        QVERIFY(p.status().finished);
+    }
+    sl::WarmContext warm;
+    sl::AskOptions o;
+    o.effort = sl::Effort::Low;
+    o.preselect_tokens = 700;
+    o.question = "Which function reads a data frame from the file houses.data?";
+    std::atomic<bool> stop{false};
+    o.cancel = &stop;
+    o.warm = &warm;
+    sl::AskCallbacks cb;
+    cb.on_text = [&](std::string_view) { stop = true; };  // stopped at the answer's first text
+    QVERIFY_THROWS_EXCEPTION(sl::Cancelled, sl::ask(lib, *model_, o, cb));
+    QVERIFY(warm.holds());
+    o.cancel = nullptr;
+    o.question = "What is a generalized linear model made of?";
+    ask_both(lib, o, warm, true);
+    QVERIFY(warm.holds());
+    // Its own context (no library prefill read): what was held goes before it is made.
+    o.use_library_prefill = false;
+    o.warm = &warm;
+    const auto r = sl::ask(lib, *model_, o);
+    QVERIFY(!r.from_library_prefill);
+    QVERIFY(!warm.holds());
 }
 
 QTEST_MAIN(TstAskWarm)
