@@ -226,6 +226,41 @@ void KvCache::write(int layer, int64_t pos, const float* k, const float* v) {
     }
 }
 
+void KvCache::write_rows(int layer, int head, int64_t pos, int n, const float* k, const float* v) {
+    if (layer < 0 || layer >= n_layer_ || head < 0 || head >= n_kv_head_ || n <= 0 || pos < 0 || pos + n > n_ctx_ ||
+        pos / block_ != (pos + n - 1) / block_)
+        throw Error("KV cache: write of layer " + std::to_string(layer) + " head " + std::to_string(head) + " positions [" +
+                    std::to_string(pos) + ", " + std::to_string(pos + n) + "): not within one page of " +
+                    std::to_string(n_layer_) + " layers x " + std::to_string(n_kv_head_) + " heads x " +
+                    std::to_string(n_ctx_) + " positions");
+    const int64_t b = pos / block_;
+    const auto j = static_cast<size_t>(pos - b * block_);
+    uint8_t* base = writable(layer, b) + static_cast<size_t>(head) * head_bytes_;
+    const auto hd = static_cast<size_t>(head_dim_);
+    const size_t rows = static_cast<size_t>(block_) * hd;
+    const size_t count = static_cast<size_t>(n) * hd;
+    switch (opt_.type) {
+        case KvType::F32:
+            std::memcpy(base + j * hd * 4, k, count * 4);
+            std::memcpy(base + (rows + j * hd) * 4, v, count * 4);
+            break;
+        case KvType::F16:
+            kernels::f32_to_f16(reinterpret_cast<uint16_t*>(base) + j * hd, k, count);
+            kernels::f32_to_f16(reinterpret_cast<uint16_t*>(base) + rows + j * hd, v, count);
+            break;
+        case KvType::Int8: {
+            auto* q = reinterpret_cast<int8_t*>(base);
+            auto* scales = reinterpret_cast<float*>(base + 2 * rows);
+            for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
+                scales[j + r] = kernels::quantize_row_i8(q + (j + r) * hd, k + r * hd, static_cast<int64_t>(hd));
+                scales[static_cast<size_t>(block_) + j + r] =
+                    kernels::quantize_row_i8(q + rows + (j + r) * hd, v + r * hd, static_cast<int64_t>(hd));
+            }
+            break;
+        }
+    }
+}
+
 const uint8_t* KvCache::page(int layer, int64_t b) const {
     if (layer < 0 || layer >= n_layer_ || b < 0 || b >= max_pages_) return nullptr;
     const Page& p = slot(layer, b);

@@ -70,6 +70,10 @@ public:
     // Stores the K and V rows of position `pos` of `layer` (row() floats each, heads contiguous).
     // 0 <= pos < n_ctx.
     void write(int layer, int64_t pos, const float* k, const float* v);
+    // Stores rows [pos, pos + n) of KV head `head` of `layer` (n * head_dim floats each, row after
+    // row), the range within one page (pos / B == (pos + n - 1) / B): what `write` stores of them,
+    // one page lookup and one conversion per head instead of one per position.
+    void write_rows(int layer, int head, int64_t pos, int n, const float* k, const float* v);
 
     // Rows [pos, pos + n) of KV head `head` as f32, row after row (head_dim floats apart). The
     // range must lie in one page (pos / B == (pos + n - 1) / B) and have been written. Returns a

@@ -18,21 +18,26 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to) {
         dst.set_n_past(to);
         return;
     }
-    const int64_t B = src.block_size(), hd = dst.head_dim(), n_kv = dst.n_kv_head();
+    const int64_t B = src.block_size(), hd = dst.head_dim(), n_kv = dst.n_kv_head(), Bd = dst.block_size();
     const size_t block = static_cast<size_t>(n_kv * B * hd);
     std::vector<uint16_t> kb(block), vb(block);
-    std::vector<float> kr(static_cast<size_t>(dst.row())), vr(static_cast<size_t>(dst.row()));
+    std::vector<float> kr(static_cast<size_t>(std::min(B, Bd) * hd)), vr(kr.size());
     for (int l = 0; l < dst.n_layer(); ++l)
         for (int64_t b = from / B; b <= (to - 1) / B; ++b) {
             src.read_block(l, b, kb.data(), vb.data());
-            for (int64_t p = std::max(from, b * B); p < std::min(to, (b + 1) * B); ++p) {
+            // Per head, the block's positions in runs that stay within one host page: converted
+            // and stored a run at a time.
+            const int64_t p1 = std::min(to, (b + 1) * B);
+            for (int64_t p = std::max(from, b * B); p < p1;) {
+                const int64_t n = std::min(p1, (p / Bd + 1) * Bd) - p;
                 const int64_t t = p - b * B;
                 for (int64_t h = 0; h < n_kv; ++h) {
                     const size_t at = static_cast<size_t>((h * B + t) * hd);
-                    kernels::bf16_to_f32(kr.data() + h * hd, kb.data() + at, static_cast<size_t>(hd));
-                    kernels::bf16_to_f32(vr.data() + h * hd, vb.data() + at, static_cast<size_t>(hd));
+                    kernels::bf16_to_f32(kr.data(), kb.data() + at, static_cast<size_t>(n * hd));
+                    kernels::bf16_to_f32(vr.data(), vb.data() + at, static_cast<size_t>(n * hd));
+                    dst.write_rows(l, static_cast<int>(h), p, static_cast<int>(n), kr.data(), vr.data());
                 }
-                dst.write(l, p, kr.data(), vr.data());
+                p += n;
             }
         }
     dst.set_n_past(to);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/attention/dense_attention.h"
@@ -88,6 +89,8 @@ private Q_SLOTS:
     void typesAgainstF32_data();
     void typesAgainstF32();
     void spansAcrossPages();
+    void writeRowsAsWrite_data();
+    void writeRowsAsWrite();
     void budgetSpillsSameOutputs_data();
     void budgetSpillsSameOutputs();
     void byteSizes();
@@ -266,6 +269,49 @@ void TstKvCache::badShapesRefused() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, kv.write(0, 10, row.data(), row.data()));
     QVERIFY_THROWS_EXCEPTION(sl::Error, kv.write(1, 0, row.data(), row.data()));
     QVERIFY_THROWS_EXCEPTION(sl::Error, kv.k_rows(0, 0, 0, 1, row.data()));  // never written
+}
+
+void TstKvCache::writeRowsAsWrite_data() {
+    QTest::addColumn<int>("type");
+    QTest::newRow("f32") << static_cast<int>(sl::KvType::F32);
+    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16);
+    QTest::newRow("int8") << static_cast<int>(sl::KvType::Int8);
+}
+
+// A head's rows written a run at a time (write_rows) store what position-by-position writes do,
+// bit for bit, for runs of odd lengths at odd offsets within a page; runs across a page, of a
+// head that is not there or past the context are refused.
+void TstKvCache::writeRowsAsWrite() {
+    QFETCH(int, type);
+    const auto t = static_cast<sl::KvType>(type);
+    const int n_kv = 3, hd = 40, n = 211, B = 32;
+    const Data d(2, n, n_kv, hd);
+    sl::KvCache want(2, n, n_kv, hd, kvopt(t, B));
+    d.fill(want);
+    sl::KvCache got(2, n, n_kv, hd, kvopt(t, B));
+    std::vector<float> k, v;
+    for (int l = 0; l < 2; ++l)
+        for (int p = 0; p < n;) {
+            const int run = std::min({1 + (p * 7 + l) % 23, n - p, (p / B + 1) * B - p});
+            for (int h = 0; h < n_kv; ++h) {
+                k.clear();
+                v.clear();
+                for (int r = 0; r < run; ++r) {
+                    k.insert(k.end(), d.krow(l, p + r) + h * hd, d.krow(l, p + r) + (h + 1) * hd);
+                    v.insert(v.end(), d.vrow(l, p + r) + h * hd, d.vrow(l, p + r) + (h + 1) * hd);
+                }
+                got.write_rows(l, h, p, run, k.data(), v.data());
+            }
+            p += run;
+        }
+    got.set_n_past(n);
+    for (int l = 0; l < 2; ++l)
+        for (int64_t b = 0; b < got.max_pages(); ++b)
+            QVERIFY2(std::memcmp(got.page(l, b), want.page(l, b), got.page_bytes()) == 0,
+                     qPrintable(QStringLiteral("layer %1 page %2").arg(l).arg(b)));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, 0, B - 2, 4, k.data(), v.data()));  // across a page
+    QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, n_kv, 0, 1, k.data(), v.data()));   // no such head
+    QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, 0, n - 1, 2, k.data(), v.data()));  // past the context
 }
 
 QTEST_APPLESS_MAIN(TstKvCache)

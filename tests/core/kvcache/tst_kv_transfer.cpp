@@ -7,6 +7,7 @@
 // tests/gpu/tst_cuda_session checks the same through the real device cache.
 #include <QtTest>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -117,6 +118,8 @@ private Q_SLOTS:
     void uploadFromTheMiddle();
     void badRangesAreRefused();
     void blocksEqualRows();
+    void downloadAcrossHostPages_data();
+    void downloadAcrossHostPages();
 };
 
 // Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
@@ -301,6 +304,47 @@ void TstKvTransfer::blocksEqualRows() {
     store.blocks = true;
     sl::kv_upload(other, store, 0, kCtx);
     QCOMPARE(store.blocks_written, 0);
+}
+
+void TstKvTransfer::downloadAcrossHostPages_data() {
+    QTest::addColumn<int>("type");
+    QTest::addColumn<int>("device_block");
+    QTest::newRow("f16, device blocks of 48 over pages of 32") << static_cast<int>(sl::KvType::F16) << 48;
+    QTest::newRow("int8, device blocks of 48 over pages of 32") << static_cast<int>(sl::KvType::Int8) << 48;
+    QTest::newRow("f16, blocks the size of pages") << static_cast<int>(sl::KvType::F16) << kHostB;
+}
+
+// Device blocks that straddle host pages, downloaded in two pieces (the second from inside a
+// block and a page): the host cache stores, bit for bit, what writing bf16(x) position by
+// position stores.
+void TstKvTransfer::downloadAcrossHostPages() {
+    QFETCH(int, type);
+    QFETCH(int, device_block);
+    const auto t = static_cast<sl::KvType>(type);
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    const int64_t blocks = (kCtx + device_block - 1) / device_block;
+    HostBlockStore store(kLayers, blocks, kKv, device_block, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t p = 0; p < kCtx; ++p) {
+            src.read(l, p, k.data(), v.data());
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = bf16_to_f32(f32_to_bf16(k[i]));
+                v[i] = bf16_to_f32(f32_to_bf16(v[i]));
+            }
+            want.write(l, p, k.data(), v.data());
+        }
+    sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    sl::kv_download(store, got, 0, 37);
+    sl::kv_download(store, got, 37, kCtx);
+    QCOMPARE(got.n_past(), int64_t{kCtx});
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t b = 0; b < got.max_pages(); ++b)
+            QVERIFY2(std::memcmp(got.page(l, b), want.page(l, b), got.page_bytes()) == 0,
+                     qPrintable(QStringLiteral("layer %1 page %2").arg(l).arg(b)));
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)

@@ -1,0 +1,97 @@
+// The host side of moving a context off the device (core/kvcache/kv_transfer.h): what a save on the
+// GPU spends converting the device's bf16 blocks into the host cache (.slkv pages), SmolLM2's shape
+// (30 layers x 3 KV heads x 64, blocks of 128, f16 pages), from a host double of the device store
+// (read_block is a memcpy: the PCIe copy is not in it). Side by side in one run:
+//   BM_DownloadRuns       kv_download: per block and head, a run of rows converted and stored at once
+//   BM_DownloadPositions  the position-by-position path it replaced (bf16 -> f32 rows, KvCache::write)
+// bytes/s counts the host cache's bytes written (K and V, f16). At a million tokens a save moves
+// 23 GB: seconds = 23e9 / bytes_per_second.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_transfer.h"
+#include "kernels/cpu/convert.h"
+
+namespace {
+
+constexpr int kLayers = 30, kKv = 3, kDim = 64, kB = 128;
+
+// The device store's blocks in host memory: per (layer, block), (n_kv, B, head_dim) bf16 K and V.
+class HostStore final : public sl::KvBlockStore {
+public:
+    explicit HostStore(int64_t blocks) : blocks_(blocks), k_(static_cast<size_t>(kLayers * blocks) * elems()), v_(k_.size()) {
+        std::mt19937 g(7);
+        std::normal_distribution<float> nd(0.0f, 1.5f);
+        for (size_t i = 0; i < k_.size(); ++i) {
+            k_[i] = sl::kernels::f32_to_bf16(nd(g));
+            v_[i] = sl::kernels::f32_to_bf16(nd(g));
+        }
+    }
+    static size_t elems() { return static_cast<size_t>(kKv * kB * kDim); }
+    int block_size() const override { return kB; }
+    void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) override {
+        const size_t at = static_cast<size_t>(layer * blocks_ + block) * elems();
+        std::memcpy(k, k_.data() + at, elems() * 2);
+        std::memcpy(v, v_.data() + at, elems() * 2);
+    }
+    void append_rows(int, int64_t, int64_t, const float*, const float*) override {}
+
+private:
+    int64_t blocks_;
+    std::vector<uint16_t> k_, v_;
+};
+
+sl::KvCacheOptions f16_pages() {
+    sl::KvCacheOptions o;
+    o.type = sl::KvType::F16;
+    o.block_size = kB;
+    return o;
+}
+
+void BM_DownloadRuns(benchmark::State& state) {
+    const int64_t n = state.range(0);
+    HostStore store((n + kB - 1) / kB);
+    for (auto _ : state) {
+        sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
+        sl::kv_download(store, kv, 0, n);
+        benchmark::DoNotOptimize(kv.page(kLayers - 1, 0));
+    }
+    state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
+}
+
+void BM_DownloadPositions(benchmark::State& state) {
+    const int64_t n = state.range(0);
+    HostStore store((n + kB - 1) / kB);
+    std::vector<uint16_t> kb(HostStore::elems()), vb(kb.size());
+    std::vector<float> kr(static_cast<size_t>(kKv * kDim)), vr(kr.size());
+    for (auto _ : state) {
+        sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
+        for (int l = 0; l < kLayers; ++l)
+            for (int64_t b = 0; b * kB < n; ++b) {
+                store.read_block(l, b, kb.data(), vb.data());
+                for (int64_t p = b * kB; p < std::min(n, (b + 1) * kB); ++p) {
+                    for (int h = 0; h < kKv; ++h) {
+                        const size_t at = static_cast<size_t>((h * kB + (p - b * kB)) * kDim);
+                        sl::kernels::bf16_to_f32(kr.data() + h * kDim, kb.data() + at, kDim);
+                        sl::kernels::bf16_to_f32(vr.data() + h * kDim, vb.data() + at, kDim);
+                    }
+                    kv.write(l, p, kr.data(), vr.data());
+                }
+            }
+        kv.set_n_past(n);
+        benchmark::DoNotOptimize(kv.page(kLayers - 1, 0));
+    }
+    state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
+}
+
+BENCHMARK(BM_DownloadRuns)->Arg(16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DownloadPositions)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
