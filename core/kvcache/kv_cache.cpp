@@ -197,33 +197,8 @@ void KvCache::write(int layer, int64_t pos, const float* k, const float* v) {
     if (layer < 0 || layer >= n_layer_ || pos < 0 || pos >= n_ctx_)
         throw Error("KV cache: write of layer " + std::to_string(layer) + " position " + std::to_string(pos) +
                     " outside " + std::to_string(n_layer_) + " layers x " + std::to_string(n_ctx_) + " positions");
-    const int64_t b = pos / block_;
-    const auto j = static_cast<size_t>(pos - b * block_);
-    uint8_t* page = writable(layer, b);
     const auto hd = static_cast<size_t>(head_dim_);
-    const size_t rows = static_cast<size_t>(block_) * hd;
-    for (int h = 0; h < n_kv_head_; ++h) {
-        uint8_t* base = page + static_cast<size_t>(h) * head_bytes_;
-        const float* kh = k + static_cast<size_t>(h) * hd;
-        const float* vh = v + static_cast<size_t>(h) * hd;
-        switch (opt_.type) {
-            case KvType::F32:
-                std::memcpy(base + j * hd * 4, kh, hd * 4);
-                std::memcpy(base + (rows + j * hd) * 4, vh, hd * 4);
-                break;
-            case KvType::F16:
-                kernels::f32_to_f16(reinterpret_cast<uint16_t*>(base) + j * hd, kh, hd);
-                kernels::f32_to_f16(reinterpret_cast<uint16_t*>(base) + rows + j * hd, vh, hd);
-                break;
-            case KvType::Int8: {
-                auto* q = reinterpret_cast<int8_t*>(base);
-                auto* scales = reinterpret_cast<float*>(base + 2 * rows);
-                scales[j] = kernels::quantize_row_i8(q + j * hd, kh, static_cast<int64_t>(hd));
-                scales[static_cast<size_t>(block_) + j] = kernels::quantize_row_i8(q + rows + j * hd, vh, static_cast<int64_t>(hd));
-                break;
-            }
-        }
-    }
+    for (int h = 0; h < n_kv_head_; ++h) write_rows(layer, h, pos, 1, k + static_cast<size_t>(h) * hd, v + static_cast<size_t>(h) * hd);
 }
 
 void KvCache::write_rows(int layer, int head, int64_t pos, int n, const float* k, const float* v) {

@@ -9,11 +9,9 @@
 #include <QTest>
 
 #include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <thread>
 
 #include "core/ask/ask.h"
 #include "core/ask/library_context.h"
@@ -22,6 +20,7 @@
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
 #include "ingest/reader.h"
+#include "tests/common/library_prefill_support.h"
 #include "tests/common/test_support.h"
 
 class TstAskPartial : public QObject {
@@ -50,22 +49,10 @@ void TstAskPartial::partialThenComplete() {
     lib.store_document(d, fi);
 
     // The library prefill, stopped once its first 1,024 tokens are saved.
-    int64_t total = 0, saved = 0;
-    {
-        sl::LibraryPrefillOptions po;
-        po.save_every = 512;
-        po.progress_interval = 0.05;
-        sl::LibraryPrefill p(lib, *model, po);
-        total = static_cast<int64_t>(p.context().stream.tokens.size());
-        QVERIFY2(total > 2500, qPrintable(QString::number(total)));
-        p.start();
-        while (p.running() && p.status().saved < 1024) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        p.cancel();
-        p.wait();
-        p.record();
-        saved = p.status().saved;
-        QVERIFY(p.status().error.empty());
-    }
+    const sl::test::StoppedPrefill stopped = sl::test::stop_library_prefill_after(lib, *model, 1024);
+    const int64_t total = stopped.total, saved = stopped.saved;
+    QVERIFY2(total > 2500, qPrintable(QString::number(total)));
+    QVERIFY(stopped.error.empty());
     QVERIFY2(saved >= 1024 && saved < total, qPrintable(QStringLiteral("%1 of %2").arg(saved).arg(total)));
     const auto recs = lib.list_kv_caches();
     QCOMPARE(recs.size(), size_t{1});

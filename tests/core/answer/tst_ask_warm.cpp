@@ -19,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "core/ask/ask.h"
 #include "core/ask/library_context.h"
@@ -28,6 +27,7 @@
 #include "core/model/model_loader.h"
 #include "core/util/assets.h"
 #include "ingest/reader.h"
+#include "tests/common/library_prefill_support.h"
 #include "tests/common/test_support.h"
 
 class TstAskWarm : public QObject {
@@ -43,6 +43,8 @@ private Q_SLOTS:
 private:
     // A fresh library in `dir` holding the five pages.
     sl::Library make_library(const QTemporaryDir& dir);
+    // The library prefill of a context of at most max_tokens, run to its end; its size.
+    int64_t prefill_whole(sl::Library& lib, int64_t max_tokens);
     // The same question asked from the file (no warm context) and through `warm`: equal answers.
     sl::AskResult ask_both(sl::Library& lib, sl::AskOptions o, sl::WarmContext& warm, bool expect_warm);
 
@@ -74,6 +76,16 @@ sl::Library TstAskWarm::make_library(const QTemporaryDir& dir) {
     return lib;
 }
 
+int64_t TstAskWarm::prefill_whole(sl::Library& lib, int64_t max_tokens) {
+    sl::LibraryPrefillOptions po;
+    po.max_tokens = max_tokens;
+    sl::LibraryPrefill p(lib, *model_, po);
+    p.run();
+    p.record();
+    if (!p.status().finished) qFatal("the library prefill did not finish: %s", p.status().error.c_str());
+    return static_cast<int64_t>(p.context().stream.tokens.size());
+}
+
 sl::AskResult TstAskWarm::ask_both(sl::Library& lib, sl::AskOptions o, sl::WarmContext& warm, bool expect_warm) {
     o.warm = nullptr;
     const sl::AskResult cold = sl::ask(lib, *model_, o);
@@ -102,20 +114,8 @@ void TstAskWarm::partialPrefill() {
     QVERIFY(model_);
     QTemporaryDir dir;
     sl::Library lib = make_library(dir);
-    int64_t total = 0, saved = 0;
-    {
-        sl::LibraryPrefillOptions po;
-        po.save_every = 512;
-        po.progress_interval = 0.05;
-        sl::LibraryPrefill p(lib, *model_, po);
-        total = static_cast<int64_t>(p.context().stream.tokens.size());
-        p.start();
-        while (p.running() && p.status().saved < 1024) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        p.cancel();
-        p.wait();
-        p.record();
-        saved = p.status().saved;
-    }
+    const sl::test::StoppedPrefill stopped = sl::test::stop_library_prefill_after(lib, *model_, 1024);
+    const int64_t total = stopped.total, saved = stopped.saved;
     QVERIFY2(saved >= 1024 && saved < total, qPrintable(QStringLiteral("%1 of %2").arg(saved).arg(total)));
 
     sl::WarmContext warm;
@@ -148,12 +148,7 @@ void TstAskWarm::invalidation() {
     QVERIFY(model_);
     QTemporaryDir dir;
     sl::Library lib = make_library(dir);
-    {
-        sl::LibraryPrefill p(lib, *model_);
-        p.run();
-        p.record();
-        QVERIFY(p.status().finished);
-    }
+    prefill_whole(lib, sl::LibraryPrefillOptions().max_tokens);
     sl::WarmContext warm;
     sl::AskOptions o;
     o.effort = sl::Effort::Low;
@@ -198,16 +193,8 @@ void TstAskWarm::completePrefillOfPartOfTheLibrary() {
     QVERIFY(model_);
     QTemporaryDir dir;
     sl::Library lib = make_library(dir);
-    int64_t total = 0;
-    {
-        sl::LibraryPrefillOptions po;
-        po.max_tokens = 2048;  // a context of part of the library: the rest is preselected per question
-        sl::LibraryPrefill p(lib, *model_, po);
-        total = static_cast<int64_t>(p.context().stream.tokens.size());
-        p.run();
-        p.record();
-        QVERIFY(p.status().finished);
-    }
+    // A context of part of the library: the rest is preselected per question.
+    const int64_t total = prefill_whole(lib, 2048);
     sl::WarmContext warm(true);  // as the app holds them
     sl::AskOptions o;
     o.effort = sl::Effort::Low;
@@ -227,14 +214,7 @@ void TstAskWarm::stoppedQuestionLeavesItUsable() {
     QVERIFY(model_);
     QTemporaryDir dir;
     sl::Library lib = make_library(dir);
-    {
-        sl::LibraryPrefillOptions po;
-        po.max_tokens = 2048;
-        sl::LibraryPrefill p(lib, *model_, po);
-        p.run();
-        p.record();
-        QVERIFY(p.status().finished);
-    }
+    prefill_whole(lib, 2048);
     sl::WarmContext warm;
     sl::AskOptions o;
     o.effort = sl::Effort::Low;

@@ -105,6 +105,21 @@ void fill(sl::KvCache& kv, int64_t n) {
     kv.set_n_past(n);
 }
 
+// What a download should store: bf16(x) of every position of `src`, written into `dst` position
+// by position.
+void write_bf16_of(const sl::KvCache& src, sl::KvCache& dst) {
+    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
+    for (int l = 0; l < src.n_layer(); ++l)
+        for (int64_t p = 0; p < src.n_past(); ++p) {
+            src.read(l, p, k.data(), v.data());
+            for (size_t i = 0; i < k.size(); ++i) {
+                k[i] = bf16_to_f32(f32_to_bf16(k[i]));
+                v[i] = bf16_to_f32(f32_to_bf16(v[i]));
+            }
+            dst.write(l, p, k.data(), v.data());
+        }
+}
+
 }  // namespace
 
 class TstKvTransfer : public QObject {
@@ -165,15 +180,7 @@ void TstKvTransfer::downloadGivesBackWhatTheCacheStores() {
     // The reference: bf16(x) written through a cache of the same type, position by position.
     sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
     std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
-    for (int l = 0; l < kLayers; ++l)
-        for (int64_t p = 0; p < kCtx; ++p) {
-            src.read(l, p, k.data(), v.data());
-            for (size_t i = 0; i < k.size(); ++i) {
-                k[i] = bf16_to_f32(f32_to_bf16(k[i]));
-                v[i] = bf16_to_f32(f32_to_bf16(v[i]));
-            }
-            want.write(l, p, k.data(), v.data());
-        }
+    write_bf16_of(src, want);
     want.set_n_past(kCtx);
     sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
     sl::kv_download(store, got, 0, kCtx);
@@ -327,16 +334,7 @@ void TstKvTransfer::downloadAcrossHostPages() {
     HostBlockStore store(kLayers, blocks, kKv, device_block, kDim);
     sl::kv_upload(src, store, 0, kCtx);
     sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
-    std::vector<float> k(static_cast<size_t>(src.row())), v(k.size());
-    for (int l = 0; l < kLayers; ++l)
-        for (int64_t p = 0; p < kCtx; ++p) {
-            src.read(l, p, k.data(), v.data());
-            for (size_t i = 0; i < k.size(); ++i) {
-                k[i] = bf16_to_f32(f32_to_bf16(k[i]));
-                v[i] = bf16_to_f32(f32_to_bf16(v[i]));
-            }
-            want.write(l, p, k.data(), v.data());
-        }
+    write_bf16_of(src, want);
     sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
     sl::kv_download(store, got, 0, 37);
     sl::kv_download(store, got, 37, kCtx);
