@@ -5,8 +5,10 @@ file for every question (--no-keep-context), side by side in one run.
 
 For each mode a fresh `serve` (port 0, --no-semantic, --effort low) answers the same questions one
 after another, streamed; per question it prints the seconds to the first content token and to the
-end. The first question of each mode restores the file either way (nothing is held yet); the rest
-show the difference. The ratio line compares the medians of questions 2..N.
+end, then asks the last question again (the same units: a held session prefills nothing, the
+other restores the question's saved context). The first question of each mode restores the file
+either way (nothing is held yet); the rest show the difference. The ratio line compares the
+medians of questions 2..N.
 
   sightline-cli add --library /tmp/lib R-intro.pdf R-exts.pdf
   sightline-cli prefill --library /tmp/lib --max-tokens 100000
@@ -75,6 +77,7 @@ def main():
     a = ap.parse_args()
     qs = QUESTIONS[: max(2, min(a.questions, len(QUESTIONS)))]
     firsts = {}
+    again = {}
     answers = {}
     for keep in (True, False):
         mode = "kept in memory" if keep else "restored per question"
@@ -86,6 +89,10 @@ def main():
                 firsts[keep].append(f)
                 answers.setdefault(q, []).append(text)
                 print(f"{mode:22s} q{i + 1}: first token {f:7.2f} s, answer done {t:7.2f} s  ({q})", flush=True)
+            f, t, text = ask(base, qs[-1])  # the same question again: the same units
+            again[keep] = f
+            answers[qs[-1]].append(text)
+            print(f"{mode:22s} q{len(qs)} again: first token {f:7.2f} s, answer done {t:7.2f} s", flush=True)
         finally:
             p.terminate()
             p.wait()
@@ -93,7 +100,8 @@ def main():
     warm = statistics.median(firsts[True][1:])
     cold = statistics.median(firsts[False][1:])
     print(f"median first token, questions 2..{len(qs)}: kept {warm:.2f} s, restored {cold:.2f} s, "
-          f"ratio restored/kept {cold / warm:.2f}; identical answers {same} of {len(qs)}")
+          f"ratio restored/kept {cold / warm:.2f}; the last question again: kept {again[True]:.2f} s, "
+          f"restored {again[False]:.2f} s; identical answers {same} of {len(qs)}")
     return 0 if same == len(qs) else 1
 
 

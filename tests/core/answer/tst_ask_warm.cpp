@@ -4,8 +4,9 @@
 // once through one WarmContext, and the two answers must agree — text, citations, what was read.
 //
 //   partial prefill (the first ~1,024 tokens saved): Q1 then Q2 then Q2 again through the warm
-//       context: Q1 restores (nothing held yet), Q2 takes the session Q1 left (cut back to what
-//       they share, the rest prefilled), Q2 again prefills nothing;
+//       context: Q1 restores (nothing held yet), Q2 takes the session Q1 left (cut back to the
+//       saved part, its units prefilled), Q2 again prefills nothing; Q1 again (its context saved)
+//       restores that saved context, as on the CPU it is faster than prefilling its units;
 //   invalidation: the file touched, another effort (top-k), or a context too small -> restored
 //       from the file again; clear() drops it; complete_only does not hold a partial prefill;
 //   complete prefill of a context smaller than the library (units left to preselect): Q1 restores
@@ -87,10 +88,12 @@ int64_t TstAskWarm::prefill_whole(sl::Library& lib, int64_t max_tokens) {
 }
 
 sl::AskResult TstAskWarm::ask_both(sl::Library& lib, sl::AskOptions o, sl::WarmContext& warm, bool expect_warm) {
-    o.warm = nullptr;
-    const sl::AskResult cold = sl::ask(lib, *model_, o);
+    // Through the warm context first: a question asked from the files first would leave its saved
+    // context, which a session held on the CPU restores rather than prefilling its units.
     o.warm = &warm;
     const sl::AskResult w = sl::ask(lib, *model_, o);
+    o.warm = nullptr;
+    const sl::AskResult cold = sl::ask(lib, *model_, o);
     qInfo("Q: %s\n  from the file: prefilled %lld, %.2f s to the context; %s\n  warm (%s): prefilled %lld, %.2f s; %s\n  %s",
           o.question.c_str(), static_cast<long long>(cold.prefilled_tokens), cold.prefill_seconds, cold.kv_note.c_str(),
           w.warm ? "taken" : "restored", static_cast<long long>(w.prefilled_tokens), w.prefill_seconds, w.kv_note.c_str(),
@@ -135,6 +138,14 @@ void TstAskWarm::partialPrefill() {
     // A warm question prefills no more than one from the file (which prefills the units after the
     // saved part, or restores them from the question cache).
     QVERIFY(r2.prefilled_tokens <= r2.context_tokens - saved);
+    // Q1 again, its context saved and the session holding Q2's: on the CPU the saved context is
+    // restored (faster than prefilling its units), as from the file.
+    o.question = "Which function reads a data frame from the file houses.data?";
+    o.warm = &warm;
+    const auto r1b = sl::ask(lib, *model_, o);
+    QVERIFY2(!r1b.warm && r1b.prefilled_tokens == 0, r1b.kv_note.c_str());
+    QCOMPARE(r1b.answer.text, r1.answer.text);
+    QVERIFY(warm.holds());
 
     // An owner that holds complete prefills only does not keep this one.
     sl::WarmContext complete_only(true);
