@@ -220,6 +220,7 @@ void MainWindow::createMenus() {
         const double gib = QInputDialog::getDouble(
             this, tr("Saved Contexts Size"),
             tr("Prefilled contexts are kept on disk so that questions restore them instead of reading again.\n"
+               "The library's own prefilled context is sized by itself and not counted.\n"
                "Keep at most (GiB; the least recently used go first):"),
             static_cast<double>(settings_->kvCacheCap()) / double(1 << 30), 0.25, 1024.0, 2, &ok);
         if (!ok) return;

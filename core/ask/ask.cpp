@@ -257,9 +257,12 @@ std::optional<KvCacheRecord> library_prefill_record(Library& lib, const std::str
     return best;
 }
 
-void trim_cache(Library& lib, const AskOptions& o, const std::vector<std::string>& keep, AskResult& r) {
+// kv/ trimmed to the cap, `keep` (the contexts this question used) kept, `exempt` (the library
+// prefill it read) not counted.
+void trim_cache(Library& lib, const AskOptions& o, const std::vector<std::string>& keep, AskResult& r,
+                const std::vector<std::string>& exempt = {}) {
     if (o.kv_cap_bytes <= 0) return;
-    const KvTrim t = trim_kv_folder(lib, o.kv_cap_bytes, keep);
+    const KvTrim t = trim_kv_folder(lib, o.kv_cap_bytes, keep, exempt);
     if (t.removed > 0)
         r.kv_note += (r.kv_note.empty() ? "" : "; ") + std::string("removed ") + std::to_string(t.removed) +
                      " least recently used context file(s) (" + thousands(t.freed >> 20) + " MiB) to keep kv/ under " +
@@ -491,7 +494,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     const std::vector<UnitEvidence> evidence = evidence_of(ts, c.prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, so.n_ctx, spec, t_start, r);
     r.device = session.device_reason();  // again: a device that failed mid-answer handed over to the CPU
-    trim_cache(lib, o, used, r);
+    trim_cache(lib, o, used, r, {rec->path});
     return true;
 }
 

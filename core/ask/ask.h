@@ -59,7 +59,9 @@ struct AskOptions {
     // not read.
     bool use_library_prefill = true;
     int64_t preselect_tokens = 0;  // tokens of unread units appended to a library prefill (0: 1024 << effort)
-    int64_t kv_cap_bytes = int64_t{2} << 30;  // the kv/ folder's cap (<= 0: no cap)
+    // The kv/ folder's cap (<= 0: no cap); the library prefill a question reads is not counted
+    // (it has its own budget: kv_budget.h).
+    int64_t kv_cap_bytes = int64_t{2} << 30;
     const std::atomic<bool>* cancel = nullptr;  // set: stops prefill between chunks and generation; throws Cancelled
     // The answer's sampling: 0 = greedy (the default: citations and evaluations are reproducible);
     // > 0 samples at that temperature (top-k 40, top-p 0.95, min-p 0.05). The probe is always greedy.

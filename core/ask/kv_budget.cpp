@@ -22,10 +22,13 @@ std::string canonical_or_self(const fs::path& p) {
 
 }  // namespace
 
-KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>& keep) {
+KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>& keep,
+                      const std::vector<std::string>& exempt) {
     KvTrim t;
     std::error_code ec;
     const fs::path dir = lib.kv_dir();
+    std::vector<std::string> exempted;
+    for (const auto& e : exempt) exempted.push_back(canonical_or_self(e));
     struct File {
         std::string path;
         int64_t bytes = 0;
@@ -37,6 +40,7 @@ KvTrim trim_kv_folder(Library& lib, int64_t cap, const std::vector<std::string>&
     std::map<std::string, File> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         if (!it->is_regular_file(ec)) continue;
+        if (std::find(exempted.begin(), exempted.end(), canonical_or_self(it->path())) != exempted.end()) continue;
         File f;
         f.path = it->path().string();
         f.bytes = static_cast<int64_t>(it->file_size(ec));

@@ -317,6 +317,18 @@ void TstAskParts::kvCap() {
     QVERIFY(std::filesystem::exists(paths[3]));
     QVERIFY(!std::filesystem::exists(lib.kv_dir() / "orphan.slkv.tmp"));
     QCOMPARE(lib.list_kv_caches().size(), size_t{2});
+    // A library prefill larger than the cap, exempt (read by the question): neither counted nor
+    // removed; the rest stays under the cap around it (ctx3 in use, ctx0 the least recent: goes).
+    const std::string big = file("library-big.slkv", 5000);
+    const sl::KvTrim e = sl::trim_kv_folder(lib, 1500, {paths[3]}, {big});
+    QCOMPARE(e.removed, 1);
+    QCOMPARE(e.total, int64_t{1000});
+    QVERIFY(std::filesystem::exists(big));
+    QVERIFY(!std::filesystem::exists(paths[0]));
+    QVERIFY(std::filesystem::exists(paths[3]));
+    // Not exempt, it counts and goes like any other file.
+    QCOMPARE(sl::trim_kv_folder(lib, 1500, {paths[3]}).removed, 1);
+    QVERIFY(!std::filesystem::exists(big));
 }
 
 // kv/'s cap and delta files: a kept delta keeps its base; removing a base removes its deltas.
