@@ -146,7 +146,9 @@ DiskDialog::DiskDialog(fs::path library_dir, qint64 context_cap, std::shared_ptr
 
 void DiskDialog::show_usage() {
     database_->setText(human_size(usage_.database));
-    contexts_->setText(tr("%1 in %n file(s); kept under %2, least recently used removed first", nullptr, usage_.context_files)
+    contexts_->setText(tr("%1 in %n file(s); kept under %2 (the library's own prefilled context not counted), least "
+                          "recently used removed first",
+                          nullptr, usage_.context_files)
                            .arg(human_size(usage_.contexts), human_size(cap_)));
     index_->setText(tr("%1 in %n file(s)", nullptr, usage_.embedding_files).arg(human_size(usage_.embeddings)));
     total_->setText(human_size(usage_.total()));

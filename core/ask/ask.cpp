@@ -475,6 +475,10 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
         } else {
             if (session.tokens().empty()) {  // a failed restore of the question's file left it empty
                 session.restore(rec->path, from);
+                if (r.warm) {  // what was held is gone: read from the file after all
+                    r.warm = false;
+                    r.kv_note = "restored " + thousands(n) + " of " + thousands(total) + " library tokens from " + rec->path;
+                }
             }
             status("prefilling " + thousands(ts.prefix_tokens - from) + " tokens of " + std::to_string(pre.units.size()) +
                    " units ranked for the question");
@@ -644,7 +648,10 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     const std::vector<UnitEvidence> evidence = evidence_of(ts, prepared, ranking);
     answer_after_prefix(lib, model, o, cb, builder, ts, evidence, session, msa, effort, ids, n_ctx, spec, t_start, r);
     r.device = session.device_reason();  // again: a device that failed mid-answer handed over to the CPU
-    trim_cache(lib, o, cache.used, r);
+    // The library's own prefill for these documents is not this question's to evict.
+    std::vector<std::string> exempt;
+    if (auto lp = library_prefill_record(lib, fingerprint, ids)) exempt.push_back(lp->path);
+    trim_cache(lib, o, cache.used, r, exempt);
     return r;
 }
 

@@ -393,6 +393,23 @@ void TstAskParts::kvCapKeepsBases() {
         QVERIFY(std::filesystem::exists(p[1]) && std::filesystem::exists(p[2]));
         QCOMPARE(lib.list_kv_caches().size(), size_t{2});
     }
+    {
+        // A exempt (the library prefill a question reads, named another way): neither counted nor
+        // removed, while B and D (a delta over it) go to bring the rest under a cap that C (in
+        // use) fills.
+        QTemporaryDir tmp;
+        sl::Library lib = sl::Library::open(tmp.path().toStdString());
+        std::vector<std::string> p;
+        make(lib, p);
+        const std::string a_other = (lib.kv_dir() / "." / "A.slkv").string();
+        const sl::KvTrim t = sl::trim_kv_folder(lib, size(p[2]), {p[2]}, {a_other});
+        QCOMPARE(t.removed, 2);
+        QCOMPARE(t.total, size(p[2]));
+        QVERIFY(std::filesystem::exists(p[0]));
+        QVERIFY(!std::filesystem::exists(p[1]));
+        QVERIFY(std::filesystem::exists(p[2]));
+        QVERIFY(!std::filesystem::exists(p[3]));
+    }
 }
 
 QTEST_GUILESS_MAIN(TstAskParts)
