@@ -3,8 +3,9 @@
 prefill: the prefilled context kept in memory between questions (the default) vs restored from its
 file for every question (--no-keep-context), side by side in one run.
 
-For each mode a fresh `serve` (port 0, --no-semantic, --effort low) answers the same questions one
-after another, streamed; per question it prints the seconds to the first content token and to the
+For each mode a fresh `serve` (port 0, --no-semantic, --effort low) over its own copy of the
+library (without the question contexts saved before, so that neither mode finds the other's)
+answers the same questions one after another, streamed; per question it prints the seconds to the first content token and to the
 end, then asks the last question again (the same units: a held session prefills nothing, the
 other restores the question's saved context). The first question of each mode restores the file
 either way (nothing is held yet); the rest show the difference. The ratio line compares the
@@ -16,10 +17,13 @@ medians of questions 2..N.
 """
 import argparse
 import json
+import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -81,7 +85,10 @@ def main():
     answers = {}
     for keep in (True, False):
         mode = "kept in memory" if keep else "restored per question"
-        p, base = start(a.cli, a.library, keep)
+        work = tempfile.mkdtemp(prefix="warm_ttft-", dir=os.path.dirname(os.path.abspath(a.library)))
+        library = os.path.join(work, "library")
+        shutil.copytree(a.library, library, ignore=lambda d, names: [n for n in names if n.startswith("q-")])
+        p, base = start(a.cli, library, keep)
         try:
             firsts[keep] = []
             for i, q in enumerate(qs):
@@ -96,6 +103,7 @@ def main():
         finally:
             p.terminate()
             p.wait()
+            shutil.rmtree(work, ignore_errors=True)
     same = sum(1 for q in qs if len(set(answers[q])) == 1)
     warm = statistics.median(firsts[True][1:])
     cold = statistics.median(firsts[False][1:])
