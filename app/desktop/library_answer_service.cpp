@@ -3,6 +3,8 @@
 #include <QLocale>
 #include <QString>
 
+#include <chrono>
+
 #include "core/answer/minilm_embedder.h"
 #include "app/common/openai_engine.h"
 #include "app/common/visual_pixels.h"
@@ -50,6 +52,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
                                         const AskStream& stream, const std::atomic<bool>* cancel) {
     const std::lock_guard lock(mutex_);
     const std::shared_ptr<const LoadedModel> model = model_->get();
+    wait_freed();  // a released session's memory is given back before this answer takes more
     if (drop_warm_.exchange(false) || model != warm_model_) warm_.clear();
     warm_model_ = model;
     struct DropLate {  // a releaseWarm() during the answer drops what it keeps
@@ -156,10 +159,23 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
 
 void LibraryAnswerService::releaseWarm() {
     const std::unique_lock lock(mutex_, std::try_to_lock);
-    if (lock.owns_lock())
-        warm_.clear();
-    else
+    if (!lock.owns_lock()) {
         drop_warm_ = true;  // an answer runs: it drops the session when it ends
+        return;
+    }
+    WarmSession held = warm_.release();
+    if (!held.session) return;
+    // Freed on a worker, not on the caller's (the GUI) thread: a session's pages, its file maps and
+    // on a GPU the device's memory (whose release waits for the device). The model stays alive
+    // until it is gone. Finished ones are forgotten here; the rest are waited for by the next
+    // answer and the destructor (freeing_ is declared last, so destroyed first).
+    std::erase_if(freeing_, [](const std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+    freeing_.push_back(std::async(std::launch::async, [s = std::move(held), m = warm_model_]() mutable { s = WarmSession(); }));
+}
+
+void LibraryAnswerService::wait_freed() {
+    for (auto& f : freeing_) f.wait();
+    freeing_.clear();
 }
 
 bool LibraryAnswerService::holdsWarm() {

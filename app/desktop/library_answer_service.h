@@ -21,13 +21,16 @@
 // Library is one connection per thread), loads the model once (SharedModel: kept, shared
 // read-only with the background prefill) and opens MiniLM once (kept; used only under mutex_).
 // releaseWarm() from any thread: it never waits for an answer (one running drops the session
-// when it ends).
+// when it ends), nor for the memory to be freed (a worker frees it: on a GPU that waits for the
+// device; the destructor and the next answer wait for it).
 #pragma once
 
-#include <filesystem>
 #include <atomic>
+#include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "app/desktop/ask_service.h"
 #include "app/desktop/shared_model.h"
@@ -90,6 +93,11 @@ private:
     std::shared_ptr<const LoadedModel> warm_model_;
     sl::WarmContext warm_{true};  // complete library prefills only (the background prefill grows partial ones)
     std::atomic<bool> drop_warm_{false};
+
+    // Sessions releaseWarm() handed to workers to free (with the model they read); under mutex_.
+    // Declared last: destroyed (so waited for) first.
+    std::vector<std::future<void>> freeing_;
+    void wait_freed();  // under mutex_
 };
 
 }  // namespace sl::desktop

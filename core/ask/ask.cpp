@@ -448,10 +448,10 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
         // The question's part: restored when this context was asked before (a delta over the
         // library prefill), else prefilled and saved so. A warm session that holds all of it (the
         // same units as the last question) prefills nothing; one that lacks units prefills them on
-        // a device (milliseconds, where restoring the question's saved context would upload the
-        // whole context again), while on the CPU a saved context of this question restores faster
-        // than its units prefill (at 100K tokens ~1 s against ~6 s), so it goes the way of a
-        // restore, cut back to the saved part first.
+        // a device (milliseconds), while on the CPU a saved context of this question restores faster
+        // than its units prefill (at 100K tokens ~1 s against ~6 s): cut back to the saved part,
+        // the question's own part is restored onto it (Session::restore_delta: neither the library
+        // prefill's file nor its block index is read again).
         ContextSpec qspec = spec;
         qspec.library_prefill = false;
         qspec.max_tokens = 0;
@@ -469,9 +469,14 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
             }
             if (!cache.note.empty()) r.kv_note += "; " + cache.note;
         } else if (o.reuse_kv && from < ts.prefix_tokens &&
-                   restore_question_context(lib, session, fingerprint, ids, qspec, ts.tokens, cache)) {
-            r.kv_note = cache.note;
-            r.warm = false;  // the context came from the files after all
+                   restore_question_context(lib, session, fingerprint, ids, qspec, ts.tokens, cache,
+                                            warm ? rec->path : std::string())) {
+            if (cache.onto) {
+                r.kv_note += "; " + cache.note;
+            } else {
+                r.kv_note = cache.note;
+                r.warm = false;  // the context came from the files after all
+            }
         } else {
             if (session.tokens().empty()) {  // a failed restore of the question's file left it empty
                 session.restore(rec->path, from);

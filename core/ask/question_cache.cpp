@@ -13,14 +13,22 @@ namespace sl {
 
 bool restore_question_context(Library& lib, Session& session, const std::string& fingerprint,
                               const std::vector<DocId>& ids, const ContextSpec& spec, const std::vector<int32_t>& tokens,
-                              QuestionCacheNote& note) {
+                              QuestionCacheNote& note, const std::string& held_base) {
     auto rec = lib.find_kv_cache(fingerprint, ids, spec.encode());
     std::error_code ec;
+    note.onto = false;
     if (!rec || rec->state != KvCacheState::Complete || !std::filesystem::is_regular_file(rec->path, ec)) return false;
     try {
-        session.restore(rec->path);
+        const bool onto = !held_base.empty() && kv_file_base(rec->path).name == std::filesystem::path(held_base).filename().string();
+        note.onto = onto && session.restore_delta(rec->path);
+        if (!note.onto) session.restore(rec->path);
         if (session.tokens() == tokens) {
-            note.add("restored the prefilled context from " + rec->path);
+            if (note.onto) {
+                const auto kept = static_cast<int64_t>(kv_file_base(rec->path).tokens);
+                note.add("restored the question's " + thousands(static_cast<int64_t>(tokens.size()) - kept) + " own tokens from " +
+                         rec->path + " after the " + thousands(kept) + " kept in memory");
+            } else
+                note.add("restored the prefilled context from " + rec->path);
             lib.save_kv_cache(*rec);  // touched: recently used
             note.used.push_back(rec->path);
             if (const KvFileBase b = kv_file_base(rec->path); !b.empty())
@@ -32,6 +40,7 @@ bool restore_question_context(Library& lib, Session& session, const std::string&
         note.add(std::string("saved context refused (") + e.what() + "); prefilling again");
     }
     session.reset();
+    note.onto = false;
     return false;
 }
 

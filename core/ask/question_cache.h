@@ -32,6 +32,7 @@ class Session;
 struct QuestionCacheNote {
     std::string note;
     std::vector<std::string> used;
+    bool onto = false;  // restore_question_context restored a delta onto the context the session held
     void add(const std::string& s) { note += (note.empty() ? "" : "; ") + s; }
 };
 
@@ -42,11 +43,15 @@ struct ContextBase {
 };
 
 // Restores the context saved under `spec` (encode()) for these documents when it holds exactly
-// `tokens`; true then. Otherwise the session is left empty and the note says why when a record
-// existed.
+// `tokens`; true then. Otherwise the note says why when a record existed, and the session is left
+// empty when one was read (untouched without a record). `held_base`, when given: the session holds
+// a prefix of that whole saved context (a library prefill kept in memory, restored from that file,
+// cut back to where the question's part begins): a delta file over it is restored onto the session
+// (Session::restore_delta: the base is neither read nor indexed again; note.onto says so); anything
+// else is restored whole.
 bool restore_question_context(Library& lib, Session& session, const std::string& fingerprint,
                               const std::vector<DocId>& ids, const ContextSpec& spec, const std::vector<int32_t>& tokens,
-                              QuestionCacheNote& note);
+                              QuestionCacheNote& note, const std::string& held_base = {});
 
 // The whole saved context (same model, documents, attention: msa, block and top-k of `spec`) that
 // shares the longest token prefix with `tokens`, when that prefix is at least `min_shared` tokens;

@@ -31,6 +31,12 @@ void WarmContext::clear() {
     held_ = WarmSession();
 }
 
+WarmSession WarmContext::release() {
+    WarmSession out = std::move(held_);
+    held_ = WarmSession();
+    return out;
+}
+
 bool WarmContext::holds() const {
     return held_.session != nullptr;
 }

@@ -59,6 +59,9 @@ public:
     // Holds `s` for the next question (replacing what was held), unless complete_only and !complete.
     void keep(WarmSession s, bool complete);
     void clear();
+    // The held session, moved out (nothing held afterwards): for an owner that frees it elsewhere
+    // than on its own thread (the app's GUI thread hands it to a worker).
+    WarmSession release();
     bool holds() const;
     const std::string& key() const { return held_.key; }  // the held session's ("" when none)
     int64_t hits() const { return hits_; }  // sessions take() handed out

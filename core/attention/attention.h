@@ -63,6 +63,10 @@ public:
     // Forgets state derived from the cache (block summaries): called when the cache was cleared or
     // replaced other than by forward calls (Session::reset, Session::restore).
     virtual void reset_state() {}
+    // Forgets state derived from positions [n, ...) of the cache: the context was cut back to n
+    // (Session::truncate), and those positions may come back other than through forward calls (a
+    // saved context's pages attached after them: Session::restore_delta). State of [0, n) stays.
+    virtual void truncate_state(int64_t /*n*/) {}
 
     // State a saved context carries beside the K/V because the cache cannot rebuild it (MSA native
     // mode: a layer's index keys, derived from hidden states): positions [0, n) of `layer`, (n, dim)

@@ -12,6 +12,7 @@
 // Threading: update() writes; the accessors may be called from many threads while nobody updates.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -41,6 +42,9 @@ public:
     // 0 <= from <= n_tokens(), from <= to; positions [0, to) must be valid in kv.
     void update(const KvCache& kv, int layer, int64_t from, int64_t to);
     void clear() { n_tokens_ = 0; }
+    // Forgets positions [n, n_tokens()) (the context was cut back to n): the next update() from n
+    // re-summarizes the block holding n whole.
+    void truncate(int64_t n) { n_tokens_ = std::clamp<int64_t>(n, 0, n_tokens_); }
 
     // Summaries of block b, KV head h: head_dim floats each.
     const float* kmin(int64_t b, int h) const { return summary(b, h); }

@@ -226,6 +226,15 @@ void MsaAttention::invalidate() {
     }
 }
 
+void MsaAttention::truncate_state(int64_t n) {
+    n = std::max<int64_t>(n, 0);
+    for (auto& l : layers_) {
+        if (l.index) l.index->truncate(n);
+        l.ik_n = std::min(l.ik_n, n);
+        l.ik_bounded = std::min(l.ik_bounded, n / config_.block_size);
+    }
+}
+
 namespace {
 // Query rows up to which a native selection is Quest-pruned (see the call below).
 constexpr int kNativePruneRows = 32;

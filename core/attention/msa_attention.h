@@ -214,6 +214,8 @@ public:
     // position order (forward already handles restarting at a lower pos0 and a different cache).
     void invalidate();
     void reset_state() override { invalidate(); }
+    // Keeps the block summaries, native index keys and their bounds of positions [0, n) only.
+    void truncate_state(int64_t n) override;
     // Native mode's index keys travel with a saved context (Session::save / restore).
     IndexKeys index_keys(int layer) const override {
         return {native_key_data(layer), native_keys(layer), native_keys(layer) > 0 ? layers_[static_cast<size_t>(layer)].ik_dim : 0};

@@ -659,14 +659,18 @@ void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
     kv_download(store, dst, from, m.n_past);
 }
 
-void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t n) {
+void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
     Impl& m = *impl_;
-    reset();
+    if (from < 0 || from > m.n_past || from > n)
+        throw Error("CUDA model: upload of positions [" + std::to_string(from) + ", " + std::to_string(n) + ") after " +
+                    std::to_string(m.n_past));
     if (n > m.n_ctx)
         throw Error("CUDA model: a context of " + std::to_string(n) + " positions does not fit " + std::to_string(m.n_ctx));
+    if (from == 0) reset();
+    else truncate(from);  // the partial block at `from` is appended to (its mean key recomputed)
     m.grow(256);
     DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
-    kv_upload(src, store, 0, n, m.cap);
+    kv_upload(src, store, from, n, m.cap);
     m.n_past = n;
 }
 int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
@@ -924,7 +928,7 @@ int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
 void CudaLlamaRunner::truncate(int64_t) {}
 void CudaLlamaRunner::download_kv(KvCache&, int64_t) const { throw Error("CUDA model: built without CUDA"); }
-void CudaLlamaRunner::upload_kv(const KvCache&, int64_t) { throw Error("CUDA model: built without CUDA"); }
+void CudaLlamaRunner::upload_kv(const KvCache&, int64_t, int64_t) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
 void CudaLlamaRunner::set_record_mass(bool) {}

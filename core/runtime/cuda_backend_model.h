@@ -86,7 +86,7 @@ public:
     // Replaces the context with positions [0, n) of `src` (n <= src.n_past()), uploaded; the next
     // forward continues at position n. For a restored context. Throws sl::Error on a CUDA error or
     // n > n_ctx, leaving the context empty.
-    void upload_kv(const KvCache& src, int64_t n) override;
+    void upload_kv(const KvCache& src, int64_t from, int64_t n) override;
     int64_t device_bytes() const;  // weights + cache + scratch on the device
     // The blocks each KV group of `layer` attended in the last forward call, (query block, group)
     // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.

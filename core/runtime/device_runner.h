@@ -28,8 +28,10 @@ public:
     virtual void truncate(int64_t n) = 0;  // keeps the first n positions (n <= n_past())
     // Positions [from, n_past()) of every layer into `dst`, then dst's n_past is n_past().
     virtual void download_kv(KvCache& dst, int64_t from) const = 0;
-    // Replaces the context with positions [0, n) of `src`.
-    virtual void upload_kv(const KvCache& src, int64_t n) = 0;
+    // Replaces positions [from, n_past()) of the context with positions [from, n) of `src`: the
+    // first `from` positions stay (from <= n_past(); 0 replaces the whole context), then n_past()
+    // is n.
+    virtual void upload_kv(const KvCache& src, int64_t from, int64_t n) = 0;
     // MSA: with it on, calls of one query record their selections with the attention mass of each
     // token; recorded_selections(layer) gives them as the CPU's MsaAttention makes them (empty
     // when the last call recorded nothing).

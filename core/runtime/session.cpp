@@ -272,7 +272,7 @@ void Session::truncate(int64_t n) {
         kv_.set_n_past(n);
     }
     logits_.clear();
-    // MsaAttention re-summarizes from a lower pos0 by itself; other attentions keep no state.
+    attention_->truncate_state(n);  // MSA's block index and index keys of positions [n, ...)
 }
 
 std::string model_fingerprint(const LoadedModel& model) {
@@ -395,23 +395,26 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     file_memo_ = file_identity(path);
 }
 
+void Session::check_file(const KvFileInfo& s, const std::string& name) const {
+    const LlamaConfig& c = model_.model->config();
+    if (s.fingerprint != fingerprint())
+        throw FormatError(name + ": saved with another model (fingerprint " + s.fingerprint.substr(0, 12) + "..., this model " +
+                          fingerprint().substr(0, 12) + "...)");
+    if (s.n_layer != static_cast<uint32_t>(c.n_layer) || s.n_kv_head != static_cast<uint32_t>(c.n_kv_head) ||
+        s.head_dim != static_cast<uint32_t>(c.head_dim) || s.n_vocab != static_cast<uint32_t>(c.n_vocab))
+        throw FormatError(name + ": saved with another model shape");
+    if (s.type != kv_.type() || s.block_size != static_cast<uint32_t>(kv_.block_size()))
+        throw FormatError(name + ": saved with KV storage " + kv_type_name(s.type) + " in blocks of " +
+                          std::to_string(s.block_size) + "; this session uses " + kv_type_name(kv_.type()) + " in blocks of " +
+                          std::to_string(kv_.block_size()));
+}
+
 void Session::restore(const std::string& path, int64_t keep) {
     reset();
     auto map = std::make_shared<const MappedFile>(path);
     const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
     const LlamaConfig& c = model_.model->config();
-    auto check = [&](const KvFileInfo& s, const std::string& name) {
-        if (s.fingerprint != fingerprint())
-            throw FormatError(name + ": saved with another model (fingerprint " + s.fingerprint.substr(0, 12) + "..., this model " +
-                              fingerprint().substr(0, 12) + "...)");
-        if (s.n_layer != static_cast<uint32_t>(c.n_layer) || s.n_kv_head != static_cast<uint32_t>(c.n_kv_head) ||
-            s.head_dim != static_cast<uint32_t>(c.head_dim) || s.n_vocab != static_cast<uint32_t>(c.n_vocab))
-            throw FormatError(name + ": saved with another model shape");
-        if (s.type != kv_.type() || s.block_size != static_cast<uint32_t>(kv_.block_size()))
-            throw FormatError(name + ": saved with KV storage " + kv_type_name(s.type) + " in blocks of " +
-                              std::to_string(s.block_size) + "; this session uses " + kv_type_name(kv_.type()) + " in blocks of " +
-                              std::to_string(kv_.block_size()));
-    };
+    auto check = [&](const KvFileInfo& s, const std::string& name) { check_file(s, name); };
     check(saved.info, path);
     const bool part = keep >= 0 && static_cast<uint64_t>(keep) < saved.n_tokens();
     const uint64_t n = part ? static_cast<uint64_t>(keep) : saved.n_tokens();
@@ -457,7 +460,7 @@ void Session::restore(const std::string& path, int64_t keep) {
     tokens.resize(static_cast<size_t>(n));
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
         try {
-            gpu_->upload_kv(kv_, static_cast<int64_t>(n));
+            gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));
             mirrored_ = static_cast<int64_t>(n);
         } catch (const DeviceError& e) {  // the device failed: the restored context goes on on the CPU
             gpu_.reset();
@@ -472,6 +475,57 @@ void Session::restore(const std::string& path, int64_t keep) {
     tokens_ = std::move(tokens);
     if (!part) logits_ = saved.logits;
     file_memo_ = file_identity(path);
+}
+
+bool Session::restore_delta(const std::string& path) {
+    auto map = std::make_shared<const MappedFile>(path);
+    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
+    const uint64_t p0 = saved.base.tokens;
+    // Not a delta over what this session holds (its first p0 tokens hash as the base's), or a
+    // device session whose host mirror lacks some of them: the caller restores in full.
+    if (p0 == 0 || tokens_.size() < p0 || kv_tokens_hash(tokens_, p0) != saved.base.hash) return false;
+    if (gpu_ && mirrored_ < static_cast<int64_t>(p0)) return false;
+    check_file(saved.info, path);
+    const uint64_t n = saved.n_tokens();
+    if (n > static_cast<uint64_t>(kv_.n_ctx()))
+        throw Error(path + ": holds " + std::to_string(n) + " tokens, more than this session's context of " +
+                    std::to_string(kv_.n_ctx()));
+    // Nothing changed so far; from here a failure other than the device's leaves the session empty.
+    try {
+        truncate(static_cast<int64_t>(p0));  // the attention forgets what it derived from later positions
+        const int n_layer = model_.model->config().n_layer;
+        const int64_t b0 = static_cast<int64_t>(p0 / saved.info.block_size);
+        const int64_t n_blocks = static_cast<int64_t>((n + saved.info.block_size - 1) / saved.info.block_size);
+        for (int l = 0; l < n_layer; ++l)
+            for (int64_t b = b0; b < n_blocks; ++b)  // block b0 is the delta's own copy (its first positions the base's)
+                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+        kv_.set_n_past(static_cast<int64_t>(n));
+        kv_.release_unused_maps();
+        for (int l = 0; l < n_layer; ++l)
+            if (saved.has_index_keys(l)) {
+                const std::vector<float> keys = read_index_keys(map->bytes(), saved, l);
+                attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(n),
+                                           static_cast<int>(saved.index_dim[static_cast<size_t>(l)]));
+            }
+        tokens_.insert(tokens_.end(), saved.tokens.begin(), saved.tokens.end());
+        if (gpu_) {  // only the delta's positions go up; the device keeps the base's
+            try {
+                gpu_->upload_kv(kv_, static_cast<int64_t>(p0), static_cast<int64_t>(n));
+                mirrored_ = static_cast<int64_t>(n);
+            } catch (const DeviceError& e) {  // the device failed: the context goes on on the CPU from the host cache
+                gpu_.reset();
+                msa_ = nullptr;
+                mirrored_ = 0;
+                backend_ = {cpu_backend(), device_failed(e.what())};
+            }
+        }
+    } catch (...) {
+        reset();
+        throw;
+    }
+    logits_ = saved.logits;
+    file_memo_ = file_identity(path);
+    return true;
 }
 
 }  // namespace sl

@@ -138,6 +138,20 @@ public:
     // On CUDA the restored K/V are then uploaded to the device (rounded to bf16).
     void restore(const std::string& path, int64_t keep = -1);
 
+    // Restores the delta file `path` (save_delta) onto the context this session holds, which must
+    // begin with its base's p tokens: positions [0, p) stay, with what the attention derived from
+    // them (MSA's block index), and only the delta's tokens, pages (through a map), index keys and
+    // logits are read — on CUDA only positions [p, n) are uploaded. The result equals restore(path)
+    // when the session's first p positions hold the K/V the base file holds (the caller vouches:
+    // the session was restored from the base or saved it, with this model and attention, and
+    // nothing rewrote those positions since); their tokens are checked against the base's hash.
+    // Returns false, the session unchanged, when `path` is not a delta over what the session holds
+    // (or a device session's host mirror lacks those positions): callers restore() then. Throws
+    // FormatError / Error as restore() for a bad file, the session unchanged (a failure after the
+    // file was checked, such as memory, leaves it empty). A device that fails during the upload
+    // hands the context to the CPU, as restore() does.
+    bool restore_delta(const std::string& path);
+
     const std::vector<int32_t>& tokens() const { return tokens_; }
     std::span<const float> last_logits() const { return logits_; }
     const GenerateStats& stats() const { return stats_; }
@@ -173,6 +187,9 @@ private:
     MsaAttention* msa_ = nullptr;           // attention_ when it is MSA run by gpu_ (selections come back to it)
     ForwardScratch scratch_;
     const std::string& fingerprint() const;
+    // Throws FormatError naming `name` when a file saved as `info` does not fit this session
+    // (another model, shape, KV storage type or block size).
+    void check_file(const KvFileInfo& info, const std::string& name) const;
     KvFileInfo file_info() const;                   // what a save records about this session
     std::vector<KvIndexKeys> index_keys_of() const;  // the attention's index keys, per layer
 

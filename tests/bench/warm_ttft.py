@@ -7,7 +7,8 @@ For each mode a fresh `serve` (port 0, --no-semantic, --effort low) over its own
 library (without the question contexts saved before, so that neither mode finds the other's)
 answers the same questions one after another, streamed; per question it prints the seconds to the first content token and to the
 end, then asks the last question again (the same units: a held session prefills nothing, the
-other restores the question's saved context). The first question of each mode restores the file
+other restores the question's saved context) and the first one again (other units: its saved
+context's own part is restored onto the held session, or the whole context from the files). The first question of each mode restores the file
 either way (nothing is held yet); the rest show the difference. The ratio line compares the
 medians of questions 2..N.
 
@@ -82,6 +83,7 @@ def main():
     qs = QUESTIONS[: max(2, min(a.questions, len(QUESTIONS)))]
     firsts = {}
     again = {}
+    earlier = {}
     answers = {}
     for keep in (True, False):
         mode = "kept in memory" if keep else "restored per question"
@@ -100,6 +102,10 @@ def main():
             again[keep] = f
             answers[qs[-1]].append(text)
             print(f"{mode:22s} q{len(qs)} again: first token {f:7.2f} s, answer done {t:7.2f} s", flush=True)
+            f, t, text = ask(base, qs[0])  # an earlier question again: its saved context, other units
+            earlier[keep] = f
+            answers[qs[0]].append(text)
+            print(f"{mode:22s} q1 again:  first token {f:7.2f} s, answer done {t:7.2f} s", flush=True)
         finally:
             p.terminate()
             p.wait()
@@ -109,7 +115,8 @@ def main():
     cold = statistics.median(firsts[False][1:])
     print(f"median first token, questions 2..{len(qs)}: kept {warm:.2f} s, restored {cold:.2f} s, "
           f"ratio restored/kept {cold / warm:.2f}; the last question again: kept {again[True]:.2f} s, "
-          f"restored {again[False]:.2f} s; identical answers {same} of {len(qs)}")
+          f"restored {again[False]:.2f} s; the first question again: kept {earlier[True]:.2f} s, "
+          f"restored {earlier[False]:.2f} s; identical answers {same} of {len(qs)}")
     return 0 if same == len(qs) else 1
 
 

@@ -13,6 +13,7 @@
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
+#include "core/util/mapped_file.h"
 #include "tests/common/test_support.h"
 
 namespace {
@@ -95,6 +96,7 @@ private Q_SLOTS:
     void budgetSpillsSameOutputs();
     void byteSizes();
     void badShapesRefused();
+    void releaseUnusedMaps();
 };
 
 void TstKvCache::f32RowsExact() {
@@ -312,6 +314,45 @@ void TstKvCache::writeRowsAsWrite() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, 0, B - 2, 4, k.data(), v.data()));  // across a page
     QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, n_kv, 0, 1, k.data(), v.data()));   // no such head
     QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, 0, n - 1, 2, k.data(), v.data()));  // past the context
+}
+
+// KvCache::release_unused_maps: a map whose pages were all attached over (or lie past the
+// context) is let go; one a live page still reads stays, and every live page reads as attached.
+void TstKvCache::releaseUnusedMaps() {
+    QTemporaryDir dir;
+    const int B = 16;
+    sl::KvCache kv(2, 160, 2, 8, kvopt(sl::KvType::F32, B));
+    const size_t pb = kv.page_bytes();
+    auto file = [&](const char* name, uint8_t fill, int pages) {
+        const QString path = dir.filePath(QString::fromLatin1(name));
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly)) return std::shared_ptr<const sl::MappedFile>();
+        f.write(QByteArray(static_cast<int>(pb) * pages, static_cast<char>(fill)));
+        f.close();
+        return std::make_shared<const sl::MappedFile>(path.toStdString());
+    };
+    auto a = file("a", 1, 8), b = file("b", 2, 8), c = file("c", 3, 8);
+    QVERIFY(a && b && c);
+    for (int l = 0; l < 2; ++l)
+        for (int p = 0; p < 4; ++p) kv.attach(l, p, a->data() + static_cast<size_t>(l * 4 + p) * pb, a);
+    for (int l = 0; l < 2; ++l) kv.attach(l, 5, c->data() + static_cast<size_t>(l) * pb, c);  // past the context below
+    kv.set_n_past(4 * B);
+    // Pages 1.. of both layers from b: a still backs page 0.
+    for (int l = 0; l < 2; ++l)
+        for (int p = 1; p < 4; ++p) kv.attach(l, p, b->data() + static_cast<size_t>(l * 4 + p) * pb, b);
+    const long a_before = a.use_count();
+    kv.release_unused_maps();
+    QCOMPARE(a.use_count(), a_before);  // page 0 reads it
+    QCOMPARE(c.use_count(), 1L);        // only past the context: let go
+    for (int l = 0; l < 2; ++l) {
+        kv.attach(l, 0, b->data() + static_cast<size_t>(l * 4) * pb, b);
+        QCOMPARE(kv.page(l, 5), static_cast<const uint8_t*>(nullptr));
+    }
+    kv.release_unused_maps();
+    QCOMPARE(a.use_count(), 1L);
+    QVERIFY(b.use_count() > 1);
+    for (int l = 0; l < 2; ++l)
+        for (int p = 0; p < 4; ++p) QCOMPARE(kv.page(l, p), b->data() + static_cast<size_t>(l * 4 + p) * pb);
 }
 
 QTEST_APPLESS_MAIN(TstKvCache)

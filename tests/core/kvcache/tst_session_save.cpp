@@ -69,6 +69,8 @@ private Q_SLOTS:
     void truncateThenContinue();
     void deltaOverBase_data();
     void deltaOverBase();
+    void deltaOntoHeldContext_data();
+    void deltaOntoHeldContext();
 
 private:
     QTemporaryDir dir_;
@@ -432,6 +434,129 @@ void TstSessionSave::deltaOverBase() {
     QVERIFY(sl::saved_context_tokens(delta).empty());
     std::filesystem::remove(base);
     QVERIFY_THROWS_EXCEPTION(sl::FormatError, bad.restore(delta));
+}
+
+void TstSessionSave::deltaOntoHeldContext_data() {
+    QTest::addColumn<bool>("msa");
+    QTest::addColumn<bool>("cut");
+    QTest::newRow("dense") << false << false;
+    QTest::newRow("msa") << true << false;
+    QTest::newRow("msa, cut back first") << true << true;
+}
+
+// Session::restore_delta: a session that restored the base and went on with another question
+// (its block index summarizing other tokens after the base's part) takes a delta over the base
+// onto what it holds — the same tokens, logits, continuation and MSA selections, bit for bit, as a
+// session that restored the delta afresh; only the delta's file is read. Refused (false, the
+// session unchanged) for a whole file and for a session that does not hold the base's tokens;
+// a damaged delta throws naming the file, the session unchanged.
+void TstSessionSave::deltaOntoHeldContext() {
+    QFETCH(bool, msa);
+    QFETCH(bool, cut);
+    auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
+    QVERIFY(m);
+    const int nv = m->model->config().n_vocab;
+    sl::SessionOptions so;
+    so.n_ctx = 400;
+    so.n_batch = 24;
+    so.kv_type = sl::KvType::F16;
+    so.kv_block = 16;
+    const auto prefix = ids(150, nv), tail = ids(60, nv, 3), more = ids(37, nv, 5), other = ids(90, nv, 7);
+    const QString tag = QStringLiteral("%1%2").arg(msa).arg(cut);
+    const std::string base = dir_.filePath(QStringLiteral("hb-%1.slkv").arg(tag)).toStdString();
+    const std::string delta = dir_.filePath(QStringLiteral("hd-%1.slkv").arg(tag)).toStdString();
+    {
+        sl::Session w(*m, so, attention(msa));
+        w.prefill(prefix);
+        w.prefill(tail);
+        w.save(base);
+        w.truncate(static_cast<int64_t>(prefix.size()));
+        w.prefill(more);
+        w.save_delta(delta, base, static_cast<int64_t>(prefix.size()));
+    }
+    sl::Session ref(*m, so, attention(msa));
+    ref.restore(delta);
+    const std::vector<float> delta_logits = logits(ref);
+
+    // Held: the base restored, then another question and answer after its first 150 tokens, so
+    // that MSA summarized other keys where the delta's go.
+    sl::Session h(*m, so, attention(msa));
+    h.restore(base);
+    h.truncate(static_cast<int64_t>(prefix.size()));
+    h.prefill(other);
+    const std::vector<int32_t> held = h.tokens();
+    QVERIFY(!h.restore_delta(base));  // a whole file
+    QCOMPARE(h.tokens(), held);
+    if (cut) h.truncate(static_cast<int64_t>(prefix.size()) + 5);  // cut back past the base's part (as ask does)
+    QVERIFY(h.restore_delta(delta));
+    QCOMPARE(h.tokens(), ref.tokens());
+    QVERIFY(logits(h) == logits(ref));
+    QCOMPARE(h.kv_cache().n_past(), ref.kv_cache().n_past());
+    // Going on: the same logits and selections at every step (a stale summary of the other
+    // question's keys would change a selection).
+    for (int step = 0; step < 4; ++step) {
+        const auto t = step == 0 ? ids(20, nv, 9) : std::vector<int32_t>{static_cast<int32_t>((step * 13) % nv)};
+        h.prefill(t);
+        ref.prefill(t);
+        QVERIFY2(logits(h) == logits(ref), qPrintable(QStringLiteral("step %1").arg(step)));
+        if (msa) {
+            auto& ha = dynamic_cast<sl::MsaAttention&>(h.attention());
+            auto& ra = dynamic_cast<sl::MsaAttention&>(ref.attention());
+            for (int l = 0; l < m->model->config().n_layer; ++l) {
+                const auto &a = ha.last_selections(l), &b = ra.last_selections(l);
+                QCOMPARE(a.size(), b.size());
+                for (size_t i = 0; i < a.size(); ++i) QVERIFY(a[i].blocks == b[i].blocks);
+                // The block summaries themselves, every block.
+                const sl::BlockIndex *ia = ha.index(l), *ib = ra.index(l);
+                QVERIFY(ia && ib);
+                QCOMPARE(ia->n_tokens(), ib->n_tokens());
+                const int hd = ia->head_dim();
+                for (int64_t blk = 0; blk < ia->n_blocks(); ++blk)
+                    for (int kh = 0; kh < ia->n_kv_head(); ++kh)
+                        QVERIFY2(std::equal(ia->kmin(blk, kh), ia->kmin(blk, kh) + 3 * hd, ib->kmin(blk, kh)),
+                                 qPrintable(QStringLiteral("layer %1 block %2 head %3").arg(l).arg(blk).arg(kh)));
+            }
+        }
+    }
+
+    // A session that does not hold the base's first tokens, or fewer of them: false, unchanged.
+    sl::Session o(*m, so, attention(msa));
+    o.prefill(ids(200, nv, 11));
+    QVERIFY(!o.restore_delta(delta));
+    QCOMPARE(o.tokens().size(), size_t{200});
+    sl::Session few(*m, so, attention(msa));
+    few.prefill(std::span<const int32_t>(prefix.data(), 100));
+    QVERIFY(!few.restore_delta(delta));
+    QCOMPARE(few.tokens().size(), size_t{100});
+    // A context too small for the delta: refused, unchanged.
+    sl::SessionOptions small = so;
+    small.n_ctx = 170;
+    sl::Session sm(*m, small, attention(msa));
+    sm.restore(base, static_cast<int64_t>(prefix.size()));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sm.restore_delta(delta));
+    QCOMPARE(sm.tokens(), prefix);
+    // A damaged delta (a byte of its last page flipped): FormatError naming it; unchanged.
+    std::vector<uint8_t> bytes = slurp(delta);
+    const sl::KvFileContents c = sl::parse_kv_file(bytes, delta, sl::KvVerify::Full);
+    bytes[c.page_offset.back() + 7] ^= 0x40;
+    const std::string bad = dir_.filePath(QStringLiteral("hbad-%1.slkv").arg(tag)).toStdString();
+    {
+        std::ofstream f(bad, std::ios::binary);
+        f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    sl::Session d(*m, so, attention(msa));
+    d.restore(base, static_cast<int64_t>(prefix.size()));
+    try {
+        d.restore_delta(bad);
+        QFAIL("took a damaged delta");
+    } catch (const sl::FormatError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString(bad)), e.what());
+    }
+    QCOMPARE(d.tokens(), prefix);
+    // And it still takes the good one.
+    QVERIFY(d.restore_delta(delta));
+    QCOMPARE(sl::saved_context_tokens(delta), d.tokens());
+    QVERIFY(logits(d) == delta_logits);
 }
 
 QTEST_APPLESS_MAIN(TstSessionSave)

@@ -70,17 +70,19 @@ public:
         dst.set_n_past(kv_.n_past());
         downloaded += kv_.n_past() - from;
     }
-    void upload_kv(const sl::KvCache& src, int64_t n) override {
+    void upload_kv(const sl::KvCache& src, int64_t from, int64_t n) override {
         if (fail_upload) throw sl::DeviceError("HostRunner: simulated upload failure");
-        reset();
+        if (from > kv_.n_past()) throw sl::Error("HostRunner: upload after a gap");
+        if (from == 0) reset();
+        else truncate(from), attention_->truncate_state(from);
         std::vector<float> k(static_cast<size_t>(kv_.row())), v(k.size());
         for (int l = 0; l < kv_.n_layer(); ++l)
-            for (int64_t p = 0; p < n; ++p) {
+            for (int64_t p = from; p < n; ++p) {
                 src.read(l, p, k.data(), v.data());
                 kv_.write(l, p, k.data(), v.data());
             }
         kv_.set_n_past(n);
-        uploaded += n;
+        uploaded += n - from;
     }
     void set_record_mass(bool on) override { record_ = on; }
     std::vector<sl::Selection> recorded_selections(int layer) const override {
@@ -126,6 +128,7 @@ private Q_SLOTS:
     void deviceFailureGoesOnOnTheCpu();
     void restoreFailureGoesOnOnTheCpu();
     void saveFailureNamesTheFile();
+    void deltaOntoHeldContextUploadsItsOwn();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -365,6 +368,54 @@ void TstSessionDevice::saveFailureNamesTheFile() {
     back.restore(file);
     QCOMPARE(back.tokens(), cpu.tokens());
     QVERIFY(sl::test::normalized_error(dev.last_logits().data(), cpu.last_logits().data(), cpu.last_logits().size()) < 1e-5);
+}
+
+// Session::restore_delta on the device: the held context's base positions stay on the runner,
+// only the delta's own positions go up; the session goes on as one restored afresh (on the CPU, and
+// on the runner); when the upload fails, the context goes on on the CPU.
+void TstSessionDevice::deltaOntoHeldContextUploadsItsOwn() {
+    const std::vector<int32_t> a = ids(150, n_vocab_, 6), b = ids(45, n_vocab_, 7), q = ids(70, n_vocab_, 8);
+    const std::string base = dir_.filePath("db.slkv").toStdString(), delta = dir_.filePath("dd.slkv").toStdString();
+    {
+        sl::Session w(*model_, options(false));
+        w.prefill(a);
+        w.save(base);
+        w.prefill(b);
+        w.save_delta(delta, base, 150);
+    }
+    sl::Session cpu(*model_, options(false));
+    cpu.restore(delta);
+    for (bool fail : {false, true}) {
+        sl::Session dev(*model_, options(true));
+        HostRunner* r = runner_;
+        dev.restore(base);
+        QCOMPARE(r->uploaded, int64_t{150});
+        dev.prefill(q);  // another question after the base
+        const int64_t downloaded = r->downloaded;
+        r->fail_upload = fail;
+        QVERIFY(dev.restore_delta(delta));
+        QCOMPARE(dev.tokens(), cpu.tokens());
+        QCOMPARE(copy(dev.last_logits()), copy(cpu.last_logits()));
+        QCOMPARE(r->downloaded, downloaded);  // nothing came down
+        if (fail) {
+            QVERIFY(!dev.on_gpu());
+            QVERIFY2(dev.device_reason().rfind("CPU: the CUDA device failed (HostRunner: simulated upload failure)", 0) == 0,
+                     dev.device_reason().c_str());
+        } else {
+            QVERIFY(dev.on_gpu());
+            QCOMPARE(r->uploaded, int64_t{150 + 45});  // the base's 150 at the restore, the delta's 45 now
+            QCOMPARE(r->n_past(), int64_t{195});
+        }
+        const int32_t next = 11;
+        sl::Session fresh(*model_, options(false));
+        fresh.restore(delta);
+        fresh.prefill(std::span<const int32_t>(&next, 1));
+        dev.prefill(std::span<const int32_t>(&next, 1));
+        // Both read the files' f16 K/V; only the new token's differ on the runner (f32).
+        const double err =
+            sl::test::normalized_error(dev.last_logits().data(), fresh.last_logits().data(), fresh.last_logits().size());
+        QVERIFY2(err < (fail ? 1e-6 : 1e-3), qPrintable(QString::number(err)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
