@@ -4,6 +4,7 @@
 #include <QString>
 
 #include <chrono>
+#include <system_error>
 
 #include "core/answer/minilm_embedder.h"
 #include "app/common/openai_engine.h"
@@ -170,7 +171,16 @@ void LibraryAnswerService::releaseWarm() {
     // until it is gone. Finished ones are forgotten here; the rest are waited for by the next
     // answer and the destructor (freeing_ is declared last, so destroyed first).
     std::erase_if(freeing_, [](const std::future<void>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
-    freeing_.push_back(std::async(std::launch::async, [s = std::move(held), m = warm_model_]() mutable { s = WarmSession(); }));
+    auto model = warm_model_;
+    try {
+        freeing_.push_back(std::async(std::launch::async, [s = std::move(held), m = std::move(model)]() mutable {
+            s = WarmSession();  // the session first, then (maybe) the model it read
+            m.reset();
+        }));
+    } catch (const std::system_error&) {
+        // No thread to be had: the task's function, and the session in it, went with the exception
+        // (freed here after all; warm_model_ still holds the model).
+    }
 }
 
 void LibraryAnswerService::wait_freed() {

@@ -18,21 +18,30 @@ bool restore_question_context(Library& lib, Session& session, const std::string&
     std::error_code ec;
     note.onto = false;
     if (!rec || rec->state != KvCacheState::Complete || !std::filesystem::is_regular_file(rec->path, ec)) return false;
+    const KvFileBase base = kv_file_base(rec->path);
+    const std::string base_path = base.empty() ? std::string() : (std::filesystem::path(rec->path).parent_path() / base.name).string();
+    const bool onto = !held_base.empty() && !base.empty() &&
+                      std::filesystem::path(base_path).lexically_normal() == std::filesystem::path(held_base).lexically_normal();
     try {
-        const bool onto = !held_base.empty() && kv_file_base(rec->path).name == std::filesystem::path(held_base).filename().string();
-        note.onto = onto && session.restore_delta(rec->path);
+        if (onto) {
+            try {
+                note.onto = session.restore_delta(rec->path);
+            } catch (const Error& e) {  // the held session is as it was (or empty): the caller goes on from it
+                note.add(std::string("saved context refused (") + e.what() + "); prefilling again");
+                return false;
+            }
+        }
         if (!note.onto) session.restore(rec->path);
         if (session.tokens() == tokens) {
-            if (note.onto) {
-                const auto kept = static_cast<int64_t>(kv_file_base(rec->path).tokens);
-                note.add("restored the question's " + thousands(static_cast<int64_t>(tokens.size()) - kept) + " own tokens from " +
-                         rec->path + " after the " + thousands(kept) + " kept in memory");
-            } else
+            if (note.onto)
+                note.add("restored the question's " + thousands(static_cast<int64_t>(tokens.size() - base.tokens)) +
+                         " own tokens from " + rec->path + " after the " + thousands(static_cast<int64_t>(base.tokens)) +
+                         " kept in memory");
+            else
                 note.add("restored the prefilled context from " + rec->path);
             lib.save_kv_cache(*rec);  // touched: recently used
             note.used.push_back(rec->path);
-            if (const KvFileBase b = kv_file_base(rec->path); !b.empty())
-                note.used.push_back((std::filesystem::path(rec->path).parent_path() / b.name).string());
+            if (!base.empty()) note.used.push_back(base_path);
             return true;
         }
         note.add("saved context " + rec->path + " holds other tokens; prefilling again");

@@ -47,8 +47,8 @@ struct ContextBase {
 // empty when one was read (untouched without a record). `held_base`, when given: the session holds
 // a prefix of that whole saved context (a library prefill kept in memory, restored from that file,
 // cut back to where the question's part begins): a delta file over it is restored onto the session
-// (Session::restore_delta: the base is neither read nor indexed again; note.onto says so); anything
-// else is restored whole.
+// (Session::restore_delta: the base is neither read nor indexed again; note.onto says so; a delta
+// refused there leaves the session as it was, or empty); anything else is restored whole.
 bool restore_question_context(Library& lib, Session& session, const std::string& fingerprint,
                               const std::vector<DocId>& ids, const ContextSpec& spec, const std::vector<int32_t>& tokens,
                               QuestionCacheNote& note, const std::string& held_base = {});

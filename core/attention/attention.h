@@ -78,7 +78,11 @@ public:
     };
     virtual IndexKeys index_keys(int /*layer*/) const { return {}; }
     // Hands them back for the context now in `kv` (Session::restore, after reset_state()); copied.
-    virtual void set_index_keys(int /*layer*/, const KvCache& /*kv*/, const float* /*keys*/, int64_t /*n*/, int /*dim*/) {}
+    // from > 0: rows [0, from) are the ones this attention already holds for `kv` (the context was
+    // cut back to `from` and continued from a file: Session::restore_delta); only [from, n) are
+    // new, and what was derived from the rest is kept when it is there.
+    virtual void set_index_keys(int /*layer*/, const KvCache& /*kv*/, const float* /*keys*/, int64_t /*n*/, int /*dim*/,
+                                int64_t /*from*/ = 0) {}
 };
 
 }  // namespace sl

@@ -215,6 +215,25 @@ void MsaAttention::set_native_keys(int layer, const KvCache& kv, const float* ke
     L.ik_bounded = 0;
 }
 
+void MsaAttention::set_index_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim, int64_t from) {
+    if (from > 0 && from <= n && layer >= 0 && static_cast<size_t>(layer) < layers_.size()) {
+        Layer& L = layers_[static_cast<size_t>(layer)];
+        if (L.kv == &kv && L.ik_dim == dim && L.ik_n >= from) {
+            const auto d = static_cast<size_t>(dim);
+            L.ikeys.resize(static_cast<size_t>(n) * d);
+            std::copy(keys + static_cast<size_t>(from) * d, keys + static_cast<size_t>(n) * d,
+                      L.ikeys.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from) * d));
+            L.ik_n = n;
+            L.ik_bounded = std::min(L.ik_bounded, from / config_.block_size);
+            if (L.index) L.index->truncate(from);
+            L.kv = &kv;
+            L.selections.clear();
+            return;
+        }
+    }
+    set_native_keys(layer, kv, keys, n, dim);
+}
+
 void MsaAttention::invalidate() {
     for (auto& l : layers_) {
         l.index.reset();
@@ -229,6 +248,7 @@ void MsaAttention::invalidate() {
 void MsaAttention::truncate_state(int64_t n) {
     n = std::max<int64_t>(n, 0);
     for (auto& l : layers_) {
+        l.selections.clear();  // they were made for queries that are gone
         if (l.index) l.index->truncate(n);
         l.ik_n = std::min(l.ik_n, n);
         l.ik_bounded = std::min(l.ik_bounded, n / config_.block_size);

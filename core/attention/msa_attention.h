@@ -220,9 +220,10 @@ public:
     IndexKeys index_keys(int layer) const override {
         return {native_key_data(layer), native_keys(layer), native_keys(layer) > 0 ? layers_[static_cast<size_t>(layer)].ik_dim : 0};
     }
-    void set_index_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim) override {
-        set_native_keys(layer, kv, keys, n, dim);
-    }
+    // from > 0 and the layer holds keys of dim `dim` for `kv` up to at least `from`: rows [from, n)
+    // are copied after them, the block index and the Quest bounds of [0, from) kept; else as
+    // set_native_keys.
+    void set_index_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim, int64_t from = 0) override;
 
 private:
     struct Layer {

@@ -355,17 +355,19 @@ void KvCache::attach(int layer, int64_t b, const uint8_t* bytes, const std::shar
     if (mapping && (mappings_.empty() || mappings_.back() != mapping)) mappings_.push_back(mapping);
 }
 
-void KvCache::release_unused_maps() {
+void KvCache::release_unused() {
     const int64_t live = (n_past_ + block_ - 1) / block_;
     std::vector<bool> used(mappings_.size(), false);
     for (int l = 0; l < n_layer_; ++l)
         for (int64_t b = 0; b < max_pages_; ++b) {
             Page& p = slot(l, b);
-            if (!p.mapped) continue;
-            if (b >= live) {
-                p.mapped = nullptr;  // past the context: never read again before it is written
+            if (b >= live) {  // past the context: never read again before it is written
+                free_ram(p);
+                p.mapped = nullptr;
+                p.uses = 0;
                 continue;
             }
+            if (!p.mapped) continue;
             for (size_t i = 0; i < mappings_.size(); ++i) {
                 const MappedFile& m = *mappings_[i];
                 if (p.mapped >= m.data() && p.mapped < m.data() + m.size()) {

@@ -103,10 +103,11 @@ public:
     // alive while it refers to it), dropping any RAM copy. For restore.
     void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping);
 
-    // Forgets the map-backed pages past the context (blocks from ceil(n_past / B) on) and lets go
-    // of the attached maps no page reads any more (their file space and memory are given back): for
-    // a context whose later pages were replaced by another file's (Session::restore_delta).
-    void release_unused_maps();
+    // Drops the pages past the context (blocks from ceil(n_past / B) on: RAM copies and map
+    // references) and lets go of the attached maps no page reads any more (their file space and
+    // memory are given back): for a context cut back and continued from another file's pages
+    // (Session::restore_delta).
+    void release_unused();
 
     // Enforces the budget now (see the header comment).
     void maintain();

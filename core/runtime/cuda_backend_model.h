@@ -83,9 +83,11 @@ public:
     // every layer are written into `dst` (positions before `from` are dst's already), then dst's
     // n_past is n_past(). For saving a context. Throws sl::Error on a CUDA error.
     void download_kv(KvCache& dst, int64_t from) const override;
-    // Replaces the context with positions [0, n) of `src` (n <= src.n_past()), uploaded; the next
-    // forward continues at position n. For a restored context. Throws sl::Error on a CUDA error or
-    // n > n_ctx, leaving the context empty.
+    // Replaces positions [from, n) of the context with `src`'s (n <= src.n_past()), uploaded: the
+    // first `from` positions stay (from <= n_past(); 0: the whole context is replaced); the next
+    // forward continues at position n. For a restored context (from > 0: a delta restored onto the
+    // held context, Session::restore_delta). Throws sl::Error on a CUDA error or n > n_ctx, leaving
+    // the context cut back to `from`.
     void upload_kv(const KvCache& src, int64_t from, int64_t n) override;
     int64_t device_bytes() const;  // weights + cache + scratch on the device
     // The blocks each KV group of `layer` attended in the last forward call, (query block, group)

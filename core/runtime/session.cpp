@@ -479,12 +479,17 @@ void Session::restore(const std::string& path, int64_t keep) {
 
 bool Session::restore_delta(const std::string& path) {
     auto map = std::make_shared<const MappedFile>(path);
+    {
+        // Not a delta over what this session holds (its first p0 tokens hash as the base's), or a
+        // device session whose host mirror lacks some of them: the caller restores in full (and
+        // verifies the file then; headers only here).
+        const KvFileContents head = parse_kv_file(map->bytes(), path, KvVerify::Headers);
+        const uint64_t p = head.base.tokens;
+        if (p == 0 || tokens_.size() < p || kv_tokens_hash(tokens_, p) != head.base.hash) return false;
+        if (gpu_ && mirrored_ < static_cast<int64_t>(p)) return false;
+    }
     const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
     const uint64_t p0 = saved.base.tokens;
-    // Not a delta over what this session holds (its first p0 tokens hash as the base's), or a
-    // device session whose host mirror lacks some of them: the caller restores in full.
-    if (p0 == 0 || tokens_.size() < p0 || kv_tokens_hash(tokens_, p0) != saved.base.hash) return false;
-    if (gpu_ && mirrored_ < static_cast<int64_t>(p0)) return false;
     check_file(saved.info, path);
     const uint64_t n = saved.n_tokens();
     if (n > static_cast<uint64_t>(kv_.n_ctx()))
@@ -495,17 +500,20 @@ bool Session::restore_delta(const std::string& path) {
         truncate(static_cast<int64_t>(p0));  // the attention forgets what it derived from later positions
         const int n_layer = model_.model->config().n_layer;
         const int64_t b0 = static_cast<int64_t>(p0 / saved.info.block_size);
+        // Page b0 is replaced whole by the delta's copy: what the attention derived from it goes too.
+        const int64_t cut = b0 * kv_.block_size();
+        attention_->truncate_state(cut);
         const int64_t n_blocks = static_cast<int64_t>((n + saved.info.block_size - 1) / saved.info.block_size);
         for (int l = 0; l < n_layer; ++l)
             for (int64_t b = b0; b < n_blocks; ++b)  // block b0 is the delta's own copy (its first positions the base's)
                 kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
         kv_.set_n_past(static_cast<int64_t>(n));
-        kv_.release_unused_maps();
+        kv_.release_unused();
         for (int l = 0; l < n_layer; ++l)
             if (saved.has_index_keys(l)) {
                 const std::vector<float> keys = read_index_keys(map->bytes(), saved, l);
                 attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(n),
-                                           static_cast<int>(saved.index_dim[static_cast<size_t>(l)]));
+                                           static_cast<int>(saved.index_dim[static_cast<size_t>(l)]), cut);
             }
         tokens_.insert(tokens_.end(), saved.tokens.begin(), saved.tokens.end());
         if (gpu_) {  // only the delta's positions go up; the device keeps the base's

@@ -140,10 +140,11 @@ public:
 
     // Restores the delta file `path` (save_delta) onto the context this session holds, which must
     // begin with its base's p tokens: positions [0, p) stay, with what the attention derived from
-    // them (MSA's block index), and only the delta's tokens, pages (through a map), index keys and
-    // logits are read — on CUDA only positions [p, n) are uploaded. The result equals restore(path)
-    // when the session's first p positions hold the K/V the base file holds (the caller vouches:
-    // the session was restored from the base or saved it, with this model and attention, and
+    // them (MSA's block index and native index keys, up to the page holding p, which the delta
+    // replaces), and only the delta's tokens, pages (through a map), index keys and logits are read
+    // — on CUDA only positions [p, n) are uploaded. The result equals restore(path) when the
+    // session's first p positions hold the K/V the base file holds (the caller vouches: the session
+    // was restored from the base — or, on the CPU, saved it — with this model and attention, and
     // nothing rewrote those positions since); their tokens are checked against the base's hash.
     // Returns false, the session unchanged, when `path` is not a delta over what the session holds
     // (or a device session's host mirror lacks those positions): callers restore() then. Throws

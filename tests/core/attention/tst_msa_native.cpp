@@ -191,6 +191,7 @@ private Q_SLOTS:
     void nativeWithoutIndexerIsAnError();
     void restoredContextKeepsIndexKeys();
     void restoredContextWithoutKeysFallsBackToTrainingFree();
+    void deltaOntoHeldContextKeepsIndex();
     void minimaxM3MatchesReference();
     void minimaxM3SessionSavesAndRestores();
     void prunedSelectionEqualsBruteForce_data();
@@ -455,6 +456,49 @@ void TstMsaNative::restoredContextWithoutKeysFallsBackToTrainingFree() {
     QVERIFY(std::equal(b.last_logits().begin(), b.last_logits().end(), d.last_logits().begin()));
 }
 
+void TstMsaNative::deltaOntoHeldContextKeepsIndex() {
+    // Session::restore_delta on a native session: the held block index and index keys of the
+    // base's part stay (the layer's index object is the same one), the delta's keys follow them,
+    // and the session goes on natively with the logits of one that restored the delta afresh.
+    const int nv = m_->model->config().n_vocab;
+    const std::vector<int32_t> ids = random_ids(12 * kBlock + 1, nv), other = random_ids(3 * kBlock + 5, nv);
+    const size_t p = 6 * kBlock + 3, q = 9 * kBlock + 2;  // the base's part, the delta's end
+    const std::span<const int32_t> all(ids);
+    const sl::SessionOptions so = small_session();
+    const std::string base = dir_.filePath(QStringLiteral("nb.slkv")).toStdString();
+    const std::string delta = dir_.filePath(QStringLiteral("nd.slkv")).toStdString();
+    {
+        sl::Session w(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+        w.prefill(all.first(p));
+        w.save(base);
+        w.prefill(all.subspan(p, q - p));
+        w.save_delta(delta, base, static_cast<int64_t>(p));
+    }
+    sl::Session ref(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+    ref.restore(delta);
+    sl::Session h(*m_, so, std::make_unique<sl::MsaAttention>(native_));
+    h.restore(base);
+    h.prefill(other);  // another question after the base: other keys where the delta's go
+    auto& hm = dynamic_cast<sl::MsaAttention&>(h.attention());
+    const sl::BlockIndex* index = hm.index(1);
+    QVERIFY(index);
+    QVERIFY(h.restore_delta(delta));
+    QCOMPARE(hm.index(1), index);  // kept, not rebuilt
+    QCOMPARE(hm.native_keys(1), static_cast<int64_t>(q));
+    auto& rm = dynamic_cast<sl::MsaAttention&>(ref.attention());
+    QVERIFY(std::equal(hm.native_key_data(1), hm.native_key_data(1) + q * static_cast<size_t>(m_->model->config().indexer.head_dim),
+                       rm.native_key_data(1)));
+    h.prefill(all.subspan(q));
+    ref.prefill(all.subspan(q));
+    QCOMPARE(hm.stats().native_fallbacks, 0);
+    QVERIFY2(std::equal(h.last_logits().begin(), h.last_logits().end(), ref.last_logits().begin()),
+             "the delta restored onto the held native context differs from a fresh restore");
+    for (int l = 1; l < m_->model->config().n_layer; ++l) {
+        const auto &a = hm.last_selections(l), &b = rm.last_selections(l);
+        QCOMPARE(a.size(), b.size());
+        for (size_t i = 0; i < a.size(); ++i) QVERIFY(a[i].blocks == b[i].blocks);
+    }
+}
 
 void TstMsaNative::minimaxM3MatchesReference() {
     // The real M3 layout (arch minimax-m3, llama.cpp's names): NeoX RoPE on half of each head,

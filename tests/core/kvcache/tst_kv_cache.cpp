@@ -96,7 +96,7 @@ private Q_SLOTS:
     void budgetSpillsSameOutputs();
     void byteSizes();
     void badShapesRefused();
-    void releaseUnusedMaps();
+    void releaseUnused();
 };
 
 void TstKvCache::f32RowsExact() {
@@ -316,9 +316,10 @@ void TstKvCache::writeRowsAsWrite() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, got.write_rows(0, 0, n - 1, 2, k.data(), v.data()));  // past the context
 }
 
-// KvCache::release_unused_maps: a map whose pages were all attached over (or lie past the
-// context) is let go; one a live page still reads stays, and every live page reads as attached.
-void TstKvCache::releaseUnusedMaps() {
+// KvCache::release_unused: a map whose pages were all attached over (or lie past the context)
+// is let go, RAM pages past the context are freed; a map a live page still reads stays, and every
+// live page reads as attached.
+void TstKvCache::releaseUnused() {
     QTemporaryDir dir;
     const int B = 16;
     sl::KvCache kv(2, 160, 2, 8, kvopt(sl::KvType::F32, B));
@@ -336,19 +337,24 @@ void TstKvCache::releaseUnusedMaps() {
     for (int l = 0; l < 2; ++l)
         for (int p = 0; p < 4; ++p) kv.attach(l, p, a->data() + static_cast<size_t>(l * 4 + p) * pb, a);
     for (int l = 0; l < 2; ++l) kv.attach(l, 5, c->data() + static_cast<size_t>(l) * pb, c);  // past the context below
+    std::vector<float> row(16, 0.5f);
+    kv.write(1, 6 * B + 2, row.data(), row.data());  // a RAM page past the context below
+    QCOMPARE(kv.ram_bytes(), pb);
     kv.set_n_past(4 * B);
     // Pages 1.. of both layers from b: a still backs page 0.
     for (int l = 0; l < 2; ++l)
         for (int p = 1; p < 4; ++p) kv.attach(l, p, b->data() + static_cast<size_t>(l * 4 + p) * pb, b);
     const long a_before = a.use_count();
-    kv.release_unused_maps();
+    kv.release_unused();
     QCOMPARE(a.use_count(), a_before);  // page 0 reads it
     QCOMPARE(c.use_count(), 1L);        // only past the context: let go
+    QCOMPARE(kv.ram_bytes(), size_t{0});  // and the RAM page past it freed
+    QCOMPARE(kv.page(1, 6), static_cast<const uint8_t*>(nullptr));
     for (int l = 0; l < 2; ++l) {
         kv.attach(l, 0, b->data() + static_cast<size_t>(l * 4) * pb, b);
         QCOMPARE(kv.page(l, 5), static_cast<const uint8_t*>(nullptr));
     }
-    kv.release_unused_maps();
+    kv.release_unused();
     QCOMPARE(a.use_count(), 1L);
     QVERIFY(b.use_count() > 1);
     for (int l = 0; l < 2; ++l)
