@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 
 namespace sl {
@@ -56,7 +57,7 @@ int BlockIndex::block_tokens(int64_t b) const {
     return static_cast<int>(std::min<int64_t>(block_, n_tokens_ - b * block_));
 }
 
-void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to) {
+void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to, ThreadPool* pool) {
     if (from < 0 || from > n_tokens_ || to < from || to > kv.n_ctx())
         throw Error("block index: bad update range [" + std::to_string(from) + ", " + std::to_string(to) +
                     ") with " + std::to_string(n_tokens_) + " positions summarized");
@@ -70,23 +71,35 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to) 
         sums_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * sets * 3 * d);
         absmax_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * sets);
     }
-    kbuf_.resize(static_cast<size_t>(block_) * d);
-    if (sets > 1) rbuf_.resize(static_cast<size_t>(block_) * d);
-    for (int64_t b = from / block_; b < nb; ++b) {
-        const int64_t p0 = b * block_;
-        const int n = block_tokens(b);
-        for (int h = 0; h < n_kv_head_; ++h) {
-            float* mn = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets * 3 * d;
-            float* am = absmax_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets;
-            const float* keys = kv.k_span(layer, h, p0, n, kbuf_.data());
-            summarize(keys, n, d, mn, am);
-            if (sets > 1) {
-                std::copy(keys, keys + static_cast<size_t>(n) * d, rbuf_.data());
-                relative_.rotate(rbuf_.data(), n, head_dim_, -p0, cs_);
-                summarize(rbuf_.data(), n, d, mn + 3 * d, am + 1);
+    // Blocks [b0, b1): each writes only its own summaries; scratch per caller.
+    auto run = [&](int64_t b0, int64_t b1, std::vector<float>& kbuf, std::vector<float>& rbuf, std::vector<float>& cs) {
+        kbuf.resize(static_cast<size_t>(block_) * d);
+        if (sets > 1) rbuf.resize(static_cast<size_t>(block_) * d);
+        for (int64_t b = b0; b < b1; ++b) {
+            const int64_t p0 = b * block_;
+            const int n = block_tokens(b);
+            for (int h = 0; h < n_kv_head_; ++h) {
+                float* mn = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets * 3 * d;
+                float* am = absmax_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets;
+                const float* keys = kv.k_span(layer, h, p0, n, kbuf.data());
+                summarize(keys, n, d, mn, am);
+                if (sets > 1) {
+                    std::copy(keys, keys + static_cast<size_t>(n) * d, rbuf.data());
+                    relative_.rotate(rbuf.data(), n, head_dim_, -p0, cs);
+                    summarize(rbuf.data(), n, d, mn + 3 * d, am + 1);
+                }
             }
         }
+    };
+    const int64_t first = from / block_;
+    if (!pool || pool->size() < 2 || nb - first < kParallelBlocks) {
+        run(first, nb, kbuf_, rbuf_, cs_);
+        return;
     }
+    pool->parallel_for(nb - first, [&](int64_t i0, int64_t i1, int) {
+        std::vector<float> kbuf, rbuf, cs;
+        run(first + i0, first + i1, kbuf, rbuf, cs);
+    }, kParallelBlocks / 2);
 }
 
 size_t BlockIndex::bytes() const {

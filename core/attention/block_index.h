@@ -22,6 +22,7 @@
 namespace sl {
 
 class KvCache;
+class ThreadPool;
 
 class BlockIndex {
 public:
@@ -39,8 +40,10 @@ public:
 
     // Re-summarizes every block holding a position in [from, to) from layer `layer` of `kv` (whole
     // blocks, from their first position, up to `to`); afterwards n_tokens() == to.
-    // 0 <= from <= n_tokens(), from <= to; positions [0, to) must be valid in kv.
-    void update(const KvCache& kv, int layer, int64_t from, int64_t to);
+    // 0 <= from <= n_tokens(), from <= to; positions [0, to) must be valid in kv. With a pool, many
+    // blocks at once (the first call after a restore summarizes the whole context) are split over
+    // its threads; the summaries are the same either way.
+    void update(const KvCache& kv, int layer, int64_t from, int64_t to, ThreadPool* pool = nullptr);
     void clear() { n_tokens_ = 0; }
     // Forgets positions [n, n_tokens()) (the context was cut back to n): the next update() from n
     // re-summarizes the block holding n whole.
@@ -73,6 +76,7 @@ private:
         return sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * n_sets() * 3 * static_cast<size_t>(head_dim_);
     }
     static void summarize(const float* keys, int n, size_t d, float* mn, float* absmax);
+    static constexpr int64_t kParallelBlocks = 16;  // blocks to update before a pool splits them
 
     int block_, n_kv_head_, head_dim_;
     RopeShift relative_;

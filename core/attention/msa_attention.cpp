@@ -315,7 +315,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
         L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd, rope);
         L.kv = &kv;
     }
-    L.index->update(kv, c.layer, std::min(L.index->n_tokens(), c.pos0), end);
+    L.index->update(kv, c.layer, std::min(L.index->n_tokens(), c.pos0), end, &pool);
     const BlockIndex& index = *L.index;
 
     if (scratch_.size() < static_cast<size_t>(pool.size())) scratch_.resize(static_cast<size_t>(pool.size()));

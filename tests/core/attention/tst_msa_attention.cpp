@@ -106,6 +106,7 @@ private Q_SLOTS:
     void parseScoring();
     void decodeShortlistFactor();
     void sameForEveryThreadCount();
+    void indexSameOnAPool();
 };
 
 void TstMsaAttention::kernelsMatchReference() {
@@ -900,6 +901,33 @@ void TstMsaAttention::decodeShortlistFactor() {
 // output row must come out bitwise the same with 1, 2, 3, 5 or 32 threads (each row's online softmax
 // runs over its blocks in the same order whatever the split), the selections the same, the masses
 // equal to rounding. Prefill of a chunk (remapped positions, sink, window and growth), then decode.
+// BlockIndex::update split over a pool (a restored context's first call summarizes every block)
+// gives the serial summaries bit for bit, relative ones included, for a whole build and for an
+// update from inside the context (the partial last block re-summarized).
+void TstMsaAttention::indexSameOnAPool() {
+    const int n_kv = 3, hd = 48, B = 16, n_ctx = 1000;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    fill_structured(kv, 0, n_ctx, B);
+    const sl::RopeShift rope(hd, 32, 10000.0f, 1.0f, true);
+    sl::BlockIndex serial(B, n_kv, hd, rope);
+    serial.update(kv, 0, 0, 611);
+    serial.update(kv, 0, 600, 997);
+    for (int threads : {2, 3, 5}) {
+        sl::ThreadPool pool(threads);
+        sl::BlockIndex split(B, n_kv, hd, rope);
+        split.update(kv, 0, 0, 611, &pool);
+        split.update(kv, 0, 600, 997, &pool);
+        QCOMPARE(split.n_blocks(), serial.n_blocks());
+        for (int64_t b = 0; b < serial.n_blocks(); ++b)
+            for (int h = 0; h < n_kv; ++h) {
+                QVERIFY(std::equal(split.kmin(b, h), split.kmin(b, h) + 3 * hd, serial.kmin(b, h)));
+                QVERIFY(std::equal(split.rkmin(b, h), split.rkmin(b, h) + 3 * hd, serial.rkmin(b, h)));
+                QCOMPARE(split.kabs_max(b, h), serial.kabs_max(b, h));
+                QCOMPARE(split.rkabs_max(b, h), serial.rkabs_max(b, h));
+            }
+    }
+}
+
 void TstMsaAttention::sameForEveryThreadCount() {
     // Blocks of 32: 8 query blocks x 3 groups, so 32 threads split a selection's tokens into
     // parts of fewer than 16 rows, 1 thread not at all.

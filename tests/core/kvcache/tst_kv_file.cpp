@@ -89,6 +89,7 @@ private Q_SLOTS:
     void indexKeys();
     void deltaFiles();
     void failedSaveLeavesNoTemporary();
+    void checksOnThreads();
     void writeFuzzSeeds();
 
 private:
@@ -395,6 +396,43 @@ void TstKvFile::deltaFiles() {
     std::memcpy(b.data() + 464, &h, 8);
     QVERIFY(refused(b, &why));
     qInfo("base too long: %s", qPrintable(why));
+}
+
+// A Full parse hashes the payloads on threads: the same contents and the same (first, in file
+// order) mismatch whatever the number of threads.
+void TstKvFile::checksOnThreads() {
+    const std::string path = dir_.filePath(QStringLiteral("threads.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
+    fill(kv, 0, 173);
+    sl::write_kv_file(path, info_of(kv), kv, tokens(173), sl::test::random_floats(kVocab));
+    auto good = slurp(path);
+    const sl::KvFileContents one = sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Full, 1);
+    for (int t : {2, 3, 7, 1000, 0}) {
+        const sl::KvFileContents c = sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Full, t);
+        QCOMPARE(c.page_offset, one.page_offset);
+        QCOMPARE(c.tokens, one.tokens);
+        QCOMPARE(c.logits, one.logits);
+    }
+    // Two damaged pages, one early and one late: every split reports the early one.
+    const size_t early = static_cast<size_t>(one.page_offset[static_cast<size_t>(1 * one.n_blocks + 1)]) + 5;
+    const size_t late = static_cast<size_t>(one.page_offset.back()) + 9;
+    QVERIFY(early < late);
+    good[early] ^= 0x10;
+    good[late] ^= 0x01;
+    QString want;
+    for (int t : {1, 2, 3, 7, 0}) {
+        try {
+            sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Full, t);
+            QFAIL("a damaged page was accepted");
+        } catch (const sl::FormatError& e) {
+            const QString why = QString::fromUtf8(e.what());
+            QVERIFY2(why.contains(QStringLiteral("page checksum mismatch (layer 1, block 1)")), qPrintable(why));
+            if (want.isEmpty()) want = why;
+            QCOMPARE(why, want);
+        }
+    }
+    // Headers only: the damage is not looked at.
+    QCOMPARE(sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Headers, 3).tokens, one.tokens);
 }
 
 void TstKvFile::writeFuzzSeeds() {

@@ -1,0 +1,133 @@
+// What reopening a saved context costs before its first new token (Session::restore), SmolLM2's KV
+// shape (30 layers x 3 KV heads x 64, blocks of 128, f16 pages), on a file of 32,768 tokens
+// (~750 MB) written once to the temp dir (in the page cache afterwards, as a library prefill
+// usually is) and mapped afresh for each parse (its page faults count, as in a restore). Side by
+// side in one run:
+//   BM_VerifyFull/threads:1   parse_kv_file, every page hashed on one thread (what restore did)
+//   BM_VerifyFull/threads:0   the same on the machine's cores (what restore does)
+//   BM_VerifyHeaders          structure and the last commit only (restore_delta's first look)
+//   BM_IndexBuild/threads:1   MSA's block index over every key of one layer, position remapping on
+//                             (BlockIndex::update: what the first forward call after a restore
+//                             spends per layer), from the mapped pages, on one thread (before)
+//   BM_IndexBuild/threads:0   the same split over the forward pass's pool (all cores; now)
+// bytes/s counts the file's page bytes. At a million tokens a file holds ~23 GB: seconds =
+// 23e9 / bytes_per_second.
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/attention/block_index.h"
+#include "core/attention/rope_shift.h"
+#include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
+#include "core/runtime/thread_pool.h"
+#include "core/util/mapped_file.h"
+
+namespace {
+
+constexpr int kLayers = 30, kKv = 3, kDim = 64, kB = 128, kTokens = 32768;
+
+struct SavedFile {
+    std::string path;
+    std::unique_ptr<sl::MappedFile> map;
+    sl::KvFileContents contents;
+    SavedFile() {
+        path = (std::filesystem::temp_directory_path() / ("bench_restore-" + std::to_string(::getpid()) + ".slkv")).string();
+        sl::KvCacheOptions o;
+        o.type = sl::KvType::F16;
+        o.block_size = kB;
+        sl::KvCache kv(kLayers, kTokens, kKv, kDim, o);
+        std::mt19937 g(3);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> k(static_cast<size_t>(kB) * kDim), v(k.size());
+        for (int l = 0; l < kLayers; ++l)
+            for (int64_t p = 0; p < kTokens; p += kB)
+                for (int h = 0; h < kKv; ++h) {
+                    for (size_t i = 0; i < k.size(); ++i) {
+                        k[i] = nd(g) + (i % kDim == 3 ? 6.0f : 0.0f);
+                        v[i] = nd(g);
+                    }
+                    kv.write_rows(l, h, p, kB, k.data(), v.data());
+                }
+        kv.set_n_past(kTokens);
+        sl::KvFileInfo in;
+        in.fingerprint = std::string(64, 'b');
+        in.attention = "msa";
+        in.n_layer = kLayers;
+        in.n_kv_head = kKv;
+        in.head_dim = kDim;
+        in.block_size = kB;
+        in.n_vocab = 49152;
+        in.type = kv.type();
+        in.page_bytes = kv.page_bytes();
+        std::vector<int32_t> tokens(kTokens);
+        for (int i = 0; i < kTokens; ++i) tokens[static_cast<size_t>(i)] = (i * 7 + 3) % 49152;
+        sl::write_kv_file(path, in, kv, tokens, std::vector<float>(49152, 0.5f));
+        map = std::make_unique<sl::MappedFile>(path);
+        contents = sl::parse_kv_file(map->bytes(), path, sl::KvVerify::Headers);
+    }
+    ~SavedFile() { std::filesystem::remove(path); }
+    int64_t page_bytes() const { return static_cast<int64_t>(contents.info.page_bytes) * kLayers * contents.n_blocks; }
+};
+
+SavedFile& saved() {
+    static SavedFile f;
+    return f;
+}
+
+void BM_VerifyFull(benchmark::State& state) {
+    SavedFile& f = saved();
+    const int threads = static_cast<int>(state.range(0));
+    for (auto _ : state) {
+        const sl::MappedFile map(f.path);  // mapped afresh, as a restore does: its page faults count
+        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), f.path, sl::KvVerify::Full, threads);
+        benchmark::DoNotOptimize(c.page_offset.data());
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes());
+}
+BENCHMARK(BM_VerifyFull)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_VerifyHeaders(benchmark::State& state) {
+    SavedFile& f = saved();
+    for (auto _ : state) {
+        const sl::MappedFile map(f.path);
+        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), f.path, sl::KvVerify::Headers);
+        benchmark::DoNotOptimize(c.page_offset.data());
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes());
+}
+BENCHMARK(BM_VerifyHeaders)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_IndexBuild(benchmark::State& state) {
+    SavedFile& f = saved();
+    // The restored context: every page attached from the map (as Session::restore does).
+    sl::KvCacheOptions o;
+    o.type = sl::KvType::F16;
+    o.block_size = kB;
+    sl::KvCache kv(kLayers, kTokens, kKv, kDim, o);
+    auto map = std::make_shared<const sl::MappedFile>(f.path);
+    for (int l = 0; l < kLayers; ++l)
+        for (int64_t b = 0; b < f.contents.n_blocks; ++b)
+            kv.attach(l, b, map->data() + f.contents.page_offset[static_cast<size_t>(l * f.contents.n_blocks + b)], map);
+    kv.set_n_past(kTokens);
+    const sl::RopeShift rope(kDim, kDim, 100000.0f, 1.0f, true);  // SmolLM2's RoPE (NeoX pairing)
+    sl::ThreadPool pool(static_cast<int>(state.range(0)));
+    for (auto _ : state) {
+        sl::BlockIndex index(kB, kKv, kDim, rope);
+        index.update(kv, 0, 0, kTokens, &pool);
+        benchmark::DoNotOptimize(index.kmin(0, 0));
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes() / kLayers);
+}
+BENCHMARK(BM_IndexBuild)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
