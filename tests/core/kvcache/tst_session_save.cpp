@@ -46,6 +46,16 @@ std::unique_ptr<sl::Attention> attention(bool msa) {
     return std::make_unique<sl::MsaAttention>(c);
 }
 
+// 400 positions in f16 pages of 16 (a cut at 150 falls inside a page), prefill chunks of 24.
+sl::SessionOptions f16_blocks_of_16() {
+    sl::SessionOptions so;
+    so.n_ctx = 400;
+    so.n_batch = 24;
+    so.kv_type = sl::KvType::F16;
+    so.kv_block = 16;
+    return so;
+}
+
 std::vector<float> logits(const sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
 
 std::vector<uint8_t> slurp(const std::string& path) {
@@ -314,11 +324,7 @@ void TstSessionSave::truncateThenContinue() {
     auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
     QVERIFY(m);
     const int nv = m->model->config().n_vocab;
-    sl::SessionOptions so;
-    so.n_ctx = 400;
-    so.n_batch = 24;
-    so.kv_type = sl::KvType::F16;
-    so.kv_block = 16;
+    const sl::SessionOptions so = f16_blocks_of_16();
     const auto prefix = ids(150, nv), probe = ids(45, nv, 3), more = ids(30, nv, 5);
     sl::Session ref(*m, so, attention(msa));
     ref.prefill(prefix);
@@ -360,11 +366,7 @@ void TstSessionSave::deltaOverBase() {
     auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
     QVERIFY(m);
     const int nv = m->model->config().n_vocab;
-    sl::SessionOptions so;
-    so.n_ctx = 400;
-    so.n_batch = 24;
-    so.kv_type = sl::KvType::F16;
-    so.kv_block = 16;
+    const sl::SessionOptions so = f16_blocks_of_16();
     const auto prefix = ids(150, nv), tail = ids(60, nv, 3), more = ids(30, nv, 5), extra = ids(5, nv, 9);
     const std::string base = dir_.filePath(QStringLiteral("base-%1.slkv").arg(msa)).toStdString();
     const std::string delta = dir_.filePath(QStringLiteral("delta-%1.slkv").arg(msa)).toStdString();
@@ -456,11 +458,7 @@ void TstSessionSave::deltaOntoHeldContext() {
     auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
     QVERIFY(m);
     const int nv = m->model->config().n_vocab;
-    sl::SessionOptions so;
-    so.n_ctx = 400;
-    so.n_batch = 24;
-    so.kv_type = sl::KvType::F16;
-    so.kv_block = 16;
+    const sl::SessionOptions so = f16_blocks_of_16();
     const auto prefix = ids(150, nv), tail = ids(60, nv, 3), more = ids(37, nv, 5), other = ids(90, nv, 7);
     const QString tag = QStringLiteral("%1%2").arg(msa).arg(cut);
     const std::string base = dir_.filePath(QStringLiteral("hb-%1.slkv").arg(tag)).toStdString();
