@@ -1,10 +1,13 @@
 #include "core/kvcache/kv_transfer.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/kvcache/kv_cache.h"
+#include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "kernels/cpu/convert.h"
 
@@ -43,7 +46,7 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to) {
     dst.set_n_past(to);
 }
 
-void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk) {
+void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk, int threads) {
     if (from < 0 || from > to || to > src.n_past())
         throw Error("KV upload: positions [" + std::to_string(from) + ", " + std::to_string(to) +
                     ") outside the " + std::to_string(src.n_past()) + " the cache holds");
@@ -56,27 +59,52 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
     std::vector<float> k(static_cast<size_t>(std::min(chunk, std::max<int64_t>(rows_end - from, 1))) * row), v(k.size());
     const int64_t hd = src.head_dim(), n_kv = src.n_kv_head();
     const size_t elems = static_cast<size_t>(n_kv * B * hd);
-    std::vector<uint16_t> kb(blocks ? elems : 0), vb(kb.size());
-    std::vector<float> scratch(blocks ? static_cast<size_t>(B * hd) : 0);
+    // Whole blocks [b0, b1) of each layer, converted kBatch at a time (on the pool's threads when
+    // there are many: at a million tokens 23 GB), then handed to the store in order.
+    const int64_t b0 = (rows_end + B - 1) / B, b1 = blocks ? (to + B - 1) / B : b0;
+    constexpr int64_t kBatch = 32;
+    const int64_t per_layer = std::max<int64_t>(b1 - b0, 0);
+    const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::unique_ptr<ThreadPool> pool;
+    if (n_threads > 1 && per_layer > 1 && (threads > 0 || per_layer * src.n_layer() >= 2 * kBatch))
+        pool = std::make_unique<ThreadPool>(n_threads);
+    const int64_t batch = std::min(kBatch, per_layer);
+    std::vector<uint16_t> kb(static_cast<size_t>(batch) * elems), vb(kb.size());
+    std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->size() : 1),
+                                            std::vector<float>(blocks ? static_cast<size_t>(B * hd) : 0));
     for (int l = 0; l < src.n_layer(); ++l) {
         for (int64_t p0 = from; p0 < rows_end; p0 += chunk) {
             const int64_t n = std::min(chunk, rows_end - p0);
             for (int64_t i = 0; i < n; ++i) src.read(l, p0 + i, k.data() + i * row, v.data() + i * row);
             dst.append_rows(l, p0, n, k.data(), v.data());
         }
-        if (!blocks) continue;
-        for (int64_t b = (rows_end + B - 1) / B; b * B < to; ++b) {  // whole pages, the last one partial
-            const int n = static_cast<int>(std::min(B, to - b * B));
-            if (n < B) {  // the partial last block: its tail zero
-                std::fill(kb.begin(), kb.end(), uint16_t{0});
-                std::fill(vb.begin(), vb.end(), uint16_t{0});
+        for (int64_t first = b0; first < b1; first += batch) {  // whole pages, the last one partial
+            const int64_t count = std::min(batch, b1 - first);
+            // Block i of the batch into slot i: its rows of every head, bf16; a partial block's tail zero.
+            auto convert = [&](int64_t i0, int64_t i1, int t) {
+                float* sc = scratch[static_cast<size_t>(t)].data();
+                for (int64_t i = i0; i < i1; ++i) {
+                    const int64_t b = first + i;
+                    const int n = static_cast<int>(std::min(B, to - b * B));
+                    uint16_t* kd = kb.data() + static_cast<size_t>(i) * elems;
+                    uint16_t* vd = vb.data() + static_cast<size_t>(i) * elems;
+                    if (n < B) {
+                        std::fill(kd, kd + elems, uint16_t{0});
+                        std::fill(vd, vd + elems, uint16_t{0});
+                    }
+                    for (int64_t h = 0; h < n_kv; ++h) {
+                        const auto rows = static_cast<size_t>(n * hd);
+                        kernels::f32_to_bf16(kd + h * B * hd, src.k_rows(l, static_cast<int>(h), b * B, n, sc), rows);
+                        kernels::f32_to_bf16(vd + h * B * hd, src.v_rows(l, static_cast<int>(h), b * B, n, sc), rows);
+                    }
+                }
+            };
+            if (pool && count > 1) pool->parallel_for(count, convert);
+            else convert(0, count, 0);
+            for (int64_t i = 0; i < count; ++i) {
+                const int n = static_cast<int>(std::min(B, to - (first + i) * B));
+                dst.write_block(l, first + i, kb.data() + static_cast<size_t>(i) * elems, vb.data() + static_cast<size_t>(i) * elems, n);
             }
-            for (int64_t h = 0; h < n_kv; ++h) {
-                const auto rows = static_cast<size_t>(n * hd);
-                kernels::f32_to_bf16(kb.data() + h * B * hd, src.k_rows(l, static_cast<int>(h), b * B, n, scratch.data()), rows);
-                kernels::f32_to_bf16(vb.data() + h * B * hd, src.v_rows(l, static_cast<int>(h), b * B, n, scratch.data()), rows);
-            }
-            dst.write_block(l, b, kb.data(), vb.data(), n);
         }
     }
     dst.flush();

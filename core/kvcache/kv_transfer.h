@@ -48,7 +48,9 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to);
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),
 // the rest (a partial first block, or everything otherwise) through append_rows, at most `chunk`
-// positions a call; then flush(). The same bf16 values either way. Throws sl::Error on bad ranges.
-void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512);
+// positions a call; then flush(). The same bf16 values either way. Whole blocks are converted 32
+// at a time on `threads` threads (0: the machine's cores; a restore at a million tokens converts
+// 23 GB) and handed to the store on the calling thread, in order. Throws sl::Error on bad ranges.
+void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512, int threads = 0);
 
 }  // namespace sl

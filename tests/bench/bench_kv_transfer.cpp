@@ -4,6 +4,8 @@
 // (read_block is a memcpy: the PCIe copy is not in it). Side by side in one run:
 //   BM_DownloadRuns       kv_download: per block and head, a run of rows converted and stored at once
 //   BM_DownloadPositions  the position-by-position path it replaced (bf16 -> f32 rows, KvCache::write)
+//   BM_Upload/threads:1   a restore's way up: host f16 pages -> bf16 blocks -> staging, one thread
+//   BM_Upload/threads:0   the same with the blocks converted on every core (kv_upload's default)
 // bytes/s counts the host cache's bytes written (K and V, f16). At a million tokens a save moves
 // 23 GB: seconds = 23e9 / bytes_per_second.
 #include <benchmark/benchmark.h>
@@ -91,6 +93,40 @@ void BM_DownloadPositions(benchmark::State& state) {
 
 BENCHMARK(BM_DownloadRuns)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DownloadPositions)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+// The other way (a restore onto the device): whole blocks of a host cache with f16 pages converted
+// to bf16 and handed to a store that copies each into a staging area, as the CUDA runner's pinned
+// staging does (the PCIe copy is not in it); the conversion on one thread and on all cores.
+class StagingStore final : public sl::KvBlockStore {
+public:
+    StagingStore() : stage_(32 * 2 * HostStore::elems()) {}
+    int block_size() const override { return kB; }
+    void read_block(int, int64_t, uint16_t*, uint16_t*) override {}
+    void append_rows(int, int64_t, int64_t, const float*, const float*) override {}
+    bool takes_blocks() const override { return true; }
+    void write_block(int, int64_t, const uint16_t* k, const uint16_t* v, int) override {
+        if (staged_ == 32) staged_ = 0;
+        uint16_t* d = stage_.data() + static_cast<size_t>(staged_++) * 2 * HostStore::elems();
+        std::memcpy(d, k, HostStore::elems() * 2);
+        std::memcpy(d + HostStore::elems(), v, HostStore::elems() * 2);
+    }
+
+private:
+    std::vector<uint16_t> stage_;
+    int staged_ = 0;
+};
+
+void BM_Upload(benchmark::State& state) {
+    const int64_t n = 16384;
+    const int threads = static_cast<int>(state.range(0));
+    HostStore host((n + kB - 1) / kB);
+    sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
+    sl::kv_download(host, kv, 0, n);
+    StagingStore store;
+    for (auto _ : state) sl::kv_upload(kv, store, 0, n, 512, threads);
+    state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
+}
+BENCHMARK(BM_Upload)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

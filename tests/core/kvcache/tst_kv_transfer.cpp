@@ -261,7 +261,8 @@ void TstKvTransfer::badRangesAreRefused() {
 void TstKvTransfer::blocksEqualRows() {
     // A store that takes whole blocks gets the same bf16 values as through rows, from a cache
     // whose pages are its blocks (the first, partial block by rows when `from` is not on a
-    // boundary), in position order, flushed once; the last block's tail is zero.
+    // boundary), in position order, flushed once; the last block's tail is zero. The same when
+    // the blocks are converted on several threads.
     for (const auto type : {sl::KvType::F32, sl::KvType::F16, sl::KvType::Int8}) {
         sl::KvCache src32(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kB));
         fill(src32, kCtx);
@@ -273,11 +274,11 @@ void TstKvTransfer::blocksEqualRows() {
                 src.write(l, p, k.data(), v.data());
             }
         src.set_n_past(kCtx);
-        for (const int64_t from : {int64_t{0}, int64_t{21}}) {
+        for (const auto& [from, threads] : {std::pair<int64_t, int>{0, 1}, {21, 1}, {0, 3}, {21, 2}}) {
             HostBlockStore rows(kLayers, kBlocks, kKv, kB, kDim), blocks(kLayers, kBlocks, kKv, kB, kDim);
             blocks.blocks = true;
-            sl::kv_upload(src, rows, from, kCtx, 9);
-            sl::kv_upload(src, blocks, from, kCtx, 9);
+            sl::kv_upload(src, rows, from, kCtx, 9, 1);
+            sl::kv_upload(src, blocks, from, kCtx, 9, threads);  // converted on `threads` threads
             QVERIFY(!blocks.out_of_order);
             QCOMPARE(blocks.flushes, 1);
             const int64_t first_whole = (from + kB - 1) / kB;
