@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -208,45 +209,48 @@ uint64_t kv_hash(const void* data, size_t n) {
 
 namespace {
 
-// A payload whose hash a Full parse checks once the records' structure is known, and what its
-// mismatch is called.
-struct PayloadCheck {
-    const uint8_t* data;
-    uint64_t n, hash, pos;
-    uint32_t kind;
-    uint64_t layer, block;
-};
-
-// Hashes the payloads, split by bytes over `threads` threads (0: the machine's cores, a thread
-// per 64 MiB at most); the first mismatch in file order, or -1.
-int64_t first_mismatch(const std::vector<PayloadCheck>& checks, int threads) {
+// Hashes the payloads of the records at `records` (file offsets of their headers, already checked:
+// u64 payload bytes at 8, its hash at 16), split by bytes over `threads` threads (0: the machine's
+// cores, a thread per 64 MiB at most; fewer when no more can be started); the index in `records`
+// of the first mismatch in file order, or -1.
+int64_t first_mismatch(const uint8_t* f, const std::vector<uint64_t>& records, int threads) {
+    auto bytes = [&](size_t i) { return load64(f + records[i] + 8); };
+    auto ok = [&](size_t i) { return kv_hash(f + records[i] + kRecordHeader, bytes(i)) == load64(f + records[i] + 16); };
     uint64_t total = 0;
-    for (const auto& c : checks) total += c.n;
+    for (size_t i = 0; i < records.size(); ++i) total += bytes(i);
     const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const uint64_t t = threads > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(threads), 1, std::max<size_t>(checks.size(), 1))
+    const uint64_t t = threads > 0 ? std::clamp<uint64_t>(static_cast<uint64_t>(threads), 1, std::max<size_t>(records.size(), 1))
                                    : std::clamp<uint64_t>(total / (uint64_t{64} << 20), 1, cores);
     std::vector<int64_t> found(static_cast<size_t>(t), -1);
     auto run = [&](size_t part, size_t i0, size_t i1) {
         for (size_t i = i0; i < i1; ++i)
-            if (kv_hash(checks[i].data, checks[i].n) != checks[i].hash) {
+            if (!ok(i)) {
                 found[part] = static_cast<int64_t>(i);
                 return;
             }
     };
-    // Contiguous ranges of about equal bytes.
+    // Contiguous ranges of about equal bytes (total / t per range: no product that overflows).
     std::vector<size_t> cut{0};
+    const uint64_t share = std::max<uint64_t>(total / t, 1);
     uint64_t acc = 0;
-    for (size_t i = 0; i < checks.size() && cut.size() < t; ++i) {
-        acc += checks[i].n;
-        if (acc * t >= total * cut.size()) cut.push_back(i + 1);
+    for (size_t i = 0; i < records.size() && cut.size() < t; ++i) {
+        acc += bytes(i);
+        if (acc >= share * cut.size()) cut.push_back(i + 1);
     }
-    while (cut.size() <= t) cut.push_back(checks.size());
+    while (cut.size() <= t) cut.push_back(records.size());
     std::vector<std::thread> pool;
-    for (size_t p = 1; p < t; ++p) pool.emplace_back(run, p, cut[p], cut[p + 1]);
+    pool.reserve(static_cast<size_t>(t - 1));
+    size_t started = 1;  // ranges [1, started) run on their own threads; the rest here
+    try {
+        for (; started < t; ++started) pool.emplace_back(run, started, cut[started], cut[started + 1]);
+    } catch (const std::system_error&) {
+        // No more threads: what did not start runs on this one.
+    }
     run(0, cut[0], cut[1]);
+    for (size_t p = started; p < t; ++p) run(p, cut[p], cut[p + 1]);
     for (auto& th : pool) th.join();
-    for (const int64_t f : found)
-        if (f >= 0) return f;
+    for (const int64_t i : found)
+        if (i >= 0) return i;
     return -1;
 }
 
@@ -323,7 +327,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     c.index_n.assign(in.n_layer, 0);
     c.index_records.assign(in.n_layer, {});
 
-    std::vector<PayloadCheck> checks;  // Full: hashed after the walk, in parallel
+    std::vector<uint64_t> checks;  // Full: the page and index-key records hashed after the walk, in parallel
     uint64_t pos = kHeaderBytes;
     uint64_t last_commit_payload = 0, last_commit_bytes = 0;
     bool last_is_commit = false;
@@ -342,7 +346,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (a >= in.n_layer) bad(name, "page of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
             if (b >= nb) bad(name, "page of block " + std::to_string(b) + " beyond the saved tokens" + at);
             if (b < b0) bad(name, "page of block " + std::to_string(b) + ", which the base holds" + at);
-            if (verify == KvVerify::Full) checks.push_back({payload, n, hash, pos, kind, a, b});
+            if (verify == KvVerify::Full) checks.push_back(pos);
             c.page_offset[static_cast<size_t>(a * nb + b)] = pos + kRecordHeader;
             last_is_commit = false;
         } else if (kind == kCommit) {
@@ -362,7 +366,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (n == 0 || n % (dim * 4) != 0) bad(name, "index-key record of " + std::to_string(n) + " bytes for keys of dim " + std::to_string(dim) + at);
             const uint64_t count = n / (dim * 4);
             if (b > n_tokens || count > n_tokens - b) bad(name, "index keys of positions beyond the saved tokens" + at);
-            if (verify == KvVerify::Full) checks.push_back({payload, n, hash, pos, kind, a, b});
+            if (verify == KvVerify::Full) checks.push_back(pos);
             uint32_t& d = c.index_dim[static_cast<size_t>(a)];
             if (d != 0 && d != dim) bad(name, "index keys of layer " + std::to_string(a) + " change dim from " + std::to_string(d) + " to " + std::to_string(dim) + at);
             d = static_cast<uint32_t>(dim);
@@ -380,13 +384,6 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
         pos += kRecordHeader + pad64(n);
     }
     if (!last_is_commit) bad(name, "the last save does not end with a commit record");
-    if (const int64_t i = first_mismatch(checks, threads); i >= 0) {
-        const PayloadCheck& k = checks[static_cast<size_t>(i)];
-        const std::string at = " (record at byte " + std::to_string(k.pos) + ")";
-        if (k.kind == kPage)
-            bad(name, "page checksum mismatch (layer " + std::to_string(k.layer) + ", block " + std::to_string(k.block) + ")" + at);
-        bad(name, "index-key checksum mismatch (layer " + std::to_string(k.layer) + ")" + at);
-    }
     if (p0 + c.tokens.size() != n_tokens) bad(name, "commit records hold " + std::to_string(p0 + c.tokens.size()) + " tokens, the slot says " + std::to_string(n_tokens));
     if (verify == KvVerify::Headers &&
         kv_hash(f + last_commit_payload, last_commit_bytes) != load64(f + last_commit_payload - kRecordHeader + 16))
@@ -399,6 +396,14 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     for (const int32_t t : c.tokens)
         if (t < -1 || (t >= 0 && static_cast<uint32_t>(t) >= in.n_vocab))
             bad(name, "token id " + std::to_string(t) + " outside the vocabulary");
+    // Last, once everything cheap has been checked: the payloads' hashes (gigabytes).
+    if (const int64_t i = verify == KvVerify::Full ? first_mismatch(f, checks, threads) : -1; i >= 0) {
+        const uint8_t* h = f + checks[static_cast<size_t>(i)];
+        const std::string at = " (record at byte " + std::to_string(checks[static_cast<size_t>(i)]) + ")";
+        if (load32(h + 4) == kPage)
+            bad(name, "page checksum mismatch (layer " + std::to_string(load64(h + 24)) + ", block " + std::to_string(load64(h + 32)) + ")" + at);
+        bad(name, "index-key checksum mismatch (layer " + std::to_string(load64(h + 24)) + ")" + at);
+    }
     if (verify == KvVerify::Full) {
         c.logits.resize(in.n_vocab);
         std::memcpy(c.logits.data(), f + last_commit_payload + (last_commit_bytes - in.n_vocab * 4ull), in.n_vocab * 4ull);

@@ -108,9 +108,10 @@ enum class KvVerify {
 
 // Parses a saved-context file. Throws FormatError starting with `name` and saying what is wrong
 // (truncated, bad magic, wrong version, checksum mismatch, absurd counts, missing pages). Full:
-// the pages' and index keys' hashes are checked once the records' structure is, on `threads`
+// the pages' and index keys' hashes are checked last, once everything else is, on `threads`
 // threads (0: the machine's cores, one per 64 MiB of payload at most): at a million tokens a file
-// holds ~23 GB. The first mismatch in file order is the one reported, however many threads.
+// holds ~23 GB. Their first mismatch in file order is the one reported, however many threads (a
+// commit record's payload is checked as it is read, before them).
 KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify, int threads = 0);
 
 // Layer l's saved index keys, (tokens, dim) floats, from the file's bytes parsed as `c`; empty

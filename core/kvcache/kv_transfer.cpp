@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -66,8 +67,13 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
     const int64_t per_layer = std::max<int64_t>(b1 - b0, 0);
     const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::unique_ptr<ThreadPool> pool;
-    if (n_threads > 1 && per_layer > 1 && (threads > 0 || per_layer * src.n_layer() >= 2 * kBatch))
-        pool = std::make_unique<ThreadPool>(n_threads);
+    if (n_threads > 1 && per_layer > 1 && (threads > 0 || per_layer * src.n_layer() >= 2 * kBatch)) {
+        try {
+            pool = std::make_unique<ThreadPool>(n_threads);
+        } catch (const std::system_error&) {
+            // No threads to be had: converted on this one.
+        }
+    }
     const int64_t batch = std::min(kBatch, per_layer);
     std::vector<uint16_t> kb(static_cast<size_t>(batch) * elems), vb(kb.size());
     std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->size() : 1),

@@ -8,8 +8,9 @@
 // below f16's subnormal range; Int8 quantizes as any write does); host -> f32 -> bf16 (round to
 // nearest even) on the way up, as the device rounds K/V it computes itself.
 //
-// Threading: one thread, no reader of the host cache in flight (KvCache's writer contract); the
-// store's calls may block on the device.
+// Threading: called from one thread, no reader of the host cache in flight (KvCache's writer
+// contract); the store's calls are all made on that thread and may block on the device. kv_upload
+// converts blocks on worker threads of its own (reading the host cache only).
 #pragma once
 
 #include <cstdint>

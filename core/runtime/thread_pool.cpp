@@ -31,10 +31,20 @@ inline void backoff(int spins) {
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     n_threads_ = n_threads;
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+    workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+    try {
+        for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+    } catch (...) {  // no thread to be had (std::system_error): those started stop first
+        stop_workers();
+        throw;
+    }
 }
 
 ThreadPool::~ThreadPool() {
+    stop_workers();
+}
+
+void ThreadPool::stop_workers() {
     {
         std::lock_guard lock(mutex_);
         stop_.store(true);
@@ -42,6 +52,7 @@ ThreadPool::~ThreadPool() {
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
+    workers_.clear();
 }
 
 void ThreadPool::run_chunk(int index) {

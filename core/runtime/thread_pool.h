@@ -18,7 +18,8 @@ namespace sl {
 
 class ThreadPool {
 public:
-    // n_threads <= 0 picks std::thread::hardware_concurrency().
+    // n_threads <= 0 picks std::thread::hardware_concurrency(). Throws std::system_error when a
+    // thread cannot be started (the ones started are stopped first).
     explicit ThreadPool(int n_threads = 0);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -35,6 +36,7 @@ public:
     void run_on_all(const std::function<void(int)>& fn);
 
 private:
+    void stop_workers();  // joins every worker
     void worker(int index);
     void run_chunk(int index);
 

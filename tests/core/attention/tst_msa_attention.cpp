@@ -897,16 +897,16 @@ void TstMsaAttention::decodeShortlistFactor() {
 }
 
 
-// The sparse branch splits its work by rows and blocks into parts claimed by free threads: every
-// output row must come out bitwise the same with 1, 2, 3, 5 or 32 threads (each row's online softmax
-// runs over its blocks in the same order whatever the split), the selections the same, the masses
-// equal to rounding. Prefill of a chunk (remapped positions, sink, window and growth), then decode.
 // BlockIndex::update split over a pool (a restored context's first call summarizes every block)
 // gives the serial summaries bit for bit, relative ones included, for a whole build and for an
-// update from inside the context (the partial last block re-summarized).
+// update from inside the context (the partial last block re-summarized). F16 pages of 16: every
+// block's keys are converted into the thread's scratch.
 void TstMsaAttention::indexSameOnAPool() {
     const int n_kv = 3, hd = 48, B = 16, n_ctx = 1000;
-    sl::test::HostKv kv(1, n_ctx, n_kv, hd);
+    sl::KvCacheOptions f16;
+    f16.type = sl::KvType::F16;
+    f16.block_size = B;
+    sl::test::HostKv kv(1, n_ctx, n_kv, hd, f16);
     fill_structured(kv, 0, n_ctx, B);
     const sl::RopeShift rope(hd, 32, 10000.0f, 1.0f, true);
     sl::BlockIndex serial(B, n_kv, hd, rope);
@@ -928,6 +928,10 @@ void TstMsaAttention::indexSameOnAPool() {
     }
 }
 
+// The sparse branch splits its work by rows and blocks into parts claimed by free threads: every
+// output row must come out bitwise the same with 1, 2, 3, 5 or 32 threads (each row's online softmax
+// runs over its blocks in the same order whatever the split), the selections the same, the masses
+// equal to rounding. Prefill of a chunk (remapped positions, sink, window and growth), then decode.
 void TstMsaAttention::sameForEveryThreadCount() {
     // Blocks of 32: 8 query blocks x 3 groups, so 32 threads split a selection's tokens into
     // parts of fewer than 16 rows, 1 thread not at all.

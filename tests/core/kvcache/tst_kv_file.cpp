@@ -413,26 +413,45 @@ void TstKvFile::checksOnThreads() {
         QCOMPARE(c.tokens, one.tokens);
         QCOMPARE(c.logits, one.logits);
     }
-    // Two damaged pages, one early and one late: every split reports the early one.
+    auto refused_as = [&](const std::vector<uint8_t>& bytes, const QString& what) {
+        QString want;
+        for (int t : {1, 2, 3, 7, 0}) {
+            try {
+                sl::parse_kv_file(bytes, "t.slkv", sl::KvVerify::Full, t);
+                QFAIL(qPrintable(QStringLiteral("damage accepted with %1 threads").arg(t)));
+            } catch (const sl::FormatError& e) {
+                const QString why = QString::fromUtf8(e.what());
+                QVERIFY2(why.contains(what), qPrintable(why));
+                if (want.isEmpty()) want = why;
+                QCOMPARE(why, want);
+            }
+        }
+    };
+    // The last page alone damaged (in the last thread's range): found whatever the split.
     const size_t early = static_cast<size_t>(one.page_offset[static_cast<size_t>(1 * one.n_blocks + 1)]) + 5;
     const size_t late = static_cast<size_t>(one.page_offset.back()) + 9;
     QVERIFY(early < late);
-    good[early] ^= 0x10;
-    good[late] ^= 0x01;
-    QString want;
-    for (int t : {1, 2, 3, 7, 0}) {
-        try {
-            sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Full, t);
-            QFAIL("a damaged page was accepted");
-        } catch (const sl::FormatError& e) {
-            const QString why = QString::fromUtf8(e.what());
-            QVERIFY2(why.contains(QStringLiteral("page checksum mismatch (layer 1, block 1)")), qPrintable(why));
-            if (want.isEmpty()) want = why;
-            QCOMPARE(why, want);
-        }
-    }
+    auto bad = good;
+    bad[late] ^= 0x01;
+    refused_as(bad, QStringLiteral("page checksum mismatch (layer %1, block %2)").arg(kLayers - 1).arg(one.n_blocks - 1));
+    // Two damaged pages, one early and one late: every split reports the early one.
+    bad[early] ^= 0x10;
+    refused_as(bad, QStringLiteral("page checksum mismatch (layer 1, block 1)"));
     // Headers only: the damage is not looked at.
-    QCOMPARE(sl::parse_kv_file(good, "t.slkv", sl::KvVerify::Headers, 3).tokens, one.tokens);
+    QCOMPARE(sl::parse_kv_file(bad, "t.slkv", sl::KvVerify::Headers, 3).tokens, one.tokens);
+    // An index-key record damaged, after every page: found whatever the split.
+    {
+        const std::vector<float> keys = sl::test::random_floats(static_cast<size_t>(173) * 8);
+        std::vector<sl::KvIndexKeys> ik(static_cast<size_t>(kLayers));
+        ik.back() = {keys.data(), 173, 8};
+        const std::string kp = dir_.filePath(QStringLiteral("threads-keys.slkv")).toStdString();
+        sl::write_kv_file(kp, info_of(kv), kv, tokens(173), sl::test::random_floats(kVocab), ik);
+        auto kb = slurp(kp);
+        const sl::KvFileContents kc = sl::parse_kv_file(kb, "t.slkv", sl::KvVerify::Full, 2);
+        QVERIFY(kc.has_index_keys(kLayers - 1));
+        kb[kc.index_records[static_cast<size_t>(kLayers - 1)].back().offset + 3] ^= 0x04;
+        refused_as(kb, QStringLiteral("index-key checksum mismatch (layer %1)").arg(kLayers - 1));
+    }
 }
 
 void TstKvFile::writeFuzzSeeds() {

@@ -293,6 +293,31 @@ void TstKvTransfer::blocksEqualRows() {
             QCOMPARE(blocks.k(1, kCtx, 2, 7), uint16_t{0});  // past the context, in the last block
         }
     }
+    // Many blocks per layer (two batches of conversion, the partial last block in a slot a whole
+    // block used in the first batch): the same values on 1 and 3 threads as through rows.
+    {
+        const int ctx = kB * 40 + 5;  // 41 blocks per layer
+        const int64_t nb = (ctx + kB - 1) / kB;
+        sl::KvCache src(kLayers, ctx, kKv, kDim, opts(sl::KvType::F16, kB));
+        fill(src, ctx);
+        HostBlockStore rows(kLayers, nb, kKv, kB, kDim);
+        sl::kv_upload(src, rows, 0, ctx, 64, 1);
+        for (int threads : {1, 3}) {
+            HostBlockStore blocks(kLayers, nb, kKv, kB, kDim);
+            blocks.blocks = true;
+            sl::kv_upload(src, blocks, 0, ctx, 64, threads);
+            QVERIFY(!blocks.out_of_order);
+            QCOMPARE(blocks.blocks_written, static_cast<int>(kLayers * nb));
+            int64_t differ = 0;
+            for (int l = 0; l < kLayers; ++l)
+                for (int64_t p = 0; p < ctx; ++p)
+                    for (int h = 0; h < kKv; ++h)
+                        for (int d = 0; d < kDim; ++d)
+                            differ += rows.k(l, p, h, d) != blocks.k(l, p, h, d) || rows.v(l, p, h, d) != blocks.v(l, p, h, d);
+            QCOMPARE(differ, int64_t{0});
+            for (int l = 0; l < kLayers; ++l) QCOMPARE(blocks.k(l, ctx, 1, 3), uint16_t{0});  // the last block's tail
+        }
+    }
     // A range inside one block goes by rows alone (nothing before `from` is written again).
     {
         sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kB));
