@@ -96,6 +96,10 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to, 
         run(first, nb, kbuf_, rbuf_, cs_);
         return;
     }
+    // Workers must not throw (ThreadPool): a cache page never written is refused here.
+    for (int64_t pg = first * block_ / kv.block_size(); pg <= (to - 1) / kv.block_size(); ++pg)
+        if (!kv.page(layer, pg))
+            throw Error("block index: layer " + std::to_string(layer) + " page " + std::to_string(pg) + " was never written");
     pool->parallel_for(nb - first, [&](int64_t i0, int64_t i1, int) {
         std::vector<float> kbuf, rbuf, cs;
         run(first + i0, first + i1, kbuf, rbuf, cs);

@@ -105,8 +105,15 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
                     }
                 }
             };
-            if (pool && count > 1) pool->parallel_for(count, convert);
-            else convert(0, count, 0);
+            if (pool && count > 1) {
+                // Workers must not throw (ThreadPool): a page never written is refused here.
+                for (int64_t b = first; b < first + count; ++b)
+                    if (!src.page(l, b))
+                        throw Error("KV upload: layer " + std::to_string(l) + " block " + std::to_string(b) + " was never written");
+                pool->parallel_for(count, convert);
+            } else {
+                convert(0, count, 0);
+            }
             for (int64_t i = 0; i < count; ++i) {
                 const int n = static_cast<int>(std::min(B, to - (first + i) * B));
                 dst.write_block(l, first + i, kb.data() + static_cast<size_t>(i) * elems, vb.data() + static_cast<size_t>(i) * elems, n);
