@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "core/util/mapped_file.h"
 #include "kernels/cpu/convert.h"
@@ -353,6 +354,40 @@ void KvCache::attach(int layer, int64_t b, const uint8_t* bytes, const std::shar
     p.mapped = bytes;
     p.uses = 0;
     if (mapping && (mappings_.empty() || mappings_.back() != mapping)) mappings_.push_back(mapping);
+}
+
+bool KvCache::reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool) {
+    if (opt_.budget_bytes > 0) return false;
+    if (layer < 0 || layer >= n_layer_ || b0 < 0 || b1 > max_pages_ || b0 > b1)
+        throw Error("KV cache: reserve of layer " + std::to_string(layer) + " pages [" + std::to_string(b0) + ", " +
+                    std::to_string(b1) + ") out of range");
+    // Allocated here (untouched); copied or zeroed below, on the pool when there is one.
+    std::vector<std::pair<uint8_t*, const uint8_t*>> fresh;  // (RAM, its map copy or null)
+    fresh.reserve(static_cast<size_t>(b1 - b0));
+    auto fill = [&](int64_t i0, int64_t i1, int) {
+        for (int64_t i = i0; i < i1; ++i) {
+            const auto& [ram, mapped] = fresh[static_cast<size_t>(i)];
+            if (mapped) std::memcpy(ram, mapped, page_bytes_);
+            else std::memset(ram, 0, page_bytes_);
+        }
+    };
+    try {
+        for (int64_t b = b0; b < b1; ++b) {
+            Page& p = slot(layer, b);
+            if (p.ram) continue;
+            p.ram = alloc_page(page_bytes_);
+            ++ram_pages_;
+            fresh.emplace_back(p.ram, p.mapped);
+            p.mapped = nullptr;
+        }
+    } catch (...) {  // out of memory: the pages allocated so far hold what they should first
+        fill(0, static_cast<int64_t>(fresh.size()), 0);
+        throw;
+    }
+    const auto n = static_cast<int64_t>(fresh.size());
+    if (pool && pool->size() > 1 && n > 1) pool->parallel_for(n, fill);
+    else fill(0, n, 0);
+    return true;
 }
 
 void KvCache::release_unused() {

@@ -30,6 +30,8 @@
 
 namespace sl {
 
+class ThreadPool;
+
 class MappedFile;
 
 enum class KvType : uint32_t { F32 = 0, F16 = 1, Int8 = 2 };
@@ -102,6 +104,12 @@ public:
     // Makes page (layer, b) read from `bytes` (page_bytes() inside `mapping`, which the cache keeps
     // alive while it refers to it), dropping any RAM copy. For restore.
     void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping);
+
+    // Makes pages [b0, b1) of `layer` RAM pages now (copied from their map, or zeroed when new),
+    // the first touch of new pages split over `pool` when given: afterwards write_rows to
+    // positions in them may run on many threads at once, each row written by one (they allocate
+    // nothing). Without a budget only; with one it returns false and does nothing (write serially).
+    bool reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool = nullptr);
 
     // Drops the pages past the context (blocks from ceil(n_past / B) on: RAM copies and map
     // references) and lets go of the attached maps no page reads any more (their file space and

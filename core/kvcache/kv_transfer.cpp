@@ -14,7 +14,7 @@
 
 namespace sl {
 
-void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to) {
+void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int threads) {
     if (from < 0 || from > to || to > dst.n_ctx())
         throw Error("KV download: positions [" + std::to_string(from) + ", " + std::to_string(to) +
                     ") outside a context of " + std::to_string(dst.n_ctx()));
@@ -24,25 +24,59 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to) {
     }
     const int64_t B = src.block_size(), hd = dst.head_dim(), n_kv = dst.n_kv_head(), Bd = dst.block_size();
     const size_t block = static_cast<size_t>(n_kv * B * hd);
-    std::vector<uint16_t> kb(block), vb(block);
-    std::vector<float> kr(static_cast<size_t>(std::min(B, Bd) * hd)), vr(kr.size());
+    // Blocks [b0, b1) of each layer, read kBatch at a time on this thread (the store's calls stay
+    // here), then converted and stored on the pool's threads when there are many (a save at a
+    // million tokens: 23 GB, most of it first touches of new host pages) into pages reserved first.
+    const int64_t b0 = from / B, b1 = (to - 1) / B + 1;
+    constexpr int64_t kBatch = 32;
+    const int64_t batch = std::min(kBatch, b1 - b0);
+    const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::unique_ptr<ThreadPool> pool;
+    if (n_threads > 1 && batch > 1 && (threads > 0 || (b1 - b0) * dst.n_layer() >= 2 * kBatch)) {
+        try {
+            pool = std::make_unique<ThreadPool>(n_threads);
+        } catch (const std::system_error&) {
+            // No threads to be had: stored on this one.
+        }
+    }
+    std::vector<uint16_t> kb(static_cast<size_t>(batch) * block), vb(kb.size());
+    const size_t n_scratch = static_cast<size_t>(pool ? pool->size() : 1);
+    std::vector<std::vector<float>> kr(n_scratch, std::vector<float>(static_cast<size_t>(std::min(B, Bd) * hd))), vr(kr);
     for (int l = 0; l < dst.n_layer(); ++l)
-        for (int64_t b = from / B; b <= (to - 1) / B; ++b) {
-            src.read_block(l, b, kb.data(), vb.data());
-            // Per head, the block's positions in runs that stay within one host page: converted
-            // and stored a run at a time.
-            const int64_t p1 = std::min(to, (b + 1) * B);
-            for (int64_t p = std::max(from, b * B); p < p1;) {
-                const int64_t n = std::min(p1, (p / Bd + 1) * Bd) - p;
-                const int64_t t = p - b * B;
-                for (int64_t h = 0; h < n_kv; ++h) {
-                    const size_t at = static_cast<size_t>((h * B + t) * hd);
-                    kernels::bf16_to_f32(kr.data(), kb.data() + at, static_cast<size_t>(n * hd));
-                    kernels::bf16_to_f32(vr.data(), vb.data() + at, static_cast<size_t>(n * hd));
-                    dst.write_rows(l, static_cast<int>(h), p, static_cast<int>(n), kr.data(), vr.data());
+        for (int64_t first = b0; first < b1; first += batch) {
+            const int64_t count = std::min(batch, b1 - first);
+            for (int64_t i = 0; i < count; ++i)
+                src.read_block(l, first + i, kb.data() + static_cast<size_t>(i) * block, vb.data() + static_cast<size_t>(i) * block);
+            // Block i's positions, per head, in runs that stay within one host page: converted and
+            // stored a run at a time.
+            auto store = [&](int64_t i0, int64_t i1, int t) {
+                float* kt = kr[static_cast<size_t>(t)].data();
+                float* vt = vr[static_cast<size_t>(t)].data();
+                for (int64_t i = i0; i < i1; ++i) {
+                    const int64_t b = first + i;
+                    const uint16_t* kbi = kb.data() + static_cast<size_t>(i) * block;
+                    const uint16_t* vbi = vb.data() + static_cast<size_t>(i) * block;
+                    const int64_t p1 = std::min(to, (b + 1) * B);
+                    for (int64_t p = std::max(from, b * B); p < p1;) {
+                        const int64_t n = std::min(p1, (p / Bd + 1) * Bd) - p;
+                        const int64_t off = p - b * B;
+                        for (int64_t h = 0; h < n_kv; ++h) {
+                            const size_t at = static_cast<size_t>((h * B + off) * hd);
+                            kernels::bf16_to_f32(kt, kbi + at, static_cast<size_t>(n * hd));
+                            kernels::bf16_to_f32(vt, vbi + at, static_cast<size_t>(n * hd));
+                            dst.write_rows(l, static_cast<int>(h), p, static_cast<int>(n), kt, vt);
+                        }
+                        p += n;
+                    }
                 }
-                p += n;
-            }
+            };
+            // Host pages of the batch's positions made RAM first (their first touch on the pool): the
+            // stores then allocate nothing and may run at once (each block writes its own rows).
+            const int64_t q0 = std::max(from, first * B), q1 = std::min(to, (first + count) * B);
+            if (pool && count > 1 && dst.reserve(l, q0 / Bd, (q1 - 1) / Bd + 1, pool.get()))
+                pool->parallel_for(count, store);
+            else
+                store(0, count, 0);
         }
     dst.set_n_past(to);
 }

@@ -9,8 +9,8 @@
 // nearest even) on the way up, as the device rounds K/V it computes itself.
 //
 // Threading: called from one thread, no reader of the host cache in flight (KvCache's writer
-// contract); the store's calls are all made on that thread and may block on the device. kv_upload
-// converts blocks on worker threads of its own (reading the host cache only).
+// contract); the store's calls are all made on that thread and may block on the device. Both
+// convert blocks on worker threads of their own (kv_download writing rows of pages it reserved).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,9 @@ public:
 // Copies positions [from, to) of every layer from `src` into `dst` (whose n_layer, n_kv_head and
 // head_dim the store shares), then sets dst's n_past to `to`. 0 <= from <= to <= dst.n_ctx();
 // positions before `from` are dst's already (an earlier copy). Throws sl::Error on bad ranges.
-void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to);
+// Blocks are read 32 at a time on the calling thread and stored on `threads` threads (0: the
+// machine's cores) into host pages reserved first (KvCache::reserve; serially under a RAM budget).
+void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int threads = 0);
 
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),

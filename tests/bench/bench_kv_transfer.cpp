@@ -2,7 +2,8 @@
 // GPU spends converting the device's bf16 blocks into the host cache (.slkv pages), SmolLM2's shape
 // (30 layers x 3 KV heads x 64, blocks of 128, f16 pages), from a host double of the device store
 // (read_block is a memcpy: the PCIe copy is not in it). Side by side in one run:
-//   BM_DownloadRuns       kv_download: per block and head, a run of rows converted and stored at once
+//   BM_DownloadRuns       kv_download: per block and head, a run of rows converted and stored at once,
+//                         on one thread (threads:1) and on every core into pages reserved first (0)
 //   BM_DownloadPositions  the position-by-position path it replaced (bf16 -> f32 rows, KvCache::write)
 //   BM_Upload/threads:1   a restore's way up: host f16 pages -> bf16 blocks -> staging, one thread
 //   BM_Upload/threads:0   the same with the blocks converted on every core (kv_upload's default)
@@ -60,7 +61,7 @@ void BM_DownloadRuns(benchmark::State& state) {
     HostStore store((n + kB - 1) / kB);
     for (auto _ : state) {
         sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
-        sl::kv_download(store, kv, 0, n);
+        sl::kv_download(store, kv, 0, n, static_cast<int>(state.range(1)));
         benchmark::DoNotOptimize(kv.page(kLayers - 1, 0));
     }
     state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
@@ -91,8 +92,8 @@ void BM_DownloadPositions(benchmark::State& state) {
     state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
 }
 
-BENCHMARK(BM_DownloadRuns)->Arg(16384)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DownloadPositions)->Arg(16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DownloadRuns)->ArgNames({"n", "threads"})->Args({16384, 1})->Args({16384, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DownloadPositions)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The other way (a restore onto the device): whole blocks of a host cache with f16 pages converted
 // to bf16 and handed to a store that copies each into a staging area, as the CUDA runner's pinned

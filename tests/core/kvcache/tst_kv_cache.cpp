@@ -97,6 +97,7 @@ private Q_SLOTS:
     void byteSizes();
     void badShapesRefused();
     void releaseUnused();
+    void reservePages();
 };
 
 void TstKvCache::f32RowsExact() {
@@ -359,6 +360,41 @@ void TstKvCache::releaseUnused() {
     QVERIFY(b.use_count() > 1);
     for (int l = 0; l < 2; ++l)
         for (int p = 0; p < 4; ++p) QCOMPARE(kv.page(l, p), b->data() + static_cast<size_t>(l * 4 + p) * pb);
+}
+
+// KvCache::reserve: new pages zeroed, mapped ones copied to RAM (the map's bytes kept), RAM pages
+// left as they are, on a pool too; refused (false, nothing done) under a budget.
+void TstKvCache::reservePages() {
+    QTemporaryDir dir;
+    const int B = 16;
+    for (int threads : {1, 3}) {
+        sl::ThreadPool pool(threads);
+        sl::KvCache kv(2, 320, 2, 8, kvopt(sl::KvType::F16, B));
+        const size_t pb = kv.page_bytes();
+        const QString path = dir.filePath(QStringLiteral("m%1").arg(threads));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QByteArray bytes(static_cast<int>(pb), 0);
+        for (int i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+        f.write(bytes);
+        f.close();
+        auto map = std::make_shared<const sl::MappedFile>(path.toStdString());
+        kv.attach(1, 2, map->data(), map);
+        std::vector<float> row(16, 0.25f);
+        kv.write(1, 3 * B + 1, row.data(), row.data());  // page 3 in RAM already
+        const std::vector<uint8_t> page3(kv.page(1, 3), kv.page(1, 3) + pb);
+        QVERIFY(kv.reserve(1, 0, 12, &pool));
+        QCOMPARE(kv.ram_bytes(), 12 * pb);
+        QVERIFY(std::memcmp(kv.page(1, 2), map->data(), pb) == 0);
+        QVERIFY(kv.page(1, 2) != map->data());  // a RAM copy
+        QVERIFY(std::memcmp(kv.page(1, 3), page3.data(), pb) == 0);
+        for (int64_t b : {0, 1, 4, 11}) QVERIFY(std::all_of(kv.page(1, b), kv.page(1, b) + pb, [](uint8_t x) { return x == 0; }));
+        QCOMPARE(kv.page(0, 0), static_cast<const uint8_t*>(nullptr));  // another layer untouched
+        QVERIFY_THROWS_EXCEPTION(sl::Error, kv.reserve(1, 5, 999, &pool));
+    }
+    sl::KvCache budgeted(2, 320, 2, 8, kvopt(sl::KvType::F16, B, 4096));
+    QVERIFY(!budgeted.reserve(0, 0, 4));
+    QCOMPARE(budgeted.ram_bytes(), size_t{0});
 }
 
 QTEST_APPLESS_MAIN(TstKvCache)

@@ -345,11 +345,13 @@ void TstKvTransfer::downloadAcrossHostPages_data() {
     QTest::newRow("f16, device blocks of 48 over pages of 32") << static_cast<int>(sl::KvType::F16) << 48;
     QTest::newRow("int8, device blocks of 48 over pages of 32") << static_cast<int>(sl::KvType::Int8) << 48;
     QTest::newRow("f16, blocks the size of pages") << static_cast<int>(sl::KvType::F16) << kHostB;
+    QTest::newRow("int8, device blocks of 16, two to a page") << static_cast<int>(sl::KvType::Int8) << 16;
 }
 
-// Device blocks that straddle host pages, downloaded in two pieces (the second from inside a
-// block and a page): the host cache stores, bit for bit, what writing bf16(x) position by
-// position stores.
+// Device blocks that straddle host pages (or share one), downloaded in two pieces (the second
+// from inside a block and a page), on one thread and on three (blocks stored at once, two of them
+// into one page): the host cache stores, bit for bit, what writing bf16(x) position by position
+// stores.
 void TstKvTransfer::downloadAcrossHostPages() {
     QFETCH(int, type);
     QFETCH(int, device_block);
@@ -361,14 +363,16 @@ void TstKvTransfer::downloadAcrossHostPages() {
     sl::kv_upload(src, store, 0, kCtx);
     sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
     write_bf16_of(src, want);
-    sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
-    sl::kv_download(store, got, 0, 37);
-    sl::kv_download(store, got, 37, kCtx);
-    QCOMPARE(got.n_past(), int64_t{kCtx});
-    for (int l = 0; l < kLayers; ++l)
-        for (int64_t b = 0; b < got.max_pages(); ++b)
-            QVERIFY2(std::memcmp(got.page(l, b), want.page(l, b), got.page_bytes()) == 0,
-                     qPrintable(QStringLiteral("layer %1 page %2").arg(l).arg(b)));
+    for (int threads : {1, 3}) {
+        sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+        sl::kv_download(store, got, 0, 37, threads);
+        sl::kv_download(store, got, 37, kCtx, threads);
+        QCOMPARE(got.n_past(), int64_t{kCtx});
+        for (int l = 0; l < kLayers; ++l)
+            for (int64_t b = 0; b < got.max_pages(); ++b)
+                QVERIFY2(std::memcmp(got.page(l, b), want.page(l, b), got.page_bytes()) == 0,
+                         qPrintable(QStringLiteral("%1 threads: layer %2 page %3").arg(threads).arg(l).arg(b)));
+    }
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)
