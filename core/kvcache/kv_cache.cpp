@@ -357,10 +357,10 @@ void KvCache::attach(int layer, int64_t b, const uint8_t* bytes, const std::shar
 }
 
 bool KvCache::reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool) {
-    if (opt_.budget_bytes > 0) return false;
     if (layer < 0 || layer >= n_layer_ || b0 < 0 || b1 > max_pages_ || b0 > b1)
         throw Error("KV cache: reserve of layer " + std::to_string(layer) + " pages [" + std::to_string(b0) + ", " +
                     std::to_string(b1) + ") out of range");
+    if (opt_.budget_bytes > 0) return false;
     // Allocated here (untouched); copied or zeroed below, on the pool when there is one.
     std::vector<std::pair<uint8_t*, const uint8_t*>> fresh;  // (RAM, its map copy or null)
     fresh.reserve(static_cast<size_t>(b1 - b0));

@@ -17,7 +17,8 @@
 // Threading: writers (write, set_n_past, maintain, attach, clear) run on one thread with no reader
 // in flight (the forward pass writes a layer's K/V before its attention call). Readers (k_rows,
 // v_rows, k_span, v_span, read) may run on many threads at once; they only bump use counters
-// (relaxed atomics).
+// (relaxed atomics). Exception: after reserve() (no budget), write_rows to rows of the reserved
+// pages may run on many threads at once, each row written by one (kv_download).
 #pragma once
 
 #include <cstddef>

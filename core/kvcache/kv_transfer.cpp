@@ -32,7 +32,8 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
     const int64_t batch = std::min(kBatch, b1 - b0);
     const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::unique_ptr<ThreadPool> pool;
-    if (n_threads > 1 && batch > 1 && (threads > 0 || (b1 - b0) * dst.n_layer() >= 2 * kBatch)) {
+    // Under a RAM budget pages are stored one at a time (KvCache::reserve refuses): no pool then.
+    if (n_threads > 1 && batch > 1 && dst.options().budget_bytes <= 0 && (threads > 0 || (b1 - b0) * dst.n_layer() >= 2 * kBatch)) {
         try {
             pool = std::make_unique<ThreadPool>(n_threads);
         } catch (const std::system_error&) {

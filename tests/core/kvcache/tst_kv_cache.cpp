@@ -379,6 +379,12 @@ void TstKvCache::reservePages() {
         f.write(bytes);
         f.close();
         auto map = std::make_shared<const sl::MappedFile>(path.toStdString());
+        // Pages written and freed first, so that new ones are likely to come back dirty.
+        std::vector<float> junk(16, -3.0f);
+        for (int64_t p = 0; p < 12 * B; ++p) kv.write(1, p, junk.data(), junk.data());
+        kv.set_n_past(0);
+        kv.release_unused();
+        QCOMPARE(kv.ram_bytes(), size_t{0});
         kv.attach(1, 2, map->data(), map);
         std::vector<float> row(16, 0.25f);
         kv.write(1, 3 * B + 1, row.data(), row.data());  // page 3 in RAM already

@@ -7,6 +7,7 @@
 // tests/gpu/tst_cuda_session checks the same through the real device cache.
 #include <QtTest>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -363,10 +364,12 @@ void TstKvTransfer::downloadAcrossHostPages() {
     sl::kv_upload(src, store, 0, kCtx);
     sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
     write_bf16_of(src, want);
-    for (int threads : {1, 3}) {
-        sl::KvCache got(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
-        sl::kv_download(store, got, 0, 37, threads);
-        sl::kv_download(store, got, 37, kCtx, threads);
+    for (int threads : {1, 3, -3}) {  // -3: three threads asked for, under a RAM budget (stored one at a time)
+        sl::KvCacheOptions o = opts(t, kHostB);
+        if (threads < 0) o.budget_bytes = static_cast<int64_t>(sl::KvCache::page_bytes_for(t, kHostB, kKv, kDim)) * 2;
+        sl::KvCache got(kLayers, kCtx, kKv, kDim, o);
+        sl::kv_download(store, got, 0, 37, std::abs(threads));
+        sl::kv_download(store, got, 37, kCtx, std::abs(threads));
         QCOMPARE(got.n_past(), int64_t{kCtx});
         for (int l = 0; l < kLayers; ++l)
             for (int64_t b = 0; b < got.max_pages(); ++b)
