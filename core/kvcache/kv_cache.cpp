@@ -210,8 +210,12 @@ void KvCache::write_rows(int layer, int head, int64_t pos, int n, const float* k
                     std::to_string(n_layer_) + " layers x " + std::to_string(n_kv_head_) + " heads x " +
                     std::to_string(n_ctx_) + " positions");
     const int64_t b = pos / block_;
-    const auto j = static_cast<size_t>(pos - b * block_);
-    uint8_t* base = writable(layer, b) + static_cast<size_t>(head) * head_bytes_;
+    encode_rows(writable(layer, b), head, static_cast<int>(pos - b * block_), n, k, v);
+}
+
+void KvCache::encode_rows(uint8_t* page, int head, int j0, int n, const float* k, const float* v) const {
+    const auto j = static_cast<size_t>(j0);
+    uint8_t* base = page + static_cast<size_t>(head) * head_bytes_;
     const auto hd = static_cast<size_t>(head_dim_);
     const size_t rows = static_cast<size_t>(block_) * hd;
     const size_t count = static_cast<size_t>(n) * hd;

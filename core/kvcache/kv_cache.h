@@ -77,6 +77,11 @@ public:
     // row), the range within one page (pos / B == (pos + n - 1) / B): what `write` stores of them,
     // one page lookup and one conversion per head instead of one per position.
     void write_rows(int layer, int head, int64_t pos, int n, const float* k, const float* v);
+    // What write_rows stores, into `page` (page_bytes(), this cache's page layout, not one of its
+    // pages): rows [j, j + n) of the page (0 <= j, j + n <= B) of KV head `head`. Touches nothing
+    // of the cache: callable on many threads at once (a save straight from the device,
+    // kv_transfer.h KvStorePages).
+    void encode_rows(uint8_t* page, int head, int j, int n, const float* k, const float* v) const;
 
     // Rows [pos, pos + n) of KV head `head` as f32, row after row (head_dim floats apart). The
     // range must lie in one page (pos / B == (pos + n - 1) / B) and have been written. Returns a

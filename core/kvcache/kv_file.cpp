@@ -75,11 +75,6 @@ public:
     // c: the header's u64 at 40 (index keys: the dim; 0 otherwise).
     void record(uint32_t kind, uint64_t a, uint64_t b, std::span<const uint8_t> p1, std::span<const uint8_t> p2 = {},
                 uint64_t c = 0) {
-        const uint64_t n = p1.size() + p2.size();
-        uint8_t h[kRecordHeader] = {};
-        store32(h, kRecordMagic);
-        store32(h + 4, kind);
-        store64(h + 8, n);
         uint64_t ph;
         if (p2.empty()) {
             ph = kv_hash(p1.data(), p1.size());
@@ -88,6 +83,16 @@ public:
             tmp_.insert(tmp_.end(), p2.begin(), p2.end());
             ph = kv_hash(tmp_.data(), tmp_.size());
         }
+        hashed(kind, a, b, ph, p1, p2, c);
+    }
+    // As record() with the payload's hash given (`ph`: kv_hash of p1 then p2).
+    void hashed(uint32_t kind, uint64_t a, uint64_t b, uint64_t ph, std::span<const uint8_t> p1,
+                std::span<const uint8_t> p2 = {}, uint64_t c = 0) {
+        const uint64_t n = p1.size() + p2.size();
+        uint8_t h[kRecordHeader] = {};
+        store32(h, kRecordMagic);
+        store32(h + 4, kind);
+        store64(h + 8, n);
         store64(h + 16, ph);
         store64(h + 24, a);
         store64(h + 32, b);
@@ -130,21 +135,19 @@ void write_slot(const Fd& fd, int slot, uint64_t seq, uint64_t end, uint64_t n_t
 
 // Pages [b0, ceil(n / B)) of every layer, the index keys of positions [n0, n) (of [0, n) for a
 // layer `saved` holds none of, or none that fit), then the commit record of tokens[n0, n).
-void write_records(RecordWriter& w, const KvCache& kv, std::span<const int32_t> tokens, size_t n0,
-                   std::span<const float> logits, const std::string& path, std::span<const KvIndexKeys> index_keys,
-                   const KvFileContents* saved) {
-    const int64_t B = kv.block_size();
+void write_records(RecordWriter& w, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens, size_t n0,
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileContents* saved) {
+    const int64_t B = info.block_size;
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t nb = (n + B - 1) / B;
     const int64_t b0 = static_cast<int64_t>(n0) / B;
+    const auto n_layer = static_cast<int>(info.n_layer);
     for (int64_t b = b0; b < nb; ++b)
-        for (int l = 0; l < kv.n_layer(); ++l) {
-            const uint8_t* p = kv.page(l, b);
-            if (!p) throw Error(path + ": cannot save: layer " + std::to_string(l) + " block " + std::to_string(b) + " was never written");
-            w.record(kPage, static_cast<uint64_t>(l), static_cast<uint64_t>(b), {p, kv.page_bytes()});
-            if (kv.options().budget_bytes > 0 && (b * kv.n_layer() + l) % 256 == 255) kv.release_maps();  // keep RSS bounded
+        for (int l = 0; l < n_layer; ++l) {
+            const KvPage p = pages.page(l, b);
+            w.hashed(kPage, static_cast<uint64_t>(l), static_cast<uint64_t>(b), p.hash, {p.bytes, info.page_bytes});
         }
-    for (size_t l = 0; l < index_keys.size() && l < static_cast<size_t>(kv.n_layer()); ++l) {
+    for (size_t l = 0; l < index_keys.size() && l < static_cast<size_t>(n_layer); ++l) {
         const KvIndexKeys& ik = index_keys[l];
         if (!ik.data || ik.dim <= 0 || ik.n < n) continue;
         const int il = static_cast<int>(l);
@@ -426,20 +429,40 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
 
 namespace {
 
-void check_writable(const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens, std::span<const float> logits,
-                    const std::string& path) {
+void check_writable(const KvFileInfo& info, std::span<const int32_t> tokens, std::span<const float> logits, const std::string& path) {
     if (tokens.empty()) throw Error(path + ": cannot save an empty context");
     if (logits.size() != info.n_vocab) throw Error(path + ": cannot save: no logits for the last token");
-    if (static_cast<int64_t>(tokens.size()) > kv.n_past())
-        throw Error(path + ": cannot save: the cache holds fewer positions than the context has tokens");
-    if (info.page_bytes != kv.page_bytes()) throw Error(path + ": cannot save: file settings differ from the cache's");
+    if (info.n_layer == 0 || info.block_size == 0 || info.page_bytes == 0) throw Error(path + ": cannot save: no page layout");
 }
 
 }  // namespace
 
+KvCachePages::KvCachePages(const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens, const std::string& path)
+    : kv_(kv), path_(path) {
+    if (static_cast<int64_t>(tokens.size()) > kv.n_past())
+        throw Error(path + ": cannot save: the cache holds fewer positions than the context has tokens");
+    if (info.page_bytes != kv.page_bytes() || info.n_layer != static_cast<uint32_t>(kv.n_layer()) ||
+        info.block_size != static_cast<uint32_t>(kv.block_size()))
+        throw Error(path + ": cannot save: file settings differ from the cache's");
+}
+
+KvPage KvCachePages::page(int l, int64_t b) {
+    const uint8_t* p = kv_.page(l, b);
+    if (!p) throw Error(path_ + ": cannot save: layer " + std::to_string(l) + " block " + std::to_string(b) + " was never written");
+    const KvPage out{p, kv_hash(p, kv_.page_bytes())};
+    if (kv_.options().budget_bytes > 0 && ++handed_ % 256 == 0) kv_.release_maps();  // keep RSS bounded
+    return out;
+}
+
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
                    std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base) {
-    check_writable(info, kv, tokens, logits, path);
+    KvCachePages pages(info, kv, tokens, path);
+    write_kv_file(path, info, pages, tokens, logits, index_keys, base);
+}
+
+void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens,
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base) {
+    check_writable(info, tokens, logits, path);
     if (info.fingerprint.size() != 64) throw Error(path + ": cannot save: bad model fingerprint");
     if (!base.empty()) {
         if (base.tokens == 0 || base.tokens >= tokens.size())
@@ -485,7 +508,7 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
     }
     fd.write_at(h, kHeaderBytes, 0);
     RecordWriter w(fd, kHeaderBytes);
-    write_records(w, kv, tokens, static_cast<size_t>(base.tokens), logits, tmp, index_keys, nullptr);
+    write_records(w, info, pages, tokens, static_cast<size_t>(base.tokens), logits, index_keys, nullptr);
     write_slot(fd, 0, 1, w.end(), tokens.size());
     fd.sync();
     if (::rename(tmp.c_str(), path.c_str()) != 0)
@@ -503,7 +526,14 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
                     std::span<const int32_t> tokens, std::span<const float> logits,
                     std::span<const KvIndexKeys> index_keys) {
-    check_writable(saved.info, kv, tokens, logits, path);
+    KvCachePages pages(saved.info, kv, tokens, path);
+    append_kv_file(path, saved, pages, tokens, logits, index_keys);
+}
+
+void append_kv_file(const std::string& path, const KvFileContents& saved, KvPageSource& pages,
+                    std::span<const int32_t> tokens, std::span<const float> logits,
+                    std::span<const KvIndexKeys> index_keys) {
+    check_writable(saved.info, tokens, logits, path);
     const uint64_t p0 = saved.base.tokens;
     if (saved.n_tokens() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin() + static_cast<std::ptrdiff_t>(p0)) ||
         (p0 > 0 && kv_tokens_hash(tokens, p0) != saved.base.hash))
@@ -513,7 +543,7 @@ void append_kv_file(const std::string& path, const KvFileContents& saved, const 
     fd.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd.fd < 0) throw IoError(path + ": cannot open for appending: " + std::strerror(errno));
     RecordWriter w(fd, saved.committed_end);
-    write_records(w, kv, tokens, static_cast<size_t>(saved.n_tokens()), logits, path, index_keys, &saved);
+    write_records(w, saved.info, pages, tokens, static_cast<size_t>(saved.n_tokens()), logits, index_keys, &saved);
     if (::ftruncate(fd.fd, static_cast<off_t>(w.end())) != 0) throw IoError(path + ": cannot truncate: " + std::strerror(errno));
     fd.sync();
     write_slot(fd, 1 - saved.slot, saved.seq + 1, w.end(), tokens.size());

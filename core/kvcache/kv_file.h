@@ -101,6 +101,38 @@ struct KvIndexKeys {
     int dim = 0;
 };
 
+// A page handed to a save: its bytes (KvFileInfo::page_bytes) and their kv_hash.
+struct KvPage {
+    const uint8_t* bytes = nullptr;
+    uint64_t hash = 0;
+};
+
+// Where a save takes its pages from: a host KvCache (below), or a device's blocks converted on the
+// way (kv_transfer.h KvStorePages: a save on the GPU writes the file without a host copy of the
+// context). Asked, on the saving thread, for the pages of blocks [b0, ceil(tokens / B)) in the
+// file's order: block after block, every layer of a block (0, 1, ...) before the next block. A
+// page stays valid until the next call. Throws sl::Error naming what is missing (DeviceError when
+// a device failed).
+class KvPageSource {
+public:
+    virtual ~KvPageSource() = default;
+    virtual KvPage page(int layer, int64_t block) = 0;
+};
+
+// A host cache's pages (every one written), hashed as they are handed out; under a RAM budget the
+// maps' resident pages are dropped every 256 pages. Throws sl::Error naming `path` when the cache
+// holds fewer positions than `tokens` or another layout than `info`'s, or a page was never written.
+class KvCachePages final : public KvPageSource {
+public:
+    KvCachePages(const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens, const std::string& path);
+    KvPage page(int layer, int64_t block) override;
+
+private:
+    const KvCache& kv_;
+    std::string path_;
+    int64_t handed_ = 0;
+};
+
 enum class KvVerify {
     Full,     // every payload's hash (restore)
     Headers,  // record headers and the last commit only (finding where to append)
@@ -127,6 +159,12 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCach
                    std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {},
                    const KvFileBase& base = {});
 
+// As above with the pages from `pages` (n_layer, block_size and page_bytes as `info` says). Throws
+// IoError, or what `pages` throws (nothing is left at `path` but what was there).
+void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens,
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {},
+                   const KvFileBase& base = {});
+
 // The base of the file at `path` (reads its header only); empty for a whole file or one that
 // cannot be read.
 KvFileBase kv_file_base(const std::string& path);
@@ -138,6 +176,12 @@ uint64_t kv_tokens_hash(std::span<const int32_t> tokens, size_t n);
 // tokens from saved.base.tokens on), the pages from block saved.n_tokens() / B on, the index keys of the new positions (of every position for a
 // layer the file had none of), and a commit record, then switches the slot. Throws IoError.
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
+                    std::span<const int32_t> tokens, std::span<const float> logits,
+                    std::span<const KvIndexKeys> index_keys = {});
+
+// As above with the pages from `pages` (saved.info's layout). What `pages` throws leaves the file
+// as it was (records written past its committed end are ignored).
+void append_kv_file(const std::string& path, const KvFileContents& saved, KvPageSource& pages,
                     std::span<const int32_t> tokens, std::span<const float> logits,
                     std::span<const KvIndexKeys> index_keys = {});
 

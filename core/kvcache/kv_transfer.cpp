@@ -1,6 +1,7 @@
 #include "core/kvcache/kv_transfer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -9,6 +10,7 @@
 
 #include "core/kvcache/kv_cache.h"
 #include "core/runtime/thread_pool.h"
+#include "core/kvcache/kv_file.h"
 #include "core/util/error.h"
 #include "kernels/cpu/convert.h"
 
@@ -156,6 +158,100 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
         }
     }
     dst.flush();
+}
+
+KvStorePages::KvStorePages(KvBlockStore& src, const KvCache& layout, int64_t from, int64_t to, int threads, int64_t max_batch)
+    : src_(src), kv_(layout), from_(from), to_(to) {
+    if (from < 0 || from > to || to > layout.n_ctx())
+        throw Error("KV save: positions [" + std::to_string(from) + ", " + std::to_string(to) + ") outside a context of " +
+                    std::to_string(layout.n_ctx()));
+    const int64_t B = layout.block_size();
+    if (src.block_size() != B)
+        throw Error("KV save: device blocks of " + std::to_string(src.block_size()) + " positions, host pages of " +
+                    std::to_string(B));
+    nb_ = (to + B - 1) / B;
+    elems_ = static_cast<size_t>(layout.n_kv_head()) * static_cast<size_t>(B) * static_cast<size_t>(layout.head_dim());
+    const size_t per_block = static_cast<size_t>(layout.n_layer()) * (4 * elems_ + layout.page_bytes());
+    constexpr size_t kBytes = size_t{64} << 20;
+    batch_ = std::clamp<int64_t>(static_cast<int64_t>(kBytes / std::max<size_t>(per_block, 1)), 1, std::max<int64_t>(max_batch, 1));
+    batch_ = std::max<int64_t>(1, std::min(batch_, nb_ - from / B));
+    const auto units = static_cast<size_t>(batch_) * static_cast<size_t>(layout.n_layer());
+    k_.resize(units * elems_);
+    v_.resize(units * elems_);
+    hash_.resize(units);
+    pages_.resize(units * layout.page_bytes());
+    const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // A small save (a question's few blocks) converts on this thread unless told otherwise.
+    const int64_t total = (nb_ - from / B) * layout.n_layer();
+    if (n_threads > 1 && units > 1 && (threads > 0 || total >= 64)) {
+        try {
+            pool_ = std::make_unique<ThreadPool>(n_threads);
+        } catch (const std::system_error&) {
+            // No threads to be had: converted on this one.
+        }
+    }
+    scratch_.assign(static_cast<size_t>(pool_ ? pool_->size() : 1),
+                    std::vector<float>(2 * static_cast<size_t>(B) * static_cast<size_t>(layout.head_dim())));
+}
+
+KvStorePages::~KvStorePages() = default;
+
+KvPage KvStorePages::page(int layer, int64_t block) {
+    if (layer < 0 || layer >= kv_.n_layer() || block < from_ / kv_.block_size() || block >= nb_)
+        throw Error("KV save: page of layer " + std::to_string(layer) + " block " + std::to_string(block) +
+                    " outside the blocks [" + std::to_string(from_ / kv_.block_size()) + ", " + std::to_string(nb_) + ") saved");
+    if (block < first_ || block >= first_ + count_) load(block);
+    const auto u = static_cast<size_t>((block - first_) * kv_.n_layer() + layer);
+    return {pages_.data() + u * kv_.page_bytes(), hash_[u]};
+}
+
+void KvStorePages::load(int64_t first) {
+    first_ = -1;  // nothing valid while loading (a throw leaves no stale batch)
+    count_ = 0;
+    const int64_t count = std::min(batch_, nb_ - first);
+    const int n_layer = kv_.n_layer();
+    const int64_t B = kv_.block_size(), hd = kv_.head_dim(), n_kv = kv_.n_kv_head();
+    const size_t pb = kv_.page_bytes();
+    for (int64_t i = 0; i < count; ++i)
+        for (int l = 0; l < n_layer; ++l) {
+            const auto u = static_cast<size_t>(i * n_layer + l);
+            src_.read_block(l, first + i, k_.data() + u * elems_, v_.data() + u * elems_);
+            // Workers must not throw (ThreadPool): a mirror page the save needs is checked here.
+            if ((first + i) * B < from_ && !kv_.page(l, first + i))
+                throw Error("KV save: the host copy lacks layer " + std::to_string(l) + " block " + std::to_string(first + i) +
+                            " (positions before " + std::to_string(from_) + ")");
+        }
+    auto convert = [&](int64_t u0, int64_t u1, int t) {
+        float* kt = scratch_[static_cast<size_t>(t)].data();
+        float* vt = kt + B * hd;
+        for (int64_t u = u0; u < u1; ++u) {
+            const int64_t b = first + u / n_layer;
+            const int l = static_cast<int>(u % n_layer);
+            uint8_t* page = pages_.data() + static_cast<size_t>(u) * pb;
+            if (b * B < from_) std::memcpy(page, kv_.page(l, b), pb);
+            else std::memset(page, 0, pb);
+            const int64_t p0 = std::max(from_, b * B), p1 = std::min(to_, (b + 1) * B);
+            if (p1 > p0) {
+                const auto off = p0 - b * B;
+                const auto n = static_cast<size_t>(p1 - p0);
+                const uint16_t* kb = k_.data() + static_cast<size_t>(u) * elems_;
+                const uint16_t* vb = v_.data() + static_cast<size_t>(u) * elems_;
+                for (int64_t h = 0; h < n_kv; ++h) {
+                    const auto at = static_cast<size_t>((h * B + off) * hd);
+                    kernels::bf16_to_f32(kt, kb + at, n * static_cast<size_t>(hd));
+                    kernels::bf16_to_f32(vt, vb + at, n * static_cast<size_t>(hd));
+                    kv_.encode_rows(page, static_cast<int>(h), static_cast<int>(off), static_cast<int>(n), kt, vt);
+                }
+            }
+            hash_[static_cast<size_t>(u)] = kv_hash(page, pb);
+        }
+    };
+    const int64_t units = count * n_layer;
+    if (pool_ && units > 1) pool_->parallel_for(units, convert);
+    else convert(0, units, 0);
+    first_ = first;
+    count_ = count;
+    ++batches_;
 }
 
 }  // namespace sl

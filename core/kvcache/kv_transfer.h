@@ -14,10 +14,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/kvcache/kv_file.h"
 
 namespace sl {
 
 class KvCache;
+class ThreadPool;
 
 class KvBlockStore {
 public:
@@ -55,5 +60,40 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
 // at a time on `threads` threads (0: the machine's cores; a restore at a million tokens converts
 // 23 GB) and handed to the store on the calling thread, in order. Throws sl::Error on bad ranges.
 void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512, int threads = 0);
+
+// The host pages of a context a device holds, for a save straight to the file (write_kv_file /
+// append_kv_file with a KvPageSource): no host copy of the context is made (at a million tokens
+// 23 GB). Pages in `layout`'s format (its storage type and page size; the store's blocks must be
+// its pages, same B) of positions [0, to): positions [from, to) from `src`, those of a page before
+// `from` copied from layout's own page (the host mirror of the context's first `from` positions),
+// the rest of a partial last page zero — byte for byte what kv_download would leave in `layout`.
+// Blocks are read a batch at a time (every layer of up to 32 blocks, ~64 MiB at most) on the
+// calling thread, then converted and hashed on `threads` threads (0: the machine's cores). Pages
+// may be asked for in any order (the file's order reads each batch once); a page is valid until
+// the next call. Throws sl::Error on bad ranges, another block size, a mirror page missing; what
+// the store throws (DeviceError) passes through.
+class KvStorePages final : public KvPageSource {
+public:
+    // max_batch: blocks read per batch at most (tests).
+    KvStorePages(KvBlockStore& src, const KvCache& layout, int64_t from, int64_t to, int threads = 0, int64_t max_batch = 32);
+    ~KvStorePages() override;
+    KvPage page(int layer, int64_t block) override;
+    int64_t batch_blocks() const { return batch_; }  // blocks read per batch (every layer)
+    int64_t batches_read() const { return batches_; }
+
+private:
+    void load(int64_t first);
+
+    KvBlockStore& src_;
+    const KvCache& kv_;
+    int64_t from_, to_, nb_, batch_ = 1;
+    int64_t first_ = -1, count_ = 0, batches_ = 0;
+    size_t elems_ = 0;  // bf16 values of K (or V) in one block
+    std::vector<uint16_t> k_, v_;          // (batch, n_layer) blocks
+    std::vector<uint64_t> hash_;           // (batch, n_layer)
+    std::vector<uint8_t> pages_;           // (batch, n_layer) pages
+    std::vector<std::vector<float>> scratch_;  // per worker: K then V rows of one head
+    std::unique_ptr<ThreadPool> pool_;
+};
 
 }  // namespace sl

@@ -659,6 +659,16 @@ void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
     kv_download(store, dst, from, m.n_past);
 }
 
+bool CudaLlamaRunner::save_pages(const KvCache& mirror, int64_t from, const std::function<void(KvPageSource&)>& write) const {
+    Impl& m = *impl_;
+    if (mirror.block_size() != m.cache->config().block_size) return false;
+    ck(cudaStreamSynchronize(m.stream), "download");
+    DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
+    KvStorePages pages(store, mirror, from, m.n_past);
+    write(pages);
+    return true;
+}
+
 void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
     Impl& m = *impl_;
     if (from < 0 || from > m.n_past || from > n)
@@ -928,6 +938,9 @@ int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
 void CudaLlamaRunner::truncate(int64_t) {}
 void CudaLlamaRunner::download_kv(KvCache&, int64_t) const { throw Error("CUDA model: built without CUDA"); }
+bool CudaLlamaRunner::save_pages(const KvCache&, int64_t, const std::function<void(KvPageSource&)>&) const {
+    throw Error("CUDA model: built without CUDA");
+}
 void CudaLlamaRunner::upload_kv(const KvCache&, int64_t, int64_t) { throw Error("CUDA model: built without CUDA"); }
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }

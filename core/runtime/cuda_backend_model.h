@@ -83,6 +83,10 @@ public:
     // every layer are written into `dst` (positions before `from` are dst's already), then dst's
     // n_past is n_past(). For saving a context. Throws sl::Error on a CUDA error.
     void download_kv(KvCache& dst, int64_t from) const override;
+    // A save without the host copy (DeviceRunner::save_pages): the blocks are read a batch at a
+    // time and converted into `mirror`'s page format on the host's cores. False when the mirror's
+    // pages are not the device's blocks (another block size).
+    bool save_pages(const KvCache& mirror, int64_t from, const std::function<void(KvPageSource&)>& write) const override;
     // Replaces positions [from, n) of the context with `src`'s (n <= src.n_past()), uploaded: the
     // first `from` positions stay (from <= n_past(); 0: the whole context is replaced); the next
     // forward continues at position n. For a restored context (from > 0: a delta restored onto the

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace sl {
 
 class KvCache;
+class KvPageSource;
 struct Selection;
 
 class DeviceRunner {
@@ -28,6 +30,15 @@ public:
     virtual void truncate(int64_t n) = 0;  // keeps the first n positions (n <= n_past())
     // Positions [from, n_past()) of every layer into `dst`, then dst's n_past is n_past().
     virtual void download_kv(KvCache& dst, int64_t from) const = 0;
+    // A save straight from the device: calls `write` once with the context's pages in `mirror`'s
+    // format (kv_transfer.h KvStorePages: positions [from, n_past()) from the device, a page's
+    // positions before `from` from `mirror`, which holds them) and returns true; false, calling
+    // nothing, when this runner cannot (the caller then mirrors with download_kv and saves from the
+    // host cache). What `write` throws passes through; the context is unchanged either way.
+    virtual bool save_pages(const KvCache& /*mirror*/, int64_t /*from*/,
+                            const std::function<void(KvPageSource&)>& /*write*/) const {
+        return false;
+    }
     // Replaces positions [from, n_past()) of the context with positions [from, n) of `src`: the
     // first `from` positions stay (from <= n_past(); 0 replaces the whole context), then n_past()
     // is n.

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <filesystem>
+#include <optional>
 
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
@@ -334,17 +335,56 @@ void Session::mirror_device(const std::string& path) const {
     mirrored_ = n;
 }
 
+void Session::write_pages(const std::string& path, int64_t b0, const std::function<void(KvPageSource&)>& write) const {
+    const auto n = static_cast<int64_t>(tokens_.size());
+    // On a device, straight from its blocks when the host mirror holds every position of the file
+    // before them: no host copy of the context (23 GB at a million tokens); the mirror then reads
+    // the new positions from the file.
+    if (gpu_ && mirrored_ < n && mirrored_ >= b0 * kv_.block_size()) {
+        bool streamed = false;
+        try {
+            streamed = gpu_->save_pages(kv_, mirrored_, write);
+        } catch (const DeviceError& e) {  // nothing committed; the next forward call falls back to the CPU
+            throw DeviceError(path + ": cannot save: " + e.what());
+        }
+        if (streamed) {
+            mirror_from_file(path);
+            return;
+        }
+    }
+    mirror_device(path);
+    KvCachePages pages(file_info(), kv_, tokens_, path);
+    write(pages);
+}
+
+void Session::mirror_from_file(const std::string& path) const {
+    const auto n = static_cast<int64_t>(tokens_.size());
+    if (!gpu_ || mirrored_ >= n) return;
+    auto map = std::make_shared<const MappedFile>(path);
+    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Headers);
+    const int64_t B = kv_.block_size();
+    if (saved.n_tokens() != static_cast<uint64_t>(n) || saved.info.block_size != static_cast<uint32_t>(B) ||
+        static_cast<int64_t>(saved.base.tokens / static_cast<uint64_t>(B)) > mirrored_ / B)
+        throw Error(path + ": the saved context is not this session's");
+    for (int l = 0; l < kv_.n_layer(); ++l)
+        for (int64_t b = mirrored_ / B; b < saved.n_blocks; ++b)
+            kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+    kv_.set_n_past(n);
+    kv_.release_unused();  // maps of earlier saves no page reads any more
+    mirrored_ = n;
+}
+
 void Session::save(const std::string& path) const {
     if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
-    mirror_device(path);
     const KvFileInfo info = file_info();
     const std::vector<KvIndexKeys> keys = index_keys_of();
+    std::optional<KvFileContents> prefix;  // `path` holds a saved prefix of this context
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
         try {
             const MappedFile map(path);
             const bool ours = !file_memo_.empty() && file_memo_ == file_identity(path);
-            const KvFileContents saved = parse_kv_file(map.bytes(), path, ours ? KvVerify::Headers : KvVerify::Full);
+            KvFileContents saved = parse_kv_file(map.bytes(), path, ours ? KvVerify::Headers : KvVerify::Full);
             const KvFileInfo& s = saved.info;
             const uint64_t p0 = saved.base.tokens;
             const bool same = s.fingerprint == info.fingerprint && s.n_layer == info.n_layer && s.n_kv_head == info.n_kv_head &&
@@ -352,16 +392,25 @@ void Session::save(const std::string& path) const {
                               s.type == info.type && s.attention == info.attention && saved.n_tokens() <= tokens_.size() &&
                               std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(p0)) &&
                               (p0 == 0 || kv_tokens_hash(tokens_, p0) == saved.base.hash);
-            if (same) {
-                if (saved.n_tokens() < tokens_.size()) append_kv_file(path, saved, kv_, tokens_, logits_, keys);
-                file_memo_ = file_identity(path);
-                return;
-            }
+            if (same) prefix = std::move(saved);
         } catch (const FormatError&) {
             // Not a usable save of a prefix: written anew below.
         }
     }
-    write_kv_file(path, info, kv_, tokens_, logits_, keys);
+    if (prefix) {
+        const KvFileContents& saved = *prefix;
+        if (saved.n_tokens() < tokens_.size())
+            write_pages(path, static_cast<int64_t>(saved.n_tokens() / info.block_size), [&](KvPageSource& pages) {
+                append_kv_file(path, saved, pages, tokens_, logits_, keys);
+            });
+        else if (gpu_ && mirrored_ < static_cast<int64_t>(tokens_.size()) &&
+                 mirrored_ >= static_cast<int64_t>(saved.base.tokens / info.block_size * info.block_size))
+            mirror_from_file(path);  // the file holds the whole context already
+        else
+            mirror_device(path);
+    } else {
+        write_pages(path, 0, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys); });
+    }
     file_memo_ = file_identity(path);
 }
 
@@ -390,8 +439,9 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.name = bp.filename().string();
     b.tokens = static_cast<uint64_t>(shared);
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
-    mirror_device(path);
-    write_kv_file(path, info, kv_, tokens_, logits_, index_keys_of(), b);
+    const std::vector<KvIndexKeys> keys = index_keys_of();
+    write_pages(path, shared / kv_.block_size(),
+                [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b); });
     file_memo_ = file_identity(path);
 }
 

@@ -7,16 +7,27 @@
 //   BM_DownloadPositions  the position-by-position path it replaced (bf16 -> f32 rows, KvCache::write)
 //   BM_Upload/threads:1   a restore's way up: host f16 pages -> bf16 blocks -> staging, one thread
 //   BM_Upload/threads:0   the same with the blocks converted on every core (kv_upload's default)
+//   BM_SavePages/mode:0   a save's pages through the host copy: kv_download into a new host cache,
+//                         then every page handed out hashed (KvCachePages), as Session::save did
+//   BM_SavePages/mode:1   straight from the store (KvStorePages: batches converted and hashed on
+//                         every core into a 64 MiB buffer; no host copy of the context)
+//   BM_SaveFile/mode:0|1  the same into a .slkv file in $TMPDIR (write_kv_file, synced): what a save
+//                         on the GPU costs on the host, the disk included; host_MB: the host cache
+//                         after it (RAM the saved context keeps on the host)
 // bytes/s counts the host cache's bytes written (K and V, f16). At a million tokens a save moves
 // 23 GB: seconds = 23e9 / bytes_per_second.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
 #include "core/kvcache/kv_transfer.h"
 #include "kernels/cpu/convert.h"
 
@@ -128,6 +139,73 @@ void BM_Upload(benchmark::State& state) {
     state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
 }
 BENCHMARK(BM_Upload)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// mode 0: through a host copy of the context; 1: straight from the store.
+void BM_SavePages(benchmark::State& state) {
+    const int64_t n = 16384;
+    const bool streamed = state.range(0) == 1;
+    HostStore store((n + kB - 1) / kB);
+    const std::vector<int32_t> tokens(static_cast<size_t>(n), 1);
+    sl::KvFileInfo info;
+    info.n_layer = kLayers;
+    info.block_size = kB;
+    for (auto _ : state) {
+        sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
+        info.page_bytes = kv.page_bytes();
+        uint64_t h = 0;
+        auto hand_out = [&](sl::KvPageSource& pages) {
+            for (int64_t b = 0; b * kB < n; ++b)
+                for (int l = 0; l < kLayers; ++l) h ^= pages.page(l, b).hash;
+        };
+        if (streamed) {
+            sl::KvStorePages pages(store, kv, 0, n);
+            hand_out(pages);
+        } else {
+            sl::kv_download(store, kv, 0, n);
+            sl::KvCachePages pages(info, kv, tokens, "bench");
+            hand_out(pages);
+        }
+        benchmark::DoNotOptimize(h);
+    }
+    state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
+}
+BENCHMARK(BM_SavePages)->ArgName("mode")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SaveFile(benchmark::State& state) {
+    const int64_t n = 16384;
+    const bool streamed = state.range(0) == 1;
+    HostStore store((n + kB - 1) / kB);
+    const std::vector<int32_t> tokens(static_cast<size_t>(n), 1);
+    const std::vector<float> logits(16, 0.0f);
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path = (std::filesystem::path(tmp ? tmp : "/tmp") / "bench_kv_transfer.slkv").string();
+    double host_bytes = 0;
+    for (auto _ : state) {
+        sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
+        sl::KvFileInfo info;
+        info.fingerprint = std::string(64, '0');
+        info.attention = "dense";
+        info.n_layer = kLayers;
+        info.n_kv_head = kKv;
+        info.head_dim = kDim;
+        info.block_size = kB;
+        info.n_vocab = 16;
+        info.type = sl::KvType::F16;
+        info.page_bytes = kv.page_bytes();
+        if (streamed) {
+            sl::KvStorePages pages(store, kv, 0, n);
+            sl::write_kv_file(path, info, pages, tokens, logits);
+        } else {
+            sl::kv_download(store, kv, 0, n);
+            sl::write_kv_file(path, info, kv, tokens, logits);
+        }
+        host_bytes = static_cast<double>(kv.ram_bytes());
+    }
+    std::filesystem::remove(path);
+    state.counters["host_MB"] = host_bytes / 1e6;
+    state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
+}
+BENCHMARK(BM_SaveFile)->ArgName("mode")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -146,8 +146,12 @@ void TstCudaSession::savedOnGpuRestoresOnCpu() {
     gpu.prefill(std::span<const int32_t>(ids_.data(), first));
     gpu.save(file);
     gpu.prefill(std::span<const int32_t>(ids_.data() + first, ids_.size() - first));
-    gpu.save(file);  // appends the new positions (the host mirror copies only what is new)
+    gpu.save(file);  // appends the new positions (read from the device, only what is new)
     const std::vector<float> saved = copy(gpu.last_logits());
+    // Straight from the device's blocks into the file (DeviceRunner::save_pages): no host copy of
+    // the context, the host cache maps the saved pages.
+    QCOMPARE(gpu.kv_cache().ram_bytes(), size_t{0});
+    QCOMPARE(gpu.kv_cache().n_past(), static_cast<int64_t>(ids_.size()));
 
     sl::Session cpu(*model_, options("cpu"));
     cpu.restore(file);

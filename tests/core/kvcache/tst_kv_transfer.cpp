@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
 #include "core/kvcache/kv_transfer.h"
 #include "core/util/error.h"
+#include "core/util/mapped_file.h"
 #include "kernels/cpu/convert.h"
 #include "tests/common/test_support.h"
 
@@ -136,6 +138,10 @@ private Q_SLOTS:
     void blocksEqualRows();
     void downloadAcrossHostPages_data();
     void downloadAcrossHostPages();
+    void storePagesAreWhatADownloadLeaves_data();
+    void storePagesAreWhatADownloadLeaves();
+    void storePagesRefuse();
+    void fileFromStorePagesEqualsFileFromDownload();
 };
 
 // Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
@@ -376,6 +382,139 @@ void TstKvTransfer::downloadAcrossHostPages() {
                 QVERIFY2(std::memcmp(got.page(l, b), want.page(l, b), got.page_bytes()) == 0,
                          qPrintable(QStringLiteral("%1 threads: layer %2 page %3").arg(threads).arg(l).arg(b)));
     }
+}
+
+void TstKvTransfer::storePagesAreWhatADownloadLeaves_data() {
+    QTest::addColumn<int>("type");
+    QTest::addColumn<int>("from");
+    QTest::addColumn<int>("to");
+    QTest::addColumn<int>("threads");
+    QTest::addColumn<int>("batch");
+    for (const auto& [name, t] : {std::pair{"f32", sl::KvType::F32}, {"f16", sl::KvType::F16}, {"int8", sl::KvType::Int8}}) {
+        QTest::addRow("%s whole, 1 thread", name) << static_cast<int>(t) << 0 << kCtx << 1 << 32;
+        QTest::addRow("%s from mid-page, 3 threads, batches of 1", name) << static_cast<int>(t) << 40 << kCtx << 3 << 1;
+        QTest::addRow("%s from a page boundary to one, 2 threads, batches of 2", name) << static_cast<int>(t) << 64 << 96 << 2 << 2;
+        QTest::addRow("%s within the last page", name) << static_cast<int>(t) << 99 << kCtx << 3 << 2;
+    }
+}
+
+// KvStorePages (a save straight from the device) hands out, page by page, the bytes kv_download
+// leaves in a host cache of the same type that mirrored [0, from) (a page's positions before
+// `from` are the mirror's, the rest of a partial page zero) with their hashes; each block read once
+// when asked in the file's order, whatever the threads and batch; any order gives the same pages.
+void TstKvTransfer::storePagesAreWhatADownloadLeaves() {
+    QFETCH(int, type);
+    QFETCH(int, from);
+    QFETCH(int, to);
+    QFETCH(int, threads);
+    QFETCH(int, batch);
+    const auto t = static_cast<sl::KvType>(type);
+    constexpr int64_t kHostBlocks = (kCtx + kHostB - 1) / kHostB;
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, kHostBlocks, kKv, kHostB, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    sl::KvCache mirror(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    sl::kv_download(store, mirror, 0, from);
+    sl::KvCache want(kLayers, kCtx, kKv, kDim, opts(t, kHostB));
+    sl::kv_download(store, want, 0, from);
+    sl::kv_download(store, want, from, to);
+    store.reads = 0;
+    sl::KvStorePages pages(store, mirror, from, to, threads, batch);
+    const int64_t b0 = from / kHostB, nb = (to + kHostB - 1) / kHostB;
+    int64_t differ = 0;
+    for (int64_t b = b0; b < nb; ++b)
+        for (int l = 0; l < kLayers; ++l) {
+            const sl::KvPage p = pages.page(l, b);
+            differ += std::memcmp(p.bytes, want.page(l, b), want.page_bytes()) != 0;
+            differ += p.hash != sl::kv_hash(want.page(l, b), want.page_bytes());
+        }
+    QCOMPARE(differ, int64_t{0});
+    QCOMPARE(store.reads, static_cast<int>(kLayers * (nb - b0)));
+    QCOMPARE(pages.batches_read(), (nb - b0 + pages.batch_blocks() - 1) / pages.batch_blocks());
+    QCOMPARE(mirror.n_past(), int64_t{from});  // the mirror is only read
+    // Backwards, layer-last: the same bytes.
+    for (int64_t b = nb - 1; b >= b0; --b)
+        for (int l = kLayers - 1; l >= 0; --l)
+            differ += std::memcmp(pages.page(l, b).bytes, want.page(l, b), want.page_bytes()) != 0;
+    QCOMPARE(differ, int64_t{0});
+}
+
+void TstKvTransfer::storePagesRefuse() {
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, 4, kKv, kHostB, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    sl::KvCache mirror(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F16, kHostB));
+    HostBlockStore other(kLayers, kBlocks, kKv, kB, kDim);  // blocks of 16, pages of 32
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvStorePages(other, mirror, 0, kCtx));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvStorePages(store, mirror, 10, 5));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvStorePages(store, mirror, 0, kCtx + 1));
+    sl::KvStorePages pages(store, mirror, 40, kCtx, 1);
+    QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(0, 0));        // before the first saved block
+    QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(kLayers, 1));  // no such layer
+    QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(0, 4));        // past the context
+    try {  // the mirror lacks positions 32..39 of block 1
+        pages.page(0, 1);
+        QFAIL("a page without its mirrored positions was handed out");
+    } catch (const sl::Error& e) {
+        QVERIFY2(std::string(e.what()).find("lacks layer 0 block 1") != std::string::npos, e.what());
+    }
+    sl::kv_download(store, mirror, 0, 40);
+    QCOMPARE(pages.page(0, 1).hash, sl::kv_hash(pages.page(0, 1).bytes, mirror.page_bytes()));  // then it does
+}
+
+// A file saved (then appended to) from the store's pages is byte for byte the file saved from a
+// host cache the context was downloaded into.
+void TstKvTransfer::fileFromStorePagesEqualsFileFromDownload() {
+    QTemporaryDir dir;
+    sl::KvCache src(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(src, kCtx);
+    HostBlockStore store(kLayers, 4, kKv, kHostB, kDim);
+    sl::kv_upload(src, store, 0, kCtx);
+    sl::KvCache mirror(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F16, kHostB));
+    sl::KvCache host(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F16, kHostB));
+    sl::KvFileInfo info;
+    info.fingerprint = std::string(64, 'a');
+    info.attention = "dense";
+    info.n_layer = kLayers;
+    info.n_kv_head = kKv;
+    info.head_dim = kDim;
+    info.block_size = kHostB;
+    info.n_vocab = 11;
+    info.type = sl::KvType::F16;
+    info.page_bytes = host.page_bytes();
+    std::vector<int32_t> tokens(kCtx);
+    for (int i = 0; i < kCtx; ++i) tokens[static_cast<size_t>(i)] = i % 11;
+    const std::vector<float> logits(11, 0.25f);
+    const std::string a = dir.filePath("a.slkv").toStdString(), b = dir.filePath("b.slkv").toStdString();
+    auto bytes = [](const std::string& path) {
+        QFile f(QString::fromStdString(path));
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    {  // the first 45 tokens
+        sl::KvStorePages pages(store, mirror, 0, 45, 2, 1);
+        sl::write_kv_file(a, info, pages, std::span(tokens).first(45), logits);
+        sl::kv_download(store, host, 0, 45);
+        sl::write_kv_file(b, info, host, std::span(tokens).first(45), logits);
+        QCOMPARE(bytes(a), bytes(b));
+    }
+    sl::kv_download(store, mirror, 0, 45);  // what the session's mirror then holds
+    {  // then the rest, appended from the partial page at 45
+        const sl::MappedFile map(a);
+        const sl::KvFileContents saved = sl::parse_kv_file(map.bytes(), a, sl::KvVerify::Full);
+        sl::KvStorePages pages(store, mirror, 45, kCtx, 2, 1);
+        sl::append_kv_file(a, saved, pages, tokens, logits);
+    }
+    {
+        const sl::MappedFile map(b);
+        const sl::KvFileContents saved = sl::parse_kv_file(map.bytes(), b, sl::KvVerify::Full);
+        sl::kv_download(store, host, 45, kCtx);
+        sl::append_kv_file(b, saved, host, tokens, logits);
+    }
+    QCOMPARE(bytes(a), bytes(b));
+    const sl::MappedFile map(a);
+    QCOMPARE(sl::parse_kv_file(map.bytes(), a, sl::KvVerify::Full).n_tokens(), uint64_t{kCtx});
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)
