@@ -309,6 +309,43 @@ bool DeviceKvCache::read_block(int layer, int64_t block, uint16_t* k, uint16_t* 
     return true;
 }
 
+bool DeviceKvCache::read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride,
+                                cudaStream_t stream, std::string* error) const {
+    for (int j = 0; j < n; ++j) {
+        if (!check(layer[j], block[j], error)) return false;
+        const size_t i = static_cast<size_t>(layer[j] * cfg_.max_blocks + block[j]);
+        if (dev_of_[i] < 0 && host_of_[i] < 0) {
+            if (error) *error = "DeviceKvCache: block " + std::to_string(block[j]) + " of layer " + std::to_string(layer[j]) +
+                                " was never written";
+            return false;
+        }
+    }
+    const size_t bytes = static_cast<size_t>(block_elems()) * 2;
+    for (int j = 0; j < n; ++j) {
+        const int64_t phys = dev_of_[static_cast<size_t>(layer[j] * cfg_.max_blocks + block[j])];
+        if (phys < 0) continue;
+        if (!ok(cudaMemcpyAsync(k + static_cast<size_t>(j) * stride, k_pool_ + phys * block_elems(), bytes,
+                                cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync (read K blocks)", error) ||
+            !ok(cudaMemcpyAsync(v + static_cast<size_t>(j) * stride, v_pool_ + phys * block_elems(), bytes,
+                                cudaMemcpyDeviceToHost, stream),
+                "cudaMemcpyAsync (read V blocks)", error)) {
+            cudaStreamSynchronize(stream);  // copies already enqueued write into k / v: let them finish
+            return false;
+        }
+    }
+    // The host tier's copies may still be in flight (offload is asynchronous): read after the wait.
+    if (!ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (read blocks)", error)) return false;
+    for (int j = 0; j < n; ++j) {
+        const size_t i = static_cast<size_t>(layer[j] * cfg_.max_blocks + block[j]);
+        if (dev_of_[i] >= 0) continue;
+        const uint16_t* host = host_pool_ + host_of_[i] * block_elems() * 2;
+        std::memcpy(k + static_cast<size_t>(j) * stride, host, bytes);
+        std::memcpy(v + static_cast<size_t>(j) * stride, host + block_elems(), bytes);
+    }
+    return true;
+}
+
 bool DeviceKvCache::resident(int layer, int64_t block) const {
     return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
            dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)] >= 0;

@@ -72,6 +72,12 @@ public:
     // head_dim) bf16 each (block_elems() values), from the device or the host tier, and waits for
     // the copy (synchronizes `stream`). For saving a context (kv_transfer.h).
     bool read_block(int layer, int64_t block, uint16_t* k, uint16_t* v, cudaStream_t stream, std::string* error) const;
+    // Blocks (layer[i], block[i]), i < n, into k + i * stride and v + i * stride (read_block's
+    // layout each): every device copy enqueued, `stream` waited for once, then the host tier's
+    // copied. Into pinned memory the copies run at the bus's rate. Nothing is copied when one of
+    // them is out of range or was never written (false, *error naming it).
+    bool read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride,
+                     cudaStream_t stream, std::string* error) const;
     int64_t block_elems() const;  // values of K (or V) in one block: n_kv_head * block_size * head_dim
 
     bool resident(int layer, int64_t block) const;

@@ -16,6 +16,15 @@
 
 namespace sl {
 
+KvBlockStore::HostBuffer KvBlockStore::host_buffer(size_t elems) {
+    return HostBuffer(new uint16_t[std::max<size_t>(elems, 1)], [](uint16_t* p) { delete[] p; });
+}
+
+void KvBlockStore::read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride) {
+    for (int i = 0; i < n; ++i)
+        read_block(layer[i], block[i], k + static_cast<size_t>(i) * stride, v + static_cast<size_t>(i) * stride);
+}
+
 void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int threads) {
     if (from < 0 || from > to || to > dst.n_ctx())
         throw Error("KV download: positions [" + std::to_string(from) + ", " + std::to_string(to) +
@@ -26,7 +35,7 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
     }
     const int64_t B = src.block_size(), hd = dst.head_dim(), n_kv = dst.n_kv_head(), Bd = dst.block_size();
     const size_t block = static_cast<size_t>(n_kv * B * hd);
-    // Blocks [b0, b1) of each layer, read kBatch at a time on this thread (the store's calls stay
+    // Blocks [b0, b1) of each layer, read kBatch at a time on this thread (read_blocks) (the store's calls stay
     // here), then converted and stored on the pool's threads when there are many (a save at a
     // million tokens: 23 GB, most of it first touches of new host pages) into pages reserved first.
     const int64_t b0 = from / B, b1 = (to - 1) / B + 1;
@@ -42,14 +51,22 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
             // No threads to be had: stored on this one.
         }
     }
-    std::vector<uint16_t> kb(static_cast<size_t>(batch) * block), vb(kb.size());
+    const KvBlockStore::HostBuffer kbuf = src.host_buffer(static_cast<size_t>(batch) * block);
+    const KvBlockStore::HostBuffer vbuf = src.host_buffer(static_cast<size_t>(batch) * block);
+    uint16_t* const kb = kbuf.get();
+    uint16_t* const vb = vbuf.get();
+    std::vector<int> layers(static_cast<size_t>(batch));
+    std::vector<int64_t> blocks(static_cast<size_t>(batch));
     const size_t n_scratch = static_cast<size_t>(pool ? pool->size() : 1);
     std::vector<std::vector<float>> kr(n_scratch, std::vector<float>(static_cast<size_t>(std::min(B, Bd) * hd))), vr(kr);
     for (int l = 0; l < dst.n_layer(); ++l)
         for (int64_t first = b0; first < b1; first += batch) {
             const int64_t count = std::min(batch, b1 - first);
-            for (int64_t i = 0; i < count; ++i)
-                src.read_block(l, first + i, kb.data() + static_cast<size_t>(i) * block, vb.data() + static_cast<size_t>(i) * block);
+            for (int64_t i = 0; i < count; ++i) {
+                layers[static_cast<size_t>(i)] = l;
+                blocks[static_cast<size_t>(i)] = first + i;
+            }
+            src.read_blocks(static_cast<int>(count), layers.data(), blocks.data(), kb, vb, block);
             // Block i's positions, per head, in runs that stay within one host page: converted and
             // stored a run at a time.
             auto store = [&](int64_t i0, int64_t i1, int t) {
@@ -57,8 +74,8 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
                 float* vt = vr[static_cast<size_t>(t)].data();
                 for (int64_t i = i0; i < i1; ++i) {
                     const int64_t b = first + i;
-                    const uint16_t* kbi = kb.data() + static_cast<size_t>(i) * block;
-                    const uint16_t* vbi = vb.data() + static_cast<size_t>(i) * block;
+                    const uint16_t* kbi = kb + static_cast<size_t>(i) * block;
+                    const uint16_t* vbi = vb + static_cast<size_t>(i) * block;
                     const int64_t p1 = std::min(to, (b + 1) * B);
                     for (int64_t p = std::max(from, b * B); p < p1;) {
                         const int64_t n = std::min(p1, (p / Bd + 1) * Bd) - p;
@@ -161,7 +178,7 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
 }
 
 KvStorePages::KvStorePages(KvBlockStore& src, const KvCache& layout, int64_t from, int64_t to, int threads, int64_t max_batch)
-    : src_(src), kv_(layout), from_(from), to_(to) {
+    : src_(src), kv_(layout), from_(from), to_(to), k_(nullptr, nullptr), v_(nullptr, nullptr) {
     if (from < 0 || from > to || to > layout.n_ctx())
         throw Error("KV save: positions [" + std::to_string(from) + ", " + std::to_string(to) + ") outside a context of " +
                     std::to_string(layout.n_ctx()));
@@ -176,8 +193,10 @@ KvStorePages::KvStorePages(KvBlockStore& src, const KvCache& layout, int64_t fro
     batch_ = std::clamp<int64_t>(static_cast<int64_t>(kBytes / std::max<size_t>(per_block, 1)), 1, std::max<int64_t>(max_batch, 1));
     batch_ = std::max<int64_t>(1, std::min(batch_, nb_ - from / B));
     const auto units = static_cast<size_t>(batch_) * static_cast<size_t>(layout.n_layer());
-    k_.resize(units * elems_);
-    v_.resize(units * elems_);
+    k_ = src.host_buffer(units * elems_);
+    v_ = src.host_buffer(units * elems_);
+    layer_.resize(units);
+    block_.resize(units);
     hash_.resize(units);
     pages_.resize(units * layout.page_bytes());
     const int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -215,12 +234,14 @@ void KvStorePages::load(int64_t first) {
     for (int64_t i = 0; i < count; ++i)
         for (int l = 0; l < n_layer; ++l) {
             const auto u = static_cast<size_t>(i * n_layer + l);
-            src_.read_block(l, first + i, k_.data() + u * elems_, v_.data() + u * elems_);
+            layer_[u] = l;
+            block_[u] = first + i;
             // Workers must not throw (ThreadPool): a mirror page the save needs is checked here.
             if ((first + i) * B < from_ && !kv_.page(l, first + i))
                 throw Error("KV save: the host copy lacks layer " + std::to_string(l) + " block " + std::to_string(first + i) +
                             " (positions before " + std::to_string(from_) + ")");
         }
+    src_.read_blocks(static_cast<int>(count * n_layer), layer_.data(), block_.data(), k_.get(), v_.get(), elems_);
     auto convert = [&](int64_t u0, int64_t u1, int t) {
         float* kt = scratch_[static_cast<size_t>(t)].data();
         float* vt = kt + B * hd;
@@ -234,8 +255,8 @@ void KvStorePages::load(int64_t first) {
             if (p1 > p0) {
                 const auto off = p0 - b * B;
                 const auto n = static_cast<size_t>(p1 - p0);
-                const uint16_t* kb = k_.data() + static_cast<size_t>(u) * elems_;
-                const uint16_t* vb = v_.data() + static_cast<size_t>(u) * elems_;
+                const uint16_t* kb = k_.get() + static_cast<size_t>(u) * elems_;
+                const uint16_t* vb = v_.get() + static_cast<size_t>(u) * elems_;
                 for (int64_t h = 0; h < n_kv; ++h) {
                     const auto at = static_cast<size_t>((h * B + off) * hd);
                     kernels::bf16_to_f32(kt, kb + at, n * static_cast<size_t>(hd));

@@ -13,6 +13,7 @@
 // convert blocks on worker threads of their own (kv_download writing rows of pages it reserved).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -32,6 +33,13 @@ public:
     // each; positions of the block the context has not reached hold anything. Throws sl::Error
     // naming what failed.
     virtual void read_block(int layer, int64_t block, uint16_t* k, uint16_t* v) = 0;
+    // Host memory for `elems` bf16 values that read_blocks fills at full speed (pinned on a device:
+    // the copies run asynchronously at the bus's rate); plain memory by default.
+    using HostBuffer = std::unique_ptr<uint16_t[], void (*)(uint16_t*)>;
+    virtual HostBuffer host_buffer(size_t elems);
+    // Blocks (layer[i], block[i]), i < n, into k + i * stride and v + i * stride (read_block's
+    // layout each), waited for once. Default: read_block after read_block.
+    virtual void read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride);
     // Stores positions [pos0, pos0 + n) of `layer` from host rows (n, n_kv_head, head_dim) f32,
     // K and V; calls come in position order per layer. Throws sl::Error naming what failed.
     virtual void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) = 0;
@@ -67,8 +75,8 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
 // its pages, same B) of positions [0, to): positions [from, to) from `src`, those of a page before
 // `from` copied from layout's own page (the host mirror of the context's first `from` positions),
 // the rest of a partial last page zero — byte for byte what kv_download would leave in `layout`.
-// Blocks are read a batch at a time (every layer of up to 32 blocks, ~64 MiB at most) on the
-// calling thread, then converted and hashed on `threads` threads (0: the machine's cores). Pages
+// Blocks are read a batch at a time (every layer of up to 32 blocks, ~64 MiB at most; read_blocks
+// into the store's host_buffer) on the calling thread, then converted and hashed on `threads` threads (0: the machine's cores). Pages
 // may be asked for in any order (the file's order reads each batch once); a page is valid until
 // the next call. Throws sl::Error on bad ranges, another block size, a mirror page missing; what
 // the store throws (DeviceError) passes through.
@@ -89,7 +97,9 @@ private:
     int64_t from_, to_, nb_, batch_ = 1;
     int64_t first_ = -1, count_ = 0, batches_ = 0;
     size_t elems_ = 0;  // bf16 values of K (or V) in one block
-    std::vector<uint16_t> k_, v_;          // (batch, n_layer) blocks
+    KvBlockStore::HostBuffer k_, v_;       // (batch, n_layer) blocks, from src.host_buffer()
+    std::vector<int> layer_;               // the batch's blocks, as read_blocks takes them
+    std::vector<int64_t> block_;
     std::vector<uint64_t> hash_;           // (batch, n_layer)
     std::vector<uint8_t> pages_;           // (batch, n_layer) pages
     std::vector<std::vector<float>> scratch_;  // per worker: K then V rows of one head

@@ -606,6 +606,20 @@ public:
         std::string error;
         if (!cache_.read_block(layer, block, k, v, stream_, &error)) throw DeviceError("CUDA model: " + error);
     }
+    // A save's batches: pinned, so that the device-to-host copies of a batch run asynchronously at
+    // the bus's rate and are waited for once (pageable memory: plain, when pinning fails).
+    HostBuffer host_buffer(size_t elems) override {
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, std::max<size_t>(elems, 1) * 2, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError();  // not sticky: clear it
+            return KvBlockStore::host_buffer(elems);
+        }
+        return HostBuffer(static_cast<uint16_t*>(p), [](uint16_t* q) { cudaFreeHost(q); });
+    }
+    void read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride) override {
+        std::string error;
+        if (!cache_.read_blocks(n, layer, block, k, v, stride, stream_, &error)) throw DeviceError("CUDA model: " + error);
+    }
     void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) override {
         const int64_t row = static_cast<int64_t>(cache_.config().n_kv_head) * cache_.config().head_dim;
         for (int64_t i = 0; i < n; i += cap_) {

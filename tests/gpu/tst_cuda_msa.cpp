@@ -1098,6 +1098,36 @@ void TstCudaMsa::pagedCacheRoundTrip() {
         QVERIFY(std::equal(kb.begin(), kb.end(), kpool.begin() + static_cast<std::ptrdiff_t>(at)));
     }
     QVERIFY(!f.cache->read_block(0, nb + 5 < cfg.max_blocks ? nb + 5 : cfg.max_blocks, kb.data(), vb.data(), nullptr, &error));
+    // read_blocks: every block at once, backwards (the offloaded one among them), into pinned and
+    // into pageable memory, a stride wider than a block: each as read_block gives it.
+    {
+        const int n = static_cast<int>(nb);
+        const size_t stride = static_cast<size_t>(elems) + 7;
+        std::vector<int> layers(static_cast<size_t>(n), 0);
+        std::vector<int64_t> blocks(static_cast<size_t>(n));
+        for (int j = 0; j < n; ++j) blocks[static_cast<size_t>(j)] = nb - 1 - j;
+        uint16_t *pk = nullptr, *pv = nullptr;
+        CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pk), stride * static_cast<size_t>(n) * 2, cudaHostAllocDefault));
+        CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&pv), stride * static_cast<size_t>(n) * 2, cudaHostAllocDefault));
+        std::vector<uint16_t> qk(stride * static_cast<size_t>(n)), qv(qk.size());
+        QVERIFY2(f.cache->read_blocks(n, layers.data(), blocks.data(), pk, pv, stride, nullptr, &error), error.c_str());
+        QVERIFY2(f.cache->read_blocks(n, layers.data(), blocks.data(), qk.data(), qv.data(), stride, nullptr, &error),
+                 error.c_str());
+        int differ = 0;
+        for (int j = 0; j < n; ++j) {
+            QVERIFY2(f.cache->read_block(0, blocks[static_cast<size_t>(j)], kb.data(), vb.data(), nullptr, &error), error.c_str());
+            const size_t at = static_cast<size_t>(j) * stride;
+            differ += !std::equal(kb.begin(), kb.end(), pk + at) || !std::equal(vb.begin(), vb.end(), pv + at);
+            differ += !std::equal(kb.begin(), kb.end(), qk.begin() + static_cast<std::ptrdiff_t>(at)) ||
+                      !std::equal(vb.begin(), vb.end(), qv.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        cudaFreeHost(pk);
+        cudaFreeHost(pv);
+        QCOMPARE(differ, 0);
+        blocks[0] = cfg.max_blocks;  // one out of range: refused, naming it
+        QVERIFY(!f.cache->read_blocks(n, layers.data(), blocks.data(), qk.data(), qv.data(), stride, nullptr, &error));
+        QVERIFY2(error.find("out of range") != std::string::npos, error.c_str());
+    }
     // Errors are reported, not thrown: a block past the table, a full host tier.
     QVERIFY(!f.cache->offload(0, cfg.max_blocks, nullptr, &error));
     QVERIFY(error.find("out of range") != std::string::npos);

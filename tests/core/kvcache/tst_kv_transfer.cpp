@@ -40,6 +40,15 @@ public:
         std::copy_n(v_.begin() + static_cast<std::ptrdiff_t>(at), block_elems(), v);
         ++reads;
     }
+    // Counted, then the default (read_block after read_block).
+    HostBuffer host_buffer(size_t elems) override {
+        ++buffers;
+        return KvBlockStore::host_buffer(elems);
+    }
+    void read_blocks(int n, const int* layer, const int64_t* block, uint16_t* k, uint16_t* v, size_t stride) override {
+        ++batch_reads;
+        KvBlockStore::read_blocks(n, layer, block, k, v, stride);
+    }
     void append_rows(int layer, int64_t pos0, int64_t n, const float* k, const float* v) override {
         int64_t& next = next_[static_cast<size_t>(layer)];
         if (next >= 0 && pos0 != next) out_of_order = true;
@@ -76,7 +85,7 @@ public:
     int blocks_written = 0, flushes = 0;
     bool out_of_order = false;
     int64_t max_chunk = 0;
-    int reads = 0;
+    int reads = 0, batch_reads = 0, buffers = 0;
 
 private:
     int n_layer_;
@@ -420,7 +429,10 @@ void TstKvTransfer::storePagesAreWhatADownloadLeaves() {
     sl::kv_download(store, want, 0, from);
     sl::kv_download(store, want, from, to);
     store.reads = 0;
+    store.batch_reads = 0;
+    store.buffers = 0;
     sl::KvStorePages pages(store, mirror, from, to, threads, batch);
+    QCOMPARE(store.buffers, 2);  // K and V, from the store (pinned on a device)
     const int64_t b0 = from / kHostB, nb = (to + kHostB - 1) / kHostB;
     int64_t differ = 0;
     for (int64_t b = b0; b < nb; ++b)
@@ -432,6 +444,7 @@ void TstKvTransfer::storePagesAreWhatADownloadLeaves() {
     QCOMPARE(differ, int64_t{0});
     QCOMPARE(store.reads, static_cast<int>(kLayers * (nb - b0)));
     QCOMPARE(pages.batches_read(), (nb - b0 + pages.batch_blocks() - 1) / pages.batch_blocks());
+    QCOMPARE(static_cast<int64_t>(store.batch_reads), pages.batches_read());  // one read_blocks a batch
     QCOMPARE(mirror.n_past(), int64_t{from});  // the mirror is only read
     // Backwards, layer-last: the same bytes.
     for (int64_t b = nb - 1; b >= b0; --b)
