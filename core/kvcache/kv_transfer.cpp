@@ -129,7 +129,9 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
         }
     }
     const int64_t batch = std::min(kBatch, per_layer);
-    std::vector<uint16_t> kb(static_cast<size_t>(batch) * elems), vb(kb.size());
+    // Into the store's staging when it takes a batch: no copy on this thread after the conversion.
+    const bool staged = batch > 0 && dst.stage_capacity() >= batch;
+    std::vector<uint16_t> kb(staged ? 0 : static_cast<size_t>(batch) * elems), vb(kb.size());
     std::vector<std::vector<float>> scratch(static_cast<size_t>(pool ? pool->size() : 1),
                                             std::vector<float>(blocks ? static_cast<size_t>(B * hd) : 0));
     for (int l = 0; l < src.n_layer(); ++l) {
@@ -140,14 +142,19 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
         }
         for (int64_t first = b0; first < b1; first += batch) {  // whole pages, the last one partial
             const int64_t count = std::min(batch, b1 - first);
+            uint16_t* const room = staged ? dst.stage(static_cast<int>(count)) : nullptr;
+            if (staged && !room) throw Error("KV upload: the store gave no staging for " + std::to_string(count) + " blocks");
+            // Block i's K and V: in the staging (K then V per block) or in kb / vb.
+            auto k_of = [&](int64_t i) { return room ? room + static_cast<size_t>(i) * 2 * elems : kb.data() + static_cast<size_t>(i) * elems; };
+            auto v_of = [&](int64_t i) { return room ? room + static_cast<size_t>(i) * 2 * elems + elems : vb.data() + static_cast<size_t>(i) * elems; };
             // Block i of the batch into slot i: its rows of every head, bf16; a partial block's tail zero.
             auto convert = [&](int64_t i0, int64_t i1, int t) {
                 float* sc = scratch[static_cast<size_t>(t)].data();
                 for (int64_t i = i0; i < i1; ++i) {
                     const int64_t b = first + i;
                     const int n = static_cast<int>(std::min(B, to - b * B));
-                    uint16_t* kd = kb.data() + static_cast<size_t>(i) * elems;
-                    uint16_t* vd = vb.data() + static_cast<size_t>(i) * elems;
+                    uint16_t* kd = k_of(i);
+                    uint16_t* vd = v_of(i);
                     if (n < B) {
                         std::fill(kd, kd + elems, uint16_t{0});
                         std::fill(vd, vd + elems, uint16_t{0});
@@ -170,7 +177,8 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
             }
             for (int64_t i = 0; i < count; ++i) {
                 const int n = static_cast<int>(std::min(B, to - (first + i) * B));
-                dst.write_block(l, first + i, kb.data() + static_cast<size_t>(i) * elems, vb.data() + static_cast<size_t>(i) * elems, n);
+                if (room) dst.write_staged(static_cast<int>(i), l, first + i, n);
+                else dst.write_block(l, first + i, k_of(i), v_of(i), n);
             }
         }
     }
@@ -216,9 +224,18 @@ KvStorePages::KvStorePages(KvBlockStore& src, const KvCache& layout, int64_t fro
 KvStorePages::~KvStorePages() = default;
 
 KvPage KvStorePages::page(int layer, int64_t block) {
-    if (layer < 0 || layer >= kv_.n_layer() || block < from_ / kv_.block_size() || block >= nb_)
+    if (layer < 0 || layer >= kv_.n_layer() || block < 0 || block >= nb_)
         throw Error("KV save: page of layer " + std::to_string(layer) + " block " + std::to_string(block) +
-                    " outside the blocks [" + std::to_string(from_ / kv_.block_size()) + ", " + std::to_string(nb_) + ") saved");
+                    " outside the context's " + std::to_string(nb_) + " blocks");
+    if (block < from_ / kv_.block_size()) {  // wholly the mirror's
+        const uint8_t* p = kv_.page(layer, block);
+        if (!p)
+            throw Error("KV save: the host copy lacks layer " + std::to_string(layer) + " block " + std::to_string(block) +
+                        " (positions before " + std::to_string(from_) + ")");
+        const KvPage out{p, kv_hash(p, kv_.page_bytes())};
+        if (kv_.options().budget_bytes > 0 && ++mirror_pages_ % 256 == 0) kv_.release_maps();  // keep RSS bounded
+        return out;
+    }
     if (block < first_ || block >= first_ + count_) load(block);
     const auto u = static_cast<size_t>((block - first_) * kv_.n_layer() + layer);
     return {pages_.data() + u * kv_.page_bytes(), hash_[u]};

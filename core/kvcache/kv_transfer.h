@@ -52,6 +52,16 @@ public:
     virtual void write_block(int /*layer*/, int64_t /*block*/, const uint16_t* /*k*/, const uint16_t* /*v*/,
                              int /*n_tokens*/) {}
     virtual void flush() {}
+    // Whole blocks converted straight into the store's staging (pinned on a device), which saves
+    // write_block's copy into it on the calling thread. stage(n), n <= stage_capacity(): room for n
+    // blocks, each K then V in read_block's layout (2 * n_kv_head * B * head_dim values), once the
+    // copies that last read that room are done (it may wait; two rooms alternate on a device, so
+    // that one batch converts while the last one's copies run); null when the store has none.
+    // write_staged(i, ...) sends block i of the last stage() as write_block would, asynchronously
+    // (flush() waits for every one).
+    virtual int stage_capacity() const { return 0; }
+    virtual uint16_t* stage(int /*n*/) { return nullptr; }
+    virtual void write_staged(int /*i*/, int /*layer*/, int64_t /*block*/, int /*n_tokens*/) {}
 };
 
 // Copies positions [from, to) of every layer from `src` into `dst` (whose n_layer, n_kv_head and
@@ -64,7 +74,8 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),
 // the rest (a partial first block, or everything otherwise) through append_rows, at most `chunk`
-// positions a call; then flush(). The same bf16 values either way. Whole blocks are converted 32
+// positions a call; then flush(). Whole blocks go into the store's staging (stage / write_staged)
+// when it has room for a batch. The same bf16 values either way. Whole blocks are converted 32
 // at a time on `threads` threads (0: the machine's cores; a restore at a million tokens converts
 // 23 GB) and handed to the store on the calling thread, in order. Throws sl::Error on bad ranges.
 void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk = 512, int threads = 0);
@@ -72,14 +83,18 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
 // The host pages of a context a device holds, for a save straight to the file (write_kv_file /
 // append_kv_file with a KvPageSource): no host copy of the context is made (at a million tokens
 // 23 GB). Pages in `layout`'s format (its storage type and page size; the store's blocks must be
-// its pages, same B) of positions [0, to): positions [from, to) from `src`, those of a page before
-// `from` copied from layout's own page (the host mirror of the context's first `from` positions),
-// the rest of a partial last page zero — byte for byte what kv_download would leave in `layout`.
-// Blocks are read a batch at a time (every layer of up to 32 blocks, ~64 MiB at most; read_blocks
-// into the store's host_buffer) on the calling thread, then converted and hashed on `threads` threads (0: the machine's cores). Pages
-// may be asked for in any order (the file's order reads each batch once); a page is valid until
-// the next call. Throws sl::Error on bad ranges, another block size, a mirror page missing; what
-// the store throws (DeviceError) passes through.
+// its pages, same B) of positions [0, to), where `layout` (the host mirror) holds the context's
+// first `from` positions: a page wholly before `from` is the mirror's own (hashed on the calling
+// thread; under a RAM budget the maps' resident pages dropped every 256); from the page holding
+// `from` on, positions [from, to) come from `src` and the page's earlier positions from the
+// mirror's page — byte for byte what kv_download would leave in the mirror (a partial last page's
+// tail as the mirror's page had it: zero for a new page). Blocks from `from` on are read a batch at
+// a time (every layer of up to 32 blocks: ~64 MiB, or one block when a block of every layer is
+// more; read_blocks into the store's host_buffer) on the calling thread, then converted and hashed
+// on `threads` threads (0: the machine's cores). Pages may be asked for in any order (the file's
+// order reads each batch once); a page is valid until the next call. Throws sl::Error on bad
+// ranges, another block size, a mirror page missing; what the store throws (DeviceError) passes
+// through.
 class KvStorePages final : public KvPageSource {
 public:
     // max_batch: blocks read per batch at most (tests).
@@ -103,6 +118,7 @@ private:
     std::vector<uint64_t> hash_;           // (batch, n_layer)
     std::vector<uint8_t> pages_;           // (batch, n_layer) pages
     std::vector<std::vector<float>> scratch_;  // per worker: K then V rows of one head
+    int64_t mirror_pages_ = 0;                 // handed out from the mirror
     std::unique_ptr<ThreadPool> pool_;
 };
 

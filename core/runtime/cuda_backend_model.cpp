@@ -251,14 +251,14 @@ struct CudaLlamaRunner::Impl {
         if (cache->resident(layer, b)) touch(layer, b);  // listed even when the write failed
         if (!done) throw DeviceError("CUDA model: " + error);
     }
-    // Pinned staging of whole blocks for restores (DeviceStore::write_block): kStageBlocks (K, V)
-    // pairs, allocated on first use.
+    // Pinned staging of whole blocks for restores (DeviceStore): two rooms of kStageBlocks (K, V)
+    // pairs, allocated on first use (write_block uses the first; stage() alternates them).
     static constexpr int kStageBlocks = 32;
     uint16_t* stage = nullptr;
     uint16_t* staging() {
         if (!stage) {
             void* p = nullptr;
-            ck(cudaHostAlloc(&p, static_cast<size_t>(kStageBlocks) * 2 * cache->block_elems() * 2, cudaHostAllocDefault),
+            ck(cudaHostAlloc(&p, static_cast<size_t>(2 * kStageBlocks) * 2 * cache->block_elems() * 2, cudaHostAllocDefault),
                "cudaHostAlloc (restore staging)");
             stage = static_cast<uint16_t*>(p);
         }
@@ -636,7 +636,9 @@ public:
     // Whole blocks (a restore): copied into the runner's pinned staging, sent asynchronously, the
     // stream waited for when the staging is full and at flush().
     ~DeviceStore() override {  // an upload cut short by an exception: its staged copies finish first
-        if (staged_ > 0) cudaStreamSynchronize(stream_);
+        if (staged_ > 0 || room_ >= 0) cudaStreamSynchronize(stream_);
+        for (cudaEvent_t e : done_)
+            if (e) cudaEventDestroy(e);
     }
     DeviceStore(const DeviceStore&) = delete;
     DeviceStore& operator=(const DeviceStore&) = delete;
@@ -653,11 +655,43 @@ public:
     void flush() override {
         ck(cudaStreamSynchronize(stream_), "upload");
         staged_ = 0;
+        room_ = -1;
+        recorded_[0] = recorded_[1] = false;
+    }
+
+    // Converted straight into the pinned staging (kv_upload): two rooms alternate; before a room is
+    // handed out again, the copies issued from it (an event recorded when the other was taken) are
+    // waited for, so one batch converts on the host while the last one's copies run.
+    int stage_capacity() const override { return CudaLlamaRunner::Impl::kStageBlocks; }
+    uint16_t* stage(int n) override {
+        if (n > CudaLlamaRunner::Impl::kStageBlocks) return nullptr;
+        if (staged_ > 0) flush();  // write_block's copies use room 0
+        for (cudaEvent_t& e : done_)
+            if (!e) ck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (restore staging)");
+        if (room_ >= 0) {
+            ck(cudaEventRecord(done_[room_], stream_), "cudaEventRecord (restore staging)");
+            recorded_[room_] = true;
+        }
+        room_ = room_ == 0 ? 1 : 0;
+        if (recorded_[room_]) ck(cudaEventSynchronize(done_[room_]), "cudaEventSynchronize (restore staging)");
+        recorded_[room_] = false;
+        return room(room_);
+    }
+    void write_staged(int i, int layer, int64_t block, int n_tokens) override {
+        const auto elems = static_cast<size_t>(cache_.block_elems());
+        uint16_t* src = room(room_) + static_cast<size_t>(i) * 2 * elems;
+        m_.write_block(layer, block, src, src + elems, n_tokens);
     }
 
 private:
+    uint16_t* room(int r) {
+        return m_.staging() + static_cast<size_t>(r) * CudaLlamaRunner::Impl::kStageBlocks * 2 * static_cast<size_t>(cache_.block_elems());
+    }
     CudaLlamaRunner::Impl& m_;
     int staged_ = 0;
+    int room_ = -1;  // the room stage() last gave
+    cudaEvent_t done_[2] = {nullptr, nullptr};
+    bool recorded_[2] = {false, false};
     DeviceKvCache& cache_;
     cudaStream_t stream_;
     float *k_, *v_;

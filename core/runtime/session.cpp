@@ -335,12 +335,12 @@ void Session::mirror_device(const std::string& path) const {
     mirrored_ = n;
 }
 
-void Session::write_pages(const std::string& path, int64_t b0, const std::function<void(KvPageSource&)>& write) const {
+void Session::write_pages(const std::string& path, const std::function<void(KvPageSource&)>& write) const {
     const auto n = static_cast<int64_t>(tokens_.size());
-    // On a device, straight from its blocks when the host mirror holds every position of the file
-    // before them: no host copy of the context (23 GB at a million tokens); the mirror then reads
-    // the new positions from the file.
-    if (gpu_ && mirrored_ < n && mirrored_ >= b0 * kv_.block_size()) {
+    // On a device, straight from its blocks (the mirror's pages for blocks wholly before mirrored_):
+    // no host copy of the context (23 GB at a million tokens); the mirror then reads the new
+    // positions from the file.
+    if (gpu_ && mirrored_ < n) {
         bool streamed = false;
         try {
             streamed = gpu_->save_pages(kv_, mirrored_, write);
@@ -348,6 +348,8 @@ void Session::write_pages(const std::string& path, int64_t b0, const std::functi
             throw DeviceError(path + ": cannot save: " + e.what());
         }
         if (streamed) {
+            // The file is saved; a mirror that cannot map it stays as it was (the next save reads
+            // the device again).
             mirror_from_file(path);
             return;
         }
@@ -355,23 +357,51 @@ void Session::write_pages(const std::string& path, int64_t b0, const std::functi
     mirror_device(path);
     KvCachePages pages(file_info(), kv_, tokens_, path);
     write(pages);
+    if (gpu_) mirror_from_file(path);  // the mirror reads the file just saved (earlier files let go)
 }
 
-void Session::mirror_from_file(const std::string& path) const {
+bool Session::mirror_from_file(const std::string& path) const {
     const auto n = static_cast<int64_t>(tokens_.size());
-    if (!gpu_ || mirrored_ >= n) return;
-    auto map = std::make_shared<const MappedFile>(path);
-    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Headers);
-    const int64_t B = kv_.block_size();
-    if (saved.n_tokens() != static_cast<uint64_t>(n) || saved.info.block_size != static_cast<uint32_t>(B) ||
-        static_cast<int64_t>(saved.base.tokens / static_cast<uint64_t>(B)) > mirrored_ / B)
-        throw Error(path + ": the saved context is not this session's");
-    for (int l = 0; l < kv_.n_layer(); ++l)
-        for (int64_t b = mirrored_ / B; b < saved.n_blocks; ++b)
-            kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+    if (!gpu_) return true;
+    try {
+        auto map = std::make_shared<const MappedFile>(path);
+        const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Headers);
+        const int64_t B = kv_.block_size();
+        const uint64_t p0 = saved.base.tokens;
+        auto fits = [&](const KvFileInfo& i) {
+            return i.block_size == static_cast<uint32_t>(B) && i.page_bytes == kv_.page_bytes() &&
+                   i.n_layer == static_cast<uint32_t>(kv_.n_layer());
+        };
+        if (!fits(saved.info) || saved.n_tokens() != static_cast<uint64_t>(n) ||
+            !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(p0)) ||
+            (p0 > 0 && kv_tokens_hash(tokens_, p0) != saved.base.hash))
+            return false;
+        const int64_t fb = static_cast<int64_t>(p0) / B;  // the file's first block
+        // A delta's blocks before fb are its base's: mapped from the base where the mirror lacks them.
+        std::shared_ptr<const MappedFile> base_map;
+        KvFileContents base;
+        if (mirrored_ / B < fb) {
+            const std::string base_path = (std::filesystem::path(path).parent_path() / saved.base.name).string();
+            base_map = std::make_shared<const MappedFile>(base_path);
+            base = parse_kv_file(base_map->bytes(), base_path, KvVerify::Headers);
+            if (!base.base.empty() || !fits(base.info) || base.tokens.size() < p0 || kv_tokens_hash(base.tokens, p0) != saved.base.hash)
+                return false;
+        }
+        // Every block the file holds (earlier saves' maps are then let go), and the base's the
+        // mirror lacks.
+        for (int l = 0; l < kv_.n_layer(); ++l) {
+            for (int64_t b = mirrored_ / B; b < fb; ++b)
+                kv_.attach(l, b, base_map->data() + base.page_offset[static_cast<size_t>(l * base.n_blocks + b)], base_map);
+            for (int64_t b = fb; b < saved.n_blocks; ++b)
+                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+        }
+    } catch (const std::exception&) {
+        return false;  // nothing attached: the checks above come first
+    }
     kv_.set_n_past(n);
     kv_.release_unused();  // maps of earlier saves no page reads any more
     mirrored_ = n;
+    return true;
 }
 
 void Session::save(const std::string& path) const {
@@ -400,16 +430,13 @@ void Session::save(const std::string& path) const {
     if (prefix) {
         const KvFileContents& saved = *prefix;
         if (saved.n_tokens() < tokens_.size())
-            write_pages(path, static_cast<int64_t>(saved.n_tokens() / info.block_size), [&](KvPageSource& pages) {
+            write_pages(path, [&](KvPageSource& pages) {
                 append_kv_file(path, saved, pages, tokens_, logits_, keys);
             });
-        else if (gpu_ && mirrored_ < static_cast<int64_t>(tokens_.size()) &&
-                 mirrored_ >= static_cast<int64_t>(saved.base.tokens / info.block_size * info.block_size))
-            mirror_from_file(path);  // the file holds the whole context already
-        else
+        else if (!mirror_from_file(path))  // the file holds the whole context already
             mirror_device(path);
     } else {
-        write_pages(path, 0, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys); });
+        write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys); });
     }
     file_memo_ = file_identity(path);
 }
@@ -440,8 +467,7 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.tokens = static_cast<uint64_t>(shared);
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
     const std::vector<KvIndexKeys> keys = index_keys_of();
-    write_pages(path, shared / kv_.block_size(),
-                [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b); });
+    write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b); });
     file_memo_ = file_identity(path);
 }
 

@@ -181,14 +181,15 @@ private:
     // Copies the device's positions [mirrored_, tokens) into kv_ (a save to `path`, which a device
     // failure names).
     void mirror_device(const std::string& path) const;
-    // Writes a save's pages through `write` (write_kv_file / append_kv_file over a KvPageSource) when
-    // the file takes the context's blocks from b0 on: on a device straight from its blocks when the
-    // mirror holds the positions before them (DeviceRunner::save_pages), then mirror_from_file;
+    // Writes a save's pages through `write` (write_kv_file / append_kv_file over a KvPageSource): on
+    // a device straight from its blocks (DeviceRunner::save_pages), then mirror_from_file;
     // otherwise from kv_, mirrored first. A device failure is a DeviceError naming `path`.
-    void write_pages(const std::string& path, int64_t b0, const std::function<void(KvPageSource&)>& write) const;
-    // On a device: the mirror takes positions [mirrored_, tokens) from the pages saved in `path`
-    // (mapped, no RAM), which holds this context, then mirrors all of it.
-    void mirror_from_file(const std::string& path) const;
+    void write_pages(const std::string& path, const std::function<void(KvPageSource&)>& write) const;
+    // On a device: the mirror maps the pages of `path`, which holds this context (and, for a
+    // delta, its base's where the mirror lacks them), then mirrors all of it; maps of earlier
+    // files no page reads any more are let go. False, the mirror as
+    // it was, when the file (or its base) cannot be mapped or is not this context's.
+    bool mirror_from_file(const std::string& path) const;
     void fall_back_to_cpu(const std::string& what);  // the device failed: the context goes on on the CPU
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;

@@ -7,6 +7,8 @@
 //   BM_DownloadPositions  the position-by-position path it replaced (bf16 -> f32 rows, KvCache::write)
 //   BM_Upload/threads:1   a restore's way up: host f16 pages -> bf16 blocks -> staging, one thread
 //   BM_Upload/threads:0   the same with the blocks converted on every core (kv_upload's default)
+//   BM_Upload/staged:1    converted straight into the store's staging (two rooms of 32 blocks, as
+//                         the CUDA runner's pinned staging): no copy into it on the calling thread
 //   BM_SavePages/mode:0   a save's pages through the host copy: kv_download into a new host cache,
 //                         then every page handed out hashed (KvCachePages), as Session::save did
 //   BM_SavePages/mode:1   straight from the store (KvStorePages: batches converted and hashed on
@@ -111,7 +113,7 @@ BENCHMARK(BM_DownloadPositions)->Arg(16384)->Unit(benchmark::kMillisecond)->UseR
 // staging does (the PCIe copy is not in it); the conversion on one thread and on all cores.
 class StagingStore final : public sl::KvBlockStore {
 public:
-    StagingStore() : stage_(32 * 2 * HostStore::elems()) {}
+    explicit StagingStore(bool rooms) : rooms_(rooms), stage_(2 * 32 * 2 * HostStore::elems()) {}
     int block_size() const override { return kB; }
     void read_block(int, int64_t, uint16_t*, uint16_t*) override {}
     void append_rows(int, int64_t, int64_t, const float*, const float*) override {}
@@ -122,10 +124,20 @@ public:
         std::memcpy(d, k, HostStore::elems() * 2);
         std::memcpy(d + HostStore::elems(), v, HostStore::elems() * 2);
     }
+    // Converted straight into two alternating rooms of 32 blocks (the CUDA runner's pinned staging).
+    int stage_capacity() const override { return rooms_ ? 32 : 0; }
+    uint16_t* stage(int) override {
+        room_ ^= 1;
+        return stage_.data() + static_cast<size_t>(room_) * 32 * 2 * HostStore::elems();
+    }
+    void write_staged(int i, int, int64_t, int) override {
+        benchmark::DoNotOptimize(stage_.data() + static_cast<size_t>(room_ * 32 + i) * 2 * HostStore::elems());
+    }
 
 private:
+    bool rooms_;
     std::vector<uint16_t> stage_;
-    int staged_ = 0;
+    int staged_ = 0, room_ = 0;
 };
 
 void BM_Upload(benchmark::State& state) {
@@ -134,11 +146,18 @@ void BM_Upload(benchmark::State& state) {
     HostStore host((n + kB - 1) / kB);
     sl::KvCache kv(kLayers, static_cast<int>(n), kKv, kDim, f16_pages());
     sl::kv_download(host, kv, 0, n);
-    StagingStore store;
+    StagingStore store(state.range(1) == 1);
     for (auto _ : state) sl::kv_upload(kv, store, 0, n, 512, threads);
     state.SetBytesProcessed(state.iterations() * n * kLayers * kKv * kDim * 2 * 2);
 }
-BENCHMARK(BM_Upload)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Upload)
+    ->ArgNames({"threads", "staged"})
+    ->Args({1, 0})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->Args({0, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // mode 0: through a host copy of the context; 1: straight from the store.
 void BM_SavePages(benchmark::State& state) {

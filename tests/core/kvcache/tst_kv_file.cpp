@@ -90,6 +90,7 @@ private Q_SLOTS:
     void deltaFiles();
     void failedSaveLeavesNoTemporary();
     void checksOnThreads();
+    void sourceFailureLeavesTheFile();
     void writeFuzzSeeds();
 
 private:
@@ -164,6 +165,70 @@ void TstKvFile::failedSaveLeavesNoTemporary() {
     QCOMPARE(WEXITSTATUS(status), 0);
     QVERIFY(!std::filesystem::exists(path));
     QVERIFY(!std::filesystem::exists(path + ".tmp"));
+}
+
+// A page source (a device's blocks: kv_transfer.h KvStorePages) that fails once more than 8 MiB
+// of pages went out, after the writer flushed some of them to the file: a new file is not created
+// (no temporary left), an append leaves the previous save readable as it was, and the next
+// append over it works.
+void TstKvFile::sourceFailureLeavesTheFile() {
+    class Failing final : public sl::KvPageSource {
+    public:
+        Failing(const sl::KvCache& kv, int64_t fail_after) : kv_(kv), left_(fail_after) {}
+        sl::KvPage page(int l, int64_t b) override {
+            if (left_-- == 0) throw sl::DeviceError("simulated device failure");
+            const uint8_t* p = kv_.page(l, b);
+            return {p, sl::kv_hash(p, kv_.page_bytes())};
+        }
+
+    private:
+        const sl::KvCache& kv_;
+        int64_t left_;
+    };
+    // Pages of 128 KiB (128 positions x 4 heads x 32 dims, K and V, f32): 8 MiB is 64 pages.
+    constexpr int L = 2, H = 4, D = 32, Bk = 128, N = 128 * 100;
+    sl::KvCache kv(L, N, H, D, kvopt(sl::KvType::F32, Bk));
+    std::vector<float> k(static_cast<size_t>(H * D), 0.5f), v(k.size(), -0.25f);
+    for (int l = 0; l < L; ++l)
+        for (int p = 0; p < N; ++p) kv.write(l, p, k.data(), v.data());
+    kv.set_n_past(N);
+    sl::KvFileInfo in;
+    in.fingerprint = std::string(64, 'a');
+    in.n_layer = L;
+    in.n_kv_head = H;
+    in.head_dim = D;
+    in.block_size = Bk;
+    in.n_vocab = kVocab;
+    in.type = sl::KvType::F32;
+    in.page_bytes = kv.page_bytes();
+    QCOMPARE(kv.page_bytes(), size_t{131072});
+    std::vector<int32_t> t(static_cast<size_t>(N));
+    for (int i = 0; i < N; ++i) t[static_cast<size_t>(i)] = i % kVocab;
+    const auto logits = sl::test::random_floats(kVocab);
+    const std::string path = dir_.filePath(QStringLiteral("source.slkv")).toStdString();
+    {
+        Failing pages(kv, 150);
+        QVERIFY_THROWS_EXCEPTION(sl::DeviceError, sl::write_kv_file(path, in, pages, t, logits));
+        QVERIFY(!std::filesystem::exists(path));
+        QVERIFY(!std::filesystem::exists(path + ".tmp"));
+    }
+    const std::span<const int32_t> first(t.data(), 1000);
+    sl::write_kv_file(path, in, kv, first, logits);
+    const auto before = slurp(path);
+    {
+        Failing pages(kv, 150);  // 150 of the 2 x 93 pages to append: 18.75 MiB, flushed twice
+        QVERIFY_THROWS_EXCEPTION(sl::DeviceError,
+                                 sl::append_kv_file(path, sl::parse_kv_file(before, path, sl::KvVerify::Headers), pages, t, logits));
+    }
+    const auto after = slurp(path);
+    QVERIFY2(after.size() > before.size() + (size_t{8} << 20), qPrintable(QString::number(after.size())));  // records were written
+    QVERIFY(std::equal(before.begin(), before.end(), after.begin()));  // past the committed end only
+    QCOMPARE(sl::parse_kv_file(after, path, sl::KvVerify::Full).tokens, std::vector<int32_t>(first.begin(), first.end()));
+    Failing pages(kv, -1);  // never fails
+    sl::append_kv_file(path, sl::parse_kv_file(after, path, sl::KvVerify::Headers), pages, t, logits);
+    const auto done = sl::parse_kv_file(slurp(path), path, sl::KvVerify::Full);
+    QCOMPARE(done.tokens, t);
+    QCOMPARE(done.logits, logits);
 }
 
 void TstKvFile::interruptedAppendKeepsPrevious() {

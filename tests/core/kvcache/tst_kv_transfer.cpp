@@ -77,6 +77,21 @@ public:
         std::copy_n(v, block_elems(), v_.begin() + static_cast<std::ptrdiff_t>(at));
     }
     void flush() override { ++flushes; }
+    // With `staging` > 0 blocks are converted into two alternating rooms of that many blocks (filled
+    // with garbage each time: nothing may rely on what a room held), then written from there.
+    int stage_capacity() const override { return staging; }
+    uint16_t* stage(int n) override {
+        if (n > staging) return nullptr;
+        room_ = room_ == 0 ? 1 : 0;
+        rooms_[static_cast<size_t>(room_)].assign(static_cast<size_t>(staging) * 2 * block_elems(), uint16_t{0xabcd});
+        ++stages;
+        return rooms_[static_cast<size_t>(room_)].data();
+    }
+    void write_staged(int i, int layer, int64_t block, int n_tokens) override {
+        const uint16_t* k = rooms_[static_cast<size_t>(room_)].data() + static_cast<size_t>(i) * 2 * block_elems();
+        ++staged_writes;
+        write_block(layer, block, k, k + block_elems(), n_tokens);
+    }
     uint16_t k(int layer, int64_t pos, int h, int d) const { return k_[at(layer, pos, h, d)]; }
     uint16_t v(int layer, int64_t pos, int h, int d) const { return v_[at(layer, pos, h, d)]; }
     void set_next(int64_t p) { std::fill(next_.begin(), next_.end(), p); }
@@ -86,8 +101,11 @@ public:
     bool out_of_order = false;
     int64_t max_chunk = 0;
     int reads = 0, batch_reads = 0, buffers = 0;
+    int staging = 0, stages = 0, staged_writes = 0;
 
 private:
+    int room_ = 0;
+    std::vector<uint16_t> rooms_[2];
     int n_layer_;
     int64_t max_blocks_;
     int n_kv_, B_, hd_;
@@ -318,12 +336,15 @@ void TstKvTransfer::blocksEqualRows() {
         fill(src, ctx);
         HostBlockStore rows(kLayers, nb, kKv, kB, kDim);
         sl::kv_upload(src, rows, 0, ctx, 64, 1);
-        for (int threads : {1, 3}) {
+        for (const auto& [threads, staging] : {std::pair{1, 0}, {3, 0}, {1, 32}, {3, 32}, {2, 40}}) {
             HostBlockStore blocks(kLayers, nb, kKv, kB, kDim);
             blocks.blocks = true;
+            blocks.staging = staging;  // converted straight into the store's staging
             sl::kv_upload(src, blocks, 0, ctx, 64, threads);
             QVERIFY(!blocks.out_of_order);
             QCOMPARE(blocks.blocks_written, static_cast<int>(kLayers * nb));
+            QCOMPARE(blocks.staged_writes, staging ? static_cast<int>(kLayers * nb) : 0);
+            QCOMPARE(blocks.stages, staging ? kLayers * 2 : 0);  // 41 blocks: batches of 32 and 9
             int64_t differ = 0;
             for (int l = 0; l < kLayers; ++l)
                 for (int64_t p = 0; p < ctx; ++p)
@@ -435,7 +456,7 @@ void TstKvTransfer::storePagesAreWhatADownloadLeaves() {
     QCOMPARE(store.buffers, 2);  // K and V, from the store (pinned on a device)
     const int64_t b0 = from / kHostB, nb = (to + kHostB - 1) / kHostB;
     int64_t differ = 0;
-    for (int64_t b = b0; b < nb; ++b)
+    for (int64_t b = 0; b < nb; ++b)  // the blocks before b0 are the mirror's pages
         for (int l = 0; l < kLayers; ++l) {
             const sl::KvPage p = pages.page(l, b);
             differ += std::memcmp(p.bytes, want.page(l, b), want.page_bytes()) != 0;
@@ -464,17 +485,21 @@ void TstKvTransfer::storePagesRefuse() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvStorePages(store, mirror, 10, 5));
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::KvStorePages(store, mirror, 0, kCtx + 1));
     sl::KvStorePages pages(store, mirror, 40, kCtx, 1);
-    QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(0, 0));        // before the first saved block
     QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(kLayers, 1));  // no such layer
     QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(0, 4));        // past the context
-    try {  // the mirror lacks positions 32..39 of block 1
-        pages.page(0, 1);
-        QFAIL("a page without its mirrored positions was handed out");
-    } catch (const sl::Error& e) {
-        QVERIFY2(std::string(e.what()).find("lacks layer 0 block 1") != std::string::npos, e.what());
+    QVERIFY_THROWS_EXCEPTION(sl::Error, pages.page(0, -1));
+    for (int64_t b : {0, 1}) {  // the mirror lacks block 0 (wholly before 40) and positions 32..39 of block 1
+        try {
+            pages.page(0, b);
+            QFAIL("a page without its mirrored positions was handed out");
+        } catch (const sl::Error& e) {
+            QVERIFY2(std::string(e.what()).find("lacks layer 0 block " + std::to_string(b)) != std::string::npos, e.what());
+        }
     }
     sl::kv_download(store, mirror, 0, 40);
     QCOMPARE(pages.page(0, 1).hash, sl::kv_hash(pages.page(0, 1).bytes, mirror.page_bytes()));  // then it does
+    QCOMPARE(pages.page(2, 0).bytes, mirror.page(2, 0));  // a page wholly before `from`: the mirror's own
+    QCOMPARE(pages.page(2, 0).hash, sl::kv_hash(mirror.page(2, 0), mirror.page_bytes()));
 }
 
 // A file saved (then appended to) from the store's pages is byte for byte the file saved from a

@@ -12,6 +12,7 @@
 // tests/gpu/tst_cuda_session checks the same with CudaLlamaRunner on a GPU.
 #include <QtTest>
 
+#include <fstream>
 #include <map>
 
 #include "core/attention/dense_attention.h"
@@ -173,6 +174,8 @@ private Q_SLOTS:
     void savesStraightFromTheDevice();
     void streamedSaveFailureKeepsTheFile();
     void deltaSavedStraightFromTheDevice();
+    void streamedSavesToOtherFiles();
+    void deltaOfAContextNeverSaved();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -473,8 +476,10 @@ void TstSessionDevice::deltaOntoHeldContextUploadsItsOwn() {
 
 void TstSessionDevice::savesStraightFromTheDevice_data() {
     QTest::addColumn<bool>("msa");
-    QTest::newRow("dense") << false;
-    QTest::newRow("msa") << true;
+    QTest::addColumn<bool>("budget");
+    QTest::newRow("dense") << false << false;
+    QTest::newRow("msa") << true << false;
+    QTest::newRow("dense, host RAM budget") << false << true;
 }
 
 // A save on the device whose runner hands out its pages (DeviceRunner::save_pages, as
@@ -484,6 +489,7 @@ void TstSessionDevice::savesStraightFromTheDevice_data() {
 // mapped pages exactly as a CPU session restored from the file does.
 void TstSessionDevice::savesStraightFromTheDevice() {
     QFETCH(bool, msa);
+    QFETCH(bool, budget);
     sl::MsaConfig mc;
     mc.block_size = 32;
     mc.top_k = 4;
@@ -492,10 +498,12 @@ void TstSessionDevice::savesStraightFromTheDevice() {
         std::unique_ptr<sl::Attention> att;
         if (msa) att = std::make_unique<sl::MsaAttention>(mc);
         else att = std::make_unique<sl::DenseAttention>();
-        return std::make_unique<sl::Session>(*model_, options(device, fail_at, msa ? &mc : nullptr), std::move(att));
+        sl::SessionOptions so = options(device, fail_at, msa ? &mc : nullptr);
+        if (budget) so.kv_budget_bytes = 64 * 1024;  // a few pages: the rest spills or is mapped
+        return std::make_unique<sl::Session>(*model_, so, std::move(att));
     };
     const std::vector<int32_t> a = ids(150, n_vocab_, 9), b = ids(70, n_vocab_, 10);
-    const std::string file = dir_.filePath(msa ? "sm.slkv" : "sd.slkv").toStdString();
+    const std::string file = dir_.filePath(QStringLiteral("s%1%2.slkv").arg(int(msa)).arg(int(budget))).toStdString();
     calls_ = 0;
     auto dev = session(true, 7);  // 4 prefill calls of 48 for a, 2 for b: the 7th (a decode) fails
     HostRunner* r = runner_;
@@ -633,6 +641,86 @@ void TstSessionDevice::deltaSavedStraightFromTheDevice() {
     dev.prefill(std::span<const int32_t>(&next, 1));
     const double err = sl::test::normalized_error(dev.last_logits().data(), cpu.last_logits().data(), cpu.last_logits().size());
     QVERIFY2(err < 1e-2, qPrintable(QString::number(err)));
+}
+
+// Saves on the device to files other than the one the mirror reads (a new file, deltas one after
+// another): the blocks wholly before what the mirror holds are its own pages, the rest the
+// device's; each file restores on the CPU as the context; the mirror maps the last file saved and
+// lets go of the earlier one.
+void TstSessionDevice::streamedSavesToOtherFiles() {
+    const std::vector<int32_t> a = ids(150, n_vocab_, 15), q = ids(60, n_vocab_, 16), q2 = ids(40, n_vocab_, 17);
+    const std::string f1 = dir_.filePath("o1.slkv").toStdString(), f2 = dir_.filePath("o2.slkv").toStdString();
+    const std::string d1 = dir_.filePath("o3.slkv").toStdString(), d2 = dir_.filePath("o4.slkv").toStdString(),
+                      d3 = dir_.filePath("o5.slkv").toStdString();
+    auto mapped = [](const std::string& path) {  // whether this process maps `path`
+        std::ifstream maps("/proc/self/maps");
+        for (std::string line; std::getline(maps, line);)
+            if (line.find(path) != std::string::npos) return true;
+        return false;
+    };
+    auto restores_as = [&](const std::string& path, const sl::Session& dev) {
+        sl::Session cpu(*model_, options(false));
+        cpu.restore(path);
+        return cpu.tokens() == dev.tokens() && copy(cpu.last_logits()) == copy(dev.last_logits());
+    };
+    sl::Session dev(*model_, options(true));
+    HostRunner* r = runner_;
+    r->streams = true;
+    dev.prefill(a);
+    dev.save(f1);
+    QVERIFY(mapped(f1));
+    dev.save(f2);  // a new file: blocks 0..3 are the mirror's (mapped from f1), block 4 partly
+    QVERIFY(restores_as(f2, dev));
+    QVERIFY(!mapped(f1));  // the mirror reads f2 now
+    QVERIFY(mapped(f2));
+    dev.prefill(q);
+    dev.save_delta(d1, f2, 150);
+    QVERIFY(restores_as(d1, dev));
+    dev.save_delta(d2, f2, 150);  // the same context again: the mirror holds it, nothing read
+    QVERIFY(restores_as(d2, dev));
+    dev.prefill(q2);
+    dev.save_delta(d3, f2, 150);  // blocks 4..5 the mirror's (mapped from d2), then the device's
+    QVERIFY(restores_as(d3, dev));
+    QCOMPARE(r->downloaded, int64_t{0});
+    QCOMPARE(r->streamed, int64_t{150 + 60 + 40});
+    QCOMPARE(dev.kv_cache().ram_bytes(), size_t{0});
+    QCOMPARE(dev.kv_cache().n_past(), int64_t{250});
+}
+
+// A delta saved on the device by a session that never saved nor restored (its base written by
+// another): only the delta's blocks come from the device, and the mirror maps the rest from the base.
+void TstSessionDevice::deltaOfAContextNeverSaved() {
+    const std::vector<int32_t> a = ids(150, n_vocab_, 18), q = ids(50, n_vocab_, 19);
+    const std::string base = dir_.filePath("nb.slkv").toStdString(), delta = dir_.filePath("nd.slkv").toStdString();
+    {
+        sl::Session w(*model_, options(false));
+        w.prefill(a);
+        w.save(base);
+    }
+    sl::Session dev(*model_, options(true));
+    HostRunner* r = runner_;
+    r->streams = true;
+    dev.prefill(a);
+    dev.prefill(q);
+    dev.save_delta(delta, base, 150);
+    QCOMPARE(r->downloaded, int64_t{0});
+    QCOMPARE(dev.kv_cache().ram_bytes(), size_t{0});
+    QCOMPARE(dev.kv_cache().n_past(), int64_t{200});
+    sl::Session cpu(*model_, options(false));
+    cpu.restore(delta);
+    QCOMPARE(cpu.tokens(), dev.tokens());
+    QCOMPARE(copy(cpu.last_logits()), copy(dev.last_logits()));
+    // The mirror holds the context: a device failure now goes on on the CPU from it, as the
+    // restored session does.
+    std::vector<float> k1(static_cast<size_t>(cpu.kv_cache().row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
+    int differ = 0;
+    for (int l = 0; l < model_->model->config().n_layer; ++l)
+        for (int64_t p = 0; p < 200; ++p) {
+            cpu.kv_cache().read(l, p, k1.data(), v1.data());
+            dev.kv_cache().read(l, p, k2.data(), v2.data());
+            differ += k1 != k2 || v1 != v2;
+        }
+    QCOMPARE(differ, 0);
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
