@@ -49,6 +49,7 @@ std::unique_ptr<DeviceKvCache> DeviceKvCache::create(const Config& c, std::strin
         return nullptr;
     p->dev_of_.assign(static_cast<size_t>(c.n_layer * c.max_blocks), -1);
     p->host_of_.assign(static_cast<size_t>(c.n_layer * c.max_blocks), -1);
+    p->dropped_.assign(static_cast<size_t>(c.n_layer * c.max_blocks), 0);
     for (int64_t i = c.device_blocks - 1; i >= 0; --i) p->free_dev_.push_back(i);
     for (int64_t i = c.host_blocks - 1; i >= 0; --i) p->free_host_.push_back(i);
     return p;
@@ -162,6 +163,11 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
             d = -1;
         }
     };
+    if (dropped_[static_cast<size_t>(layer * cfg_.max_blocks + b0)] && pos0 > b0 * cfg_.block_size) {
+        if (error) *error = "DeviceKvCache: block " + std::to_string(b0) + " of layer " + std::to_string(layer) +
+                            " was dropped: write it back before appending to it";
+        return false;
+    }
     for (int64_t b = b0; b <= b1; ++b) {
         if (resident(layer, b)) continue;
         if (on_host(layer, b)) {
@@ -183,6 +189,7 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
         undo();
         return false;
     }
+    for (int64_t b : fresh) dropped_[static_cast<size_t>(layer * cfg_.max_blocks + b)] = 0;
     if (!ok(cuda::write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
     if (!ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
             "msa_key_means", error))
@@ -211,6 +218,7 @@ bool DeviceKvCache::write_block(int layer, int64_t block, const uint16_t* k, con
         }
     }
     const int64_t phys = dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)];
+    dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = 0;
     const size_t bytes = static_cast<size_t>(block_elems()) * 2;
     if (!ok(cudaMemcpyAsync(k_pool_ + phys * block_elems(), k, bytes, cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (write K block)", error) ||
@@ -288,7 +296,7 @@ bool DeviceKvCache::read_block(int layer, int64_t block, uint16_t* k, uint16_t* 
     const size_t bytes = static_cast<size_t>(block_elems()) * 2;
     if (dev_of_[i] < 0 && host_of_[i] < 0) {
         if (error) *error = "DeviceKvCache: block " + std::to_string(block) + " of layer " + std::to_string(layer) +
-                            " was never written";
+                            (dropped_[i] ? " was dropped" : " was never written");
         return false;
     }
     // The host tier's copy may still be in flight (offload is asynchronous): wait for the stream
@@ -316,7 +324,7 @@ bool DeviceKvCache::read_blocks(int n, const int* layer, const int64_t* block, u
         const size_t i = static_cast<size_t>(layer[j] * cfg_.max_blocks + block[j]);
         if (dev_of_[i] < 0 && host_of_[i] < 0) {
             if (error) *error = "DeviceKvCache: block " + std::to_string(block[j]) + " of layer " + std::to_string(layer[j]) +
-                                " was never written";
+                                (dropped_[i] ? " was dropped" : " was never written");
             return false;
         }
     }
@@ -344,6 +352,30 @@ bool DeviceKvCache::read_blocks(int n, const int* layer, const int64_t* block, u
         std::memcpy(v + static_cast<size_t>(j) * stride, host + block_elems(), bytes);
     }
     return true;
+}
+
+bool DeviceKvCache::drop(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+    if (!check(layer, block, error)) return false;
+    const size_t i = static_cast<size_t>(layer * cfg_.max_blocks + block);
+    if (dev_of_[i] >= 0) {
+        const int64_t phys = dev_of_[i];
+        if (!set_table(layer, block, -1, stream, error)) return false;  // still resident
+        dropped_[i] = 1;
+        // Kernels enqueued before may still read it: free once the stream gets here.
+        return push_pending(pending_dev_, phys, stream, error);
+    }
+    if (host_of_[i] >= 0) {
+        const int64_t slot = host_of_[i];
+        host_of_[i] = -1;
+        dropped_[i] = 1;
+        return push_pending(pending_host_, slot, stream, error);  // its offload copy may be in flight
+    }
+    return true;  // never written, or dropped already
+}
+
+bool DeviceKvCache::dropped(int layer, int64_t block) const {
+    return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
+           dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] != 0;
 }
 
 bool DeviceKvCache::resident(int layer, int64_t block) const {

@@ -68,6 +68,15 @@ public:
     // Brings it back to the device (no-op when resident).
     bool fetch(int layer, int64_t block, cudaStream_t stream, std::string* error);
 
+    // Forgets block `block` of `layer` wherever it is (its device block or host slot freed once the
+    // stream's work so far is done): the caller holds its K/V elsewhere (a saved context mapped on
+    // the host: the third tier) and writes it back (write_block) before anything reads it. Its
+    // mean key stays (estimates cover it; msa_hybrid_select never selects it while not resident).
+    // append() refuses to continue a dropped block; read_block() refuses to read one.
+    bool drop(int layer, int64_t block, cudaStream_t stream, std::string* error);
+    bool dropped(int layer, int64_t block) const;
+    int64_t free_host_slots() const { return static_cast<int64_t>(free_host_.size() + pending_host_.size()); }
+
     // Copies logical block `block` of `layer` into host memory: k and v, (n_kv_head, block_size,
     // head_dim) bf16 each (block_elems() values), from the device or the host tier, and waits for
     // the copy (synchronizes `stream`). For saving a context (kv_transfer.h).
@@ -115,6 +124,7 @@ private:
     uint16_t* kmean_ = nullptr;      // device (n_layer, max_blocks, n_kv_head, head_dim) bf16
     std::vector<int32_t> dev_of_;    // host mirror of tables_: physical block or -1
     std::vector<int64_t> host_of_;   // (n_layer, max_blocks): host slot or -1
+    std::vector<uint8_t> dropped_;   // (n_layer, max_blocks): dropped (drop) and not written since
     std::vector<int64_t> free_dev_, free_host_;
     std::deque<Pending> pending_dev_, pending_host_;
 };

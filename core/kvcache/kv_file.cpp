@@ -414,6 +414,14 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     return c;
 }
 
+bool kv_page_intact(std::span<const uint8_t> bytes, const KvFileContents& c, int layer, int64_t block) {
+    if (layer < 0 || static_cast<uint32_t>(layer) >= c.info.n_layer || block < 0 || block >= c.n_blocks) return false;
+    const uint64_t off = c.page_offset[static_cast<size_t>(layer * c.n_blocks + block)];
+    // parse checked that a page's record lies within the file
+    if (off < kRecordHeader || off + c.info.page_bytes > bytes.size()) return false;
+    return kv_hash(bytes.data() + off, c.info.page_bytes) == load64(bytes.data() + off - kRecordHeader + 16);
+}
+
 std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l) {
     std::vector<float> out;
     if (!c.has_index_keys(l)) return out;

@@ -146,6 +146,11 @@ enum class KvVerify {
 // commit record's payload is checked as it is read, before them).
 KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify, int threads = 0);
 
+// Whether page (layer, block) of the file's bytes parsed as `c` (with Headers: its payloads not
+// checked) matches the checksum its record holds; false when the file has no such page. For a
+// few pages of a file not verified whole.
+bool kv_page_intact(std::span<const uint8_t> bytes, const KvFileContents& c, int layer, int64_t block);
+
 // Layer l's saved index keys, (tokens, dim) floats, from the file's bytes parsed as `c`; empty
 // unless c.has_index_keys(l).
 std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l);

@@ -101,6 +101,20 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
     dst.set_n_past(to);
 }
 
+void kv_block_bf16(const KvCache& src, int layer, int64_t block, int n, uint16_t* k, uint16_t* v, float* scratch) {
+    const int64_t B = src.block_size(), hd = src.head_dim(), n_kv = src.n_kv_head();
+    const auto elems = static_cast<size_t>(n_kv * B * hd);
+    if (n < B) {
+        std::fill(k, k + elems, uint16_t{0});
+        std::fill(v, v + elems, uint16_t{0});
+    }
+    const auto rows = static_cast<size_t>(n * hd);
+    for (int64_t h = 0; h < n_kv; ++h) {
+        kernels::f32_to_bf16(k + h * B * hd, src.k_rows(layer, static_cast<int>(h), block * B, n, scratch), rows);
+        kernels::f32_to_bf16(v + h * B * hd, src.v_rows(layer, static_cast<int>(h), block * B, n, scratch), rows);
+    }
+}
+
 void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, int64_t chunk, int threads) {
     if (from < 0 || from > to || to > src.n_past())
         throw Error("KV upload: positions [" + std::to_string(from) + ", " + std::to_string(to) +
@@ -152,18 +166,7 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
                 float* sc = scratch[static_cast<size_t>(t)].data();
                 for (int64_t i = i0; i < i1; ++i) {
                     const int64_t b = first + i;
-                    const int n = static_cast<int>(std::min(B, to - b * B));
-                    uint16_t* kd = k_of(i);
-                    uint16_t* vd = v_of(i);
-                    if (n < B) {
-                        std::fill(kd, kd + elems, uint16_t{0});
-                        std::fill(vd, vd + elems, uint16_t{0});
-                    }
-                    for (int64_t h = 0; h < n_kv; ++h) {
-                        const auto rows = static_cast<size_t>(n * hd);
-                        kernels::f32_to_bf16(kd + h * B * hd, src.k_rows(l, static_cast<int>(h), b * B, n, sc), rows);
-                        kernels::f32_to_bf16(vd + h * B * hd, src.v_rows(l, static_cast<int>(h), b * B, n, sc), rows);
-                    }
+                    kv_block_bf16(src, l, b, static_cast<int>(std::min(B, to - b * B)), k_of(i), v_of(i), sc);
                 }
             };
             if (pool && count > 1) {

@@ -71,6 +71,11 @@ public:
 // machine's cores) into host pages reserved first (KvCache::reserve; serially under a RAM budget).
 void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int threads = 0);
 
+// Block `block` of `layer` of `src` as a device holds it (src's pages must be the store's blocks:
+// same B): K and V, (n_kv_head, B, head_dim) bf16 each, its first n positions (1 <= n <= B) from
+// the page (written), the rest zero. `scratch`: B * head_dim floats. Reads `src` only: any thread.
+void kv_block_bf16(const KvCache& src, int layer, int64_t block, int n, uint16_t* k, uint16_t* v, float* scratch);
+
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),
 // the rest (a partial first block, or everything otherwise) through append_rows, at most `chunk`

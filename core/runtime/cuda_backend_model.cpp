@@ -198,6 +198,24 @@ struct CudaLlamaRunner::Impl {
     std::vector<int32_t> host_cand;              // a layer's shortlist, downloaded
     int64_t fetched = 0, evicted = 0;
 
+    // The third tier: positions [0, backed) are also in `backing` (the session's host copy, pages
+    // mapped from a saved context; DeviceRunner::set_backing). With the host tier bounded (a host
+    // KV budget) and full, blocks wholly inside leave the device without a copy
+    // (DeviceKvCache::drop) and come back converted from there (refill). host_lru: the blocks on
+    // the host tier, by when they went there (the oldest droppable one gives its slot first).
+    const KvCache* backing = nullptr;
+    int64_t backed = 0;
+    int64_t refilled = 0, dropped = 0;
+    std::set<std::pair<uint64_t, int64_t>> host_lru;
+    uint16_t* refill_stage = nullptr;  // pinned, kStageBlocks (K, V) pairs; reused after a stream sync
+    int refill_used = 0;
+    std::vector<float> refill_scratch;
+    bool droppable(int layer, int64_t b) const {
+        const int64_t B = cache->config().block_size;
+        return backing && backing->block_size() == B && backing->n_kv_head() == cache->config().n_kv_head &&
+               backing->head_dim() == cache->config().head_dim && (b + 1) * B <= backed && backing->page(layer, b);
+    }
+
     int64_t key(int layer, int64_t b) const { return static_cast<int64_t>(layer) * cache->config().max_blocks + b; }
     void touch(int layer, int64_t b) {
         if (!tiered) return;
@@ -209,6 +227,25 @@ struct CudaLlamaRunner::Impl {
     }
     // Offloads least recently touched blocks until `need` device blocks are free, never one whose
     // key is in `keep` (sorted).
+    // The host tier full: the least recently offloaded block there that the backing holds is
+    // dropped, giving its slot. Whether one was.
+    bool free_host_slot() {
+        const int64_t mb = cache->config().max_blocks;
+        for (auto it = host_lru.begin(); it != host_lru.end(); ++it) {
+            const int layer = static_cast<int>(it->second / mb);
+            const int64_t b = it->second % mb;
+            if (!droppable(layer, b)) continue;
+            std::string error;
+            if (!cache->drop(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+            host_lru.erase(it);
+            ++dropped;
+            return true;
+        }
+        return false;
+    }
+    // Offloads least recently touched blocks until `need` device blocks are free, never one whose
+    // key is in `keep` (sorted). With the host tier full, a block the backing holds is dropped
+    // instead (or one on the host tier gives its slot); otherwise that is an error.
     void make_room(int64_t need, const std::vector<int64_t>& keep) {
         std::string error;
         auto it = lru.begin();
@@ -219,10 +256,53 @@ struct CudaLlamaRunner::Impl {
                             " blocks) cannot hold this call's " + std::to_string(keep.size()) + " blocks of one layer");
             const int64_t k = it->second;
             const int64_t mb = cache->config().max_blocks;
-            if (!cache->offload(static_cast<int>(k / mb), k % mb, stream, &error)) throw DeviceError("CUDA model: " + error);
-            it = lru.erase(it);  // after the offload: a failed one leaves the block resident and listed
-            ++evicted;
+            const int layer = static_cast<int>(k / mb);
+            const int64_t b = k % mb;
+            if (cache->free_host_slots() == 0 && droppable(layer, b)) {
+                if (!cache->drop(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                ++dropped;
+            } else {
+                if (cache->free_host_slots() == 0 && !free_host_slot())
+                    throw DeviceError("CUDA model: the host KV tier (" + std::to_string(cache->config().host_blocks) +
+                                      " blocks) is full and block " + std::to_string(b) + " of layer " + std::to_string(layer) +
+                                      " is not in a saved context (save it, or raise --kv-budget)");
+                if (!cache->offload(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                host_lru.insert({stamp[static_cast<size_t>(k)], k});
+                ++evicted;
+            }
+            it = lru.erase(it);  // after the offload or drop: a failed one leaves the block resident and listed
         }
+    }
+    // Block b of `layer`, dropped, back on the device from the backing: its positions in the
+    // context (before n_past) converted to bf16 in the pinned refill staging and written, room
+    // made first without touching `keep` (sorted). Nothing when the context holds none of it (the
+    // next append writes it afresh).
+    void refill(int layer, int64_t b, const std::vector<int64_t>& keep) {
+        const int64_t B = cache->config().block_size;
+        const int64_t valid = std::min(B, n_past - b * B);
+        if (valid <= 0) return;
+        if (!backing || backing->block_size() != B || b * B + valid > backed || !backing->page(layer, b))
+            throw DeviceError("CUDA model: block " + std::to_string(b) + " of layer " + std::to_string(layer) +
+                              " left the device but the host copy of the context no longer holds it");
+        const auto elems = static_cast<size_t>(cache->block_elems());
+        if (!refill_stage) {
+            void* p = nullptr;
+            ck(cudaHostAlloc(&p, static_cast<size_t>(kStageBlocks) * 2 * elems * 2, cudaHostAllocDefault),
+               "cudaHostAlloc (refill staging)");
+            refill_stage = static_cast<uint16_t*>(p);
+        }
+        if (refill_used == kStageBlocks) {  // every slot's copy enqueued: wait before reusing them
+            ck(cudaStreamSynchronize(stream), "refill");
+            refill_used = 0;
+        }
+        uint16_t* k = refill_stage + static_cast<size_t>(refill_used++) * 2 * elems;
+        refill_scratch.resize(static_cast<size_t>(B) * cache->config().head_dim);
+        kv_block_bf16(*backing, layer, b, static_cast<int>(valid), k, k + elems, refill_scratch.data());
+        make_room(1, keep);
+        std::string error;
+        if (!cache->write_block(layer, b, k, k + elems, static_cast<int>(valid), stream, &error))
+            throw DeviceError("CUDA model: " + error);
+        ++refilled;
     }
     // Brings blocks `want` of `layer` to the device (fetching those on the host) and stamps them
     // all, keeping `keep`. One block at a time: each fetch gives its host slot back before the next
@@ -234,9 +314,12 @@ struct CudaLlamaRunner::Impl {
             if (cache->on_host(layer, b)) {
                 make_room(1, keep);
                 if (!cache->fetch(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                host_lru.erase({stamp[static_cast<size_t>(key(layer, b))], key(layer, b)});
                 ++fetched;
+            } else if (cache->dropped(layer, b)) {
+                refill(layer, b, keep);
             }
-            touch(layer, b);
+            if (cache->resident(layer, b)) touch(layer, b);
         }
     }
     // Stores a whole block from host memory (pinned staging, DeviceStore), making room first.
@@ -244,7 +327,7 @@ struct CudaLlamaRunner::Impl {
         if (tiered) {
             const std::vector<int64_t> keep{key(layer, b)};
             if (cache->on_host(layer, b)) ensure_resident(layer, {b}, keep);
-            else if (!cache->resident(layer, b)) make_room(1, keep);
+            else if (!cache->resident(layer, b)) make_room(1, keep);  // a dropped one is written whole
         }
         std::string error;
         const bool done = cache->write_block(layer, b, k, v, n_tokens, stream, &error);
@@ -274,6 +357,7 @@ struct CudaLlamaRunner::Impl {
             for (int64_t b = b0; b <= b1; ++b) {
                 keep.push_back(key(layer, b));
                 if (cache->on_host(layer, b)) back.push_back(b);
+                else if (b == b0 && pos0 > b * B && cache->dropped(layer, b)) back.push_back(b);  // continued: refilled
                 else if (!cache->resident(layer, b)) ++fresh;
             }
             ensure_resident(layer, back, keep);
@@ -327,7 +411,7 @@ struct CudaLlamaRunner::Impl {
             want.erase(std::unique(want.begin(), want.end()), want.end());
             bool any_host = false;
             for (int64_t b : want) {
-                if (cache->on_host(layer, b)) any_host = true;
+                if (cache->on_host(layer, b) || cache->dropped(layer, b)) any_host = true;
                 else touch(layer, b);
             }
             if (any_host && fetch_now) {
@@ -356,6 +440,7 @@ struct CudaLlamaRunner::Impl {
     ~Impl() {
         if (stream) cudaStreamSynchronize(stream);
         if (stage) cudaFreeHost(stage);
+        if (refill_stage) cudaFreeHost(refill_stage);
         cache.reset();
         for (const auto& [p, n] : allocations) cudaFree(p);
         if (stream) cudaStreamDestroy(stream);
@@ -481,7 +566,8 @@ struct CudaLlamaRunner::Impl {
     }
 };
 
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa, int64_t device_kv_bytes)
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa, int64_t device_kv_bytes,
+                                 int64_t host_kv_bytes)
     : impl_(std::make_unique<Impl>(model)) {
     const cuda::DeviceStatus st = cuda::probe();
     if (!st.usable) throw Error("CUDA model: no usable CUDA device: " + st.message);
@@ -560,7 +646,10 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
             throw Error("CUDA model: a device KV budget of " + std::to_string(device_kv_bytes >> 20) + " MiB holds " +
                         std::to_string(blocks) + " blocks; at least " + std::to_string(min_blocks) + " (" +
                         std::to_string((min_blocks * pair_bytes + (1 << 20) - 1) >> 20) + " MiB) are needed");
-        kc.host_blocks = kc.device_blocks;  // a slot for every block: offloads never wait for fetches
+        // A slot for every block (offloads never wait for fetches), or what the host budget holds:
+        // then the third tier (the saved context, set_backing) takes what the host cannot.
+        kc.host_blocks = kc.device_blocks;
+        if (host_kv_bytes > 0) kc.host_blocks = std::clamp<int64_t>(host_kv_bytes / pair_bytes, 1, kc.device_blocks);
         kc.device_blocks = blocks;
         m.tiered = true;
         m.stamp.assign(static_cast<size_t>(c.n_layer * kc.max_blocks), 0);
@@ -577,6 +666,7 @@ CudaLlamaRunner::~CudaLlamaRunner() = default;
 int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
 void CudaLlamaRunner::reset() {  // positions are rewritten before they are read
     impl_->n_past = 0;
+    impl_->backed = 0;
     impl_->last_top_k = 0;
     impl_->rec_top_k = 0;
 }
@@ -588,8 +678,15 @@ void CudaLlamaRunner::truncate(int64_t n) {
     // The kept blocks' K/V stay; the partial last block's mean key is recomputed by the next append
     // (DeviceKvCache::append averages a block over its tokens before the append's end).
     m.n_past = n;
+    m.backed = std::min(m.backed, n);
     m.last_top_k = 0;
     m.rec_top_k = 0;
+}
+
+void CudaLlamaRunner::set_backing(const KvCache* mirror, int64_t n) {
+    Impl& m = *impl_;
+    m.backing = mirror;
+    m.backed = mirror ? std::clamp<int64_t>(n, 0, m.n_past) : 0;
 }
 
 namespace {
@@ -644,7 +741,7 @@ public:
     DeviceStore& operator=(const DeviceStore&) = delete;
     bool takes_blocks() const override { return true; }
     void write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens) override {
-        if (staged_ == CudaLlamaRunner::Impl::kStageBlocks) flush();
+        if (staged_ == CudaLlamaRunner::Impl::kStageBlocks || room_ >= 0) flush();  // room 0 may be in flight
         const auto elems = static_cast<size_t>(cache_.block_elems());
         uint16_t* dst = m_.staging() + static_cast<size_t>(staged_) * 2 * elems;
         std::memcpy(dst, k, elems * 2);
@@ -678,6 +775,8 @@ public:
         return room(room_);
     }
     void write_staged(int i, int layer, int64_t block, int n_tokens) override {
+        if (room_ < 0 || i < 0 || i >= CudaLlamaRunner::Impl::kStageBlocks)
+            throw Error("CUDA model: write_staged of slot " + std::to_string(i) + " without a room staged");
         const auto elems = static_cast<size_t>(cache_.block_elems());
         uint16_t* src = room(room_) + static_cast<size_t>(i) * 2 * elems;
         m_.write_block(layer, block, src, src + elems, n_tokens);
@@ -727,8 +826,17 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
     if (from == 0) reset();
     else truncate(from);  // the partial block at `from` is appended to (its mean key recomputed)
     m.grow(256);
+    // `src` holds the whole context: blocks written here may leave the device without a copy
+    // (the third tier) when the host tier is full.
+    m.backing = &src;
+    m.backed = n;
     DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
-    kv_upload(src, store, from, n, m.cap);
+    try {
+        kv_upload(src, store, from, n, m.cap);
+    } catch (...) {
+        m.backed = std::min(m.backed, m.n_past);  // cut back to `from`
+        throw;
+    }
     m.n_past = n;
 }
 int64_t CudaLlamaRunner::device_bytes() const { return impl_->bytes; }
@@ -738,7 +846,7 @@ void CudaLlamaRunner::set_record_mass(bool on) { impl_->record = on; }
 
 CudaKvTiers CudaLlamaRunner::kv_tiers() const {
     const Impl& m = *impl_;
-    return {m.cache->config().device_blocks, m.cache->config().host_blocks, m.fetched, m.evicted};
+    return {m.cache->config().device_blocks, m.cache->config().host_blocks, m.fetched, m.evicted, m.dropped, m.refilled};
 }
 
 std::vector<Selection> CudaLlamaRunner::recorded_selections(int layer) const {
@@ -977,7 +1085,7 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
 #else  // built without CUDA
 
 struct CudaLlamaRunner::Impl {};
-CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*, int64_t) {
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel&, int, const MsaConfig*, int64_t, int64_t) {
     throw Error("CUDA model: built without CUDA");
 }
 CudaLlamaRunner::~CudaLlamaRunner() = default;
@@ -985,6 +1093,7 @@ void CudaLlamaRunner::forward(const int32_t*, int, float*, const float*) { throw
 int64_t CudaLlamaRunner::n_past() const { return 0; }
 void CudaLlamaRunner::reset() {}
 void CudaLlamaRunner::truncate(int64_t) {}
+void CudaLlamaRunner::set_backing(const KvCache*, int64_t) {}
 void CudaLlamaRunner::download_kv(KvCache&, int64_t) const { throw Error("CUDA model: built without CUDA"); }
 bool CudaLlamaRunner::save_pages(const KvCache&, int64_t, const std::function<void(KvPageSource&)>&) const {
     throw Error("CUDA model: built without CUDA");

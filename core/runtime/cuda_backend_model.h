@@ -46,10 +46,12 @@ std::string cuda_unsupported(const LlamaConfig& c);
 std::string cuda_msa_lacks(const MsaConfig& c);
 
 // The device KV cache's tiers (CudaLlamaRunner::kv_tiers): blocks on the device and in the pinned
-// host tier (0: no tiers), and blocks fetched from / evicted to the host so far.
+// host tier (0: no tiers), blocks fetched from / evicted to the host so far, and blocks dropped to
+// / refilled from the third tier (the session's saved context, mapped on the host).
 struct CudaKvTiers {
     int64_t device_blocks = 0, host_blocks = 0;
     int64_t fetched = 0, evicted = 0;
+    int64_t dropped = 0, refilled = 0;
 };
 
 // Errors: sl::DeviceError for CUDA failures (and device memory exhausted), sl::Error for bad calls.
@@ -64,7 +66,12 @@ public:
     // Throws sl::Error without a usable device, naming what of `msa` the device lacks
     // (cuda_msa_lacks), or for a budget below 2 x n_kv_head x (the widest shortlist or
     // selection) + 8 blocks, or with dense attention.
-    CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr, int64_t device_kv_bytes = 0);
+    // host_kv_bytes > 0 (tiers only): the pinned host tier holds that many bytes of blocks at most;
+    // past it, blocks of the saved context (set_backing) leave the device without a copy and are
+    // read back from the host's mapped file (the third tier); a block not saved yet that finds the
+    // host tier full is a DeviceError.
+    CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaConfig* msa = nullptr, int64_t device_kv_bytes = 0,
+                    int64_t host_kv_bytes = 0);
     ~CudaLlamaRunner() override;
     CudaLlamaRunner(const CudaLlamaRunner&) = delete;
     CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
@@ -79,6 +86,9 @@ public:
     void reset() override;  // forgets the context (the cache blocks are reused)
     // Keeps the first n positions (n <= n_past()); the next forward writes from position n on.
     void truncate(int64_t n) override;
+    // The third tier (DeviceRunner::set_backing): with the host tier bounded (host_kv_bytes) and
+    // full, blocks of positions [0, n) leave the device without a copy and come back from `mirror`.
+    void set_backing(const KvCache* mirror, int64_t n) override;
     // The context into the host cache (core/kvcache/kv_transfer.h): positions [from, n_past()) of
     // every layer are written into `dst` (positions before `from` are dst's already), then dst's
     // n_past is n_past(). For saving a context. Throws sl::Error on a CUDA error.

@@ -43,6 +43,11 @@ public:
     // first `from` positions stay (from <= n_past(); 0 replaces the whole context), then n_past()
     // is n.
     virtual void upload_kv(const KvCache& src, int64_t from, int64_t n) = 0;
+    // Positions [0, n) of the context are also in `mirror` (the session's host copy: RAM pages or
+    // pages mapped from a saved file) until the next set_backing, or a truncate or reset below n
+    // (which lower it): a runner short of memory may drop its own copy of blocks wholly inside and
+    // read them back from there (kv_transfer.h kv_block_bf16). `mirror` outlives the runner.
+    virtual void set_backing(const KvCache* /*mirror*/, int64_t /*n*/) {}
     // MSA: with it on, calls of one query record their selections with the attention mass of each
     // token; recorded_selections(layer) gives them as the CPU's MsaAttention makes them (empty
     // when the last call recorded nothing).

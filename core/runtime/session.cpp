@@ -95,7 +95,7 @@ Session::Session(const LoadedModel& model, SessionOptions options, std::unique_p
         return;
     }
     gpu_ = std::make_unique<CudaLlamaRunner>(*model.model, options.n_ctx, msa_ ? &msa_->config() : nullptr,
-                                             options.device_kv_budget_bytes);
+                                             options.device_kv_budget_bytes, options.kv_budget_bytes);
 }
 
 Session::~Session() = default;
@@ -267,7 +267,7 @@ void Session::truncate(int64_t n) {
     tokens_.resize(static_cast<size_t>(n));
     if (gpu_) {
         gpu_->truncate(n);
-        mirrored_ = std::min(mirrored_, n);
+        set_mirrored(std::min(mirrored_, n));
         kv_.set_n_past(mirrored_);
     } else {
         kv_.set_n_past(n);
@@ -324,6 +324,11 @@ std::vector<KvIndexKeys> Session::index_keys_of() const {
     return keys;
 }
 
+void Session::set_mirrored(int64_t n) const {
+    mirrored_ = n;
+    if (gpu_) gpu_->set_backing(&kv_, n);
+}
+
 void Session::mirror_device(const std::string& path) const {
     if (!gpu_) return;
     const auto n = static_cast<int64_t>(tokens_.size());
@@ -332,7 +337,7 @@ void Session::mirror_device(const std::string& path) const {
     } catch (const DeviceError& e) {  // nothing written; the next forward call falls back to the CPU
         throw DeviceError(path + ": cannot save: " + e.what());
     }
-    mirrored_ = n;
+    set_mirrored(n);
 }
 
 void Session::write_pages(const std::string& path, const std::function<void(KvPageSource&)>& write) const {
@@ -366,41 +371,42 @@ bool Session::mirror_from_file(const std::string& path) const {
     try {
         auto map = std::make_shared<const MappedFile>(path);
         const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Headers);
+        check_file(saved.info, path);  // FormatError: not this session's model or cache settings
         const int64_t B = kv_.block_size();
         const uint64_t p0 = saved.base.tokens;
-        auto fits = [&](const KvFileInfo& i) {
-            return i.block_size == static_cast<uint32_t>(B) && i.page_bytes == kv_.page_bytes() &&
-                   i.n_layer == static_cast<uint32_t>(kv_.n_layer());
-        };
-        if (!fits(saved.info) || saved.n_tokens() != static_cast<uint64_t>(n) ||
+        if (saved.n_tokens() != static_cast<uint64_t>(n) ||
             !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(p0)) ||
             (p0 > 0 && kv_tokens_hash(tokens_, p0) != saved.base.hash))
             return false;
         const int64_t fb = static_cast<int64_t>(p0) / B;  // the file's first block
-        // A delta's blocks before fb are its base's: mapped from the base where the mirror lacks them.
+        // A delta's blocks before fb are its base's: mapped from the base where the mirror lacks
+        // them, each page checked against its record (the base was not verified whole here).
         std::shared_ptr<const MappedFile> base_map;
         KvFileContents base;
         if (mirrored_ / B < fb) {
             const std::string base_path = (std::filesystem::path(path).parent_path() / saved.base.name).string();
             base_map = std::make_shared<const MappedFile>(base_path);
             base = parse_kv_file(base_map->bytes(), base_path, KvVerify::Headers);
-            if (!base.base.empty() || !fits(base.info) || base.tokens.size() < p0 || kv_tokens_hash(base.tokens, p0) != saved.base.hash)
-                return false;
+            check_file(base.info, base_path);
+            if (!base.base.empty() || base.tokens.size() < p0 || kv_tokens_hash(base.tokens, p0) != saved.base.hash) return false;
+            for (int l = 0; l < kv_.n_layer(); ++l)
+                for (int64_t b = mirrored_ / B; b < fb; ++b)
+                    if (!kv_page_intact(base_map->bytes(), base, l, b)) return false;
         }
-        // Every block the file holds (earlier saves' maps are then let go), and the base's the
-        // mirror lacks.
-        for (int l = 0; l < kv_.n_layer(); ++l) {
+        // The base's blocks the mirror lacks, then every block the file holds (earlier saves'
+        // maps are then let go).
+        for (int l = 0; l < kv_.n_layer(); ++l)
             for (int64_t b = mirrored_ / B; b < fb; ++b)
                 kv_.attach(l, b, base_map->data() + base.page_offset[static_cast<size_t>(l * base.n_blocks + b)], base_map);
+        for (int l = 0; l < kv_.n_layer(); ++l)
             for (int64_t b = fb; b < saved.n_blocks; ++b)
                 kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
-        }
+        kv_.set_n_past(n);     // under a budget it may spill (IoError): the pages above are the context's either way
+        kv_.release_unused();  // maps of earlier saves no page reads any more
     } catch (const std::exception&) {
-        return false;  // nothing attached: the checks above come first
+        return false;  // the checks come before any attach; past them the mirror holds this context's pages
     }
-    kv_.set_n_past(n);
-    kv_.release_unused();  // maps of earlier saves no page reads any more
-    mirrored_ = n;
+    set_mirrored(n);
     return true;
 }
 
@@ -537,7 +543,7 @@ void Session::restore(const std::string& path, int64_t keep) {
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
         try {
             gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));
-            mirrored_ = static_cast<int64_t>(n);
+            set_mirrored(static_cast<int64_t>(n));
         } catch (const DeviceError& e) {  // the device failed: the restored context goes on on the CPU
             gpu_.reset();
             msa_ = nullptr;
@@ -595,7 +601,7 @@ bool Session::restore_delta(const std::string& path) {
         if (gpu_) {  // only the delta's positions go up; the device keeps the base's
             try {
                 gpu_->upload_kv(kv_, static_cast<int64_t>(p0), static_cast<int64_t>(n));
-                mirrored_ = static_cast<int64_t>(n);
+                set_mirrored(static_cast<int64_t>(n));
             } catch (const DeviceError& e) {  // the device failed: the context goes on on the CPU from the host cache
                 gpu_.reset();
                 msa_ = nullptr;

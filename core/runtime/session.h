@@ -178,6 +178,7 @@ private:
     // save, set by restore): mutable because saving is a const operation of the session.
     mutable KvCache kv_;
     mutable int64_t mirrored_ = 0;
+    void set_mirrored(int64_t n) const;  // mirrored_ = n, and the runner told (DeviceRunner::set_backing)
     // Copies the device's positions [mirrored_, tokens) into kv_ (a save to `path`, which a device
     // failure names).
     void mirror_device(const std::string& path) const;

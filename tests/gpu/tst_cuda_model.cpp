@@ -27,6 +27,7 @@ private Q_SLOTS:
     void msaMatchesCpu();
     void tiersSelectAsAllResident_data();
     void tiersSelectAsAllResident();
+    void thirdTierAsAllResident();
 };
 
 namespace {
@@ -234,6 +235,89 @@ void TstCudaModel::tiersSelectAsAllResident() {
     // A dense runner refuses a budget (it reads every block each call), as does one too small.
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::CudaLlamaRunner(*m->model, n_ctx, nullptr, budget_blocks * pair));
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::CudaLlamaRunner(*m->model, n_ctx, &mc, 8 * pair));
+}
+
+void TstCudaModel::thirdTierAsAllResident() {
+    // The third tier: a runner whose device and host tiers together hold a fraction of a restored
+    // context drops blocks the host copy holds (no copy back) and refills them from it when
+    // shortlisted: the same logits and selections as the all-resident runner. A context that is
+    // not saved anywhere cannot go past the two tiers: a DeviceError saying so.
+    REQUIRE_CUDA_DEVICE();
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    auto m = sl::load_model(path);
+    const sl::LlamaConfig& c = m->model->config();
+    std::vector<int32_t> ids;
+    for (int i = 0; ids.size() < 12000; ++i) {
+        const auto part = m->tokenizer->encode("Item " + std::to_string(i) + ": the valve at station " +
+                                                   std::to_string(i * 17 % 89) + " was checked on day " +
+                                                   std::to_string(i % 31) + ". ", false, false);
+        ids.insert(ids.end(), part.begin(), part.end());
+    }
+    sl::MsaConfig mc;
+    mc.top_k = 4;
+    sl::parse_msa_scoring(sl::kTrainingFreeMode, mc);
+    const int n_ctx = static_cast<int>(ids.size()) + 16;
+    const int64_t pair = 2LL * c.n_kv_head * 128 * c.head_dim * 2;
+    const int64_t blocks_needed = static_cast<int64_t>(c.n_layer) * ((n_ctx + 127) / 128);
+    const int64_t device_blocks = 2 * 64 * c.n_kv_head + 8, host_blocks = 64;
+    QVERIFY2(device_blocks + host_blocks < blocks_needed, "the context must not fit the two tiers");
+    sl::CudaLlamaRunner all(*m->model, n_ctx, &mc);
+    const size_t nv = static_cast<size_t>(c.n_vocab);
+    std::vector<float> a(nv), b(nv);
+    for (size_t p = 0; p < ids.size(); p += 128) {
+        const int n = static_cast<int>(std::min<size_t>(128, ids.size() - p));
+        all.forward(ids.data() + p, n, a.data());
+    }
+    // The host copy (f32 pages: bf16 values exactly), as a save leaves it mapped.
+    sl::KvCacheOptions ko;
+    ko.type = sl::KvType::F32;
+    ko.block_size = 128;
+    sl::KvCache mirror(c.n_layer, n_ctx, c.n_kv_head, c.head_dim, ko);
+    all.download_kv(mirror, 0);
+    // A plain restore first: ~94 blocks a layer through the two staging rooms (32 each) in turn.
+    {
+        sl::CudaLlamaRunner plain(*m->model, n_ctx, &mc);
+        plain.upload_kv(mirror, 0, static_cast<int64_t>(ids.size()));
+        std::vector<float> pa(nv);
+        const int32_t next = argmax(a);
+        plain.forward(&next, 1, pa.data());
+        std::vector<float> ref(nv);  // `all` goes on below: the same next token on a runner prefilled alike
+        sl::CudaLlamaRunner copy_of_all(*m->model, n_ctx, &mc);
+        for (size_t p = 0; p < ids.size(); p += 128)
+            copy_of_all.forward(ids.data() + p, static_cast<int>(std::min<size_t>(128, ids.size() - p)), ref.data());
+        copy_of_all.forward(&next, 1, ref.data());
+        const double err = sl::test::normalized_error(pa.data(), ref.data(), nv);
+        QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+    }
+    sl::CudaLlamaRunner tiered(*m->model, n_ctx, &mc, device_blocks * pair, host_blocks * pair);
+    QCOMPARE(tiered.kv_tiers().host_blocks, host_blocks);
+    tiered.upload_kv(mirror, 0, static_cast<int64_t>(ids.size()));
+    tiered.set_backing(&mirror, static_cast<int64_t>(ids.size()));
+    QVERIFY(tiered.kv_tiers().dropped > 0);  // the restore itself went past the host tier
+    for (int step = 0; step < 4; ++step) {
+        const int32_t next = argmax(a);
+        all.forward(&next, 1, a.data());
+        tiered.forward(&next, 1, b.data());
+        const double err = sl::test::normalized_error(b.data(), a.data(), nv);
+        QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+        for (int l = 0; l < c.n_layer; ++l) QCOMPARE(tiered.last_selection(l), all.last_selection(l));
+    }
+    const sl::CudaKvTiers t = tiered.kv_tiers();
+    qInfo("third tier: %lld device blocks, %lld host slots of %lld blocks; %lld fetched, %lld evicted, %lld dropped, "
+          "%lld refilled",
+          static_cast<long long>(t.device_blocks), static_cast<long long>(t.host_blocks),
+          static_cast<long long>(blocks_needed), static_cast<long long>(t.fetched), static_cast<long long>(t.evicted),
+          static_cast<long long>(t.dropped), static_cast<long long>(t.refilled));
+    QVERIFY(t.refilled > 0);
+    // Prefilled without a host copy: past the two tiers nothing can leave the device.
+    sl::CudaLlamaRunner unsaved(*m->model, n_ctx, &mc, device_blocks * pair, host_blocks * pair);
+    try {
+        for (size_t p = 0; p < ids.size(); p += 128)
+            unsaved.forward(ids.data() + p, static_cast<int>(std::min<size_t>(128, ids.size() - p)), b.data());
+        QFAIL("a context past both tiers, saved nowhere, was taken");
+    } catch (const sl::DeviceError& e) {
+        QVERIFY2(std::string(e.what()).find("is not in a saved context") != std::string::npos, e.what());
+    }
 }
 
 QTEST_APPLESS_MAIN(TstCudaModel)

@@ -22,6 +22,7 @@
 #include "core/model/model_loader.h"
 #include "core/runtime/session.h"
 #include "core/util/error.h"
+#include "core/util/mapped_file.h"
 #include "kernels/cpu/convert.h"
 #include "tests/common/test_support.h"
 
@@ -81,13 +82,19 @@ public:
     }
     int64_t n_past() const override { return kv_.n_past(); }
     void reset() override {
+        backed = 0;
         kv_.clear();
         attention_->reset_state();
     }
     void truncate(int64_t n) override {
         if (n > kv_.n_past()) throw sl::Error("HostRunner: truncate past the context");
         kv_.set_n_past(n);
+        backed = std::min(backed, n);
         ++truncations;
+    }
+    void set_backing(const sl::KvCache* mirror, int64_t n) override {
+        backing = mirror;
+        backed = n;
     }
     void download_kv(sl::KvCache& dst, int64_t from) const override {
         if (fail_download) throw sl::DeviceError("HostRunner: simulated download failure");
@@ -132,6 +139,8 @@ public:
     bool fail_upload = false, fail_download = false, streams = false;
     int fail_stream_at = 0;
     mutable int64_t downloaded = 0, streamed = 0;
+    const sl::KvCache* backing = nullptr;  // set_backing: what the session's mirror holds
+    int64_t backed = 0;
     int64_t uploaded = 0;
     int truncations = 0;
 
@@ -176,6 +185,8 @@ private Q_SLOTS:
     void deltaSavedStraightFromTheDevice();
     void streamedSavesToOtherFiles();
     void deltaOfAContextNeverSaved();
+    void deltaOverAPartlyMirroredBlock();
+    void damagedBaseLeavesTheMirror();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -242,6 +253,7 @@ void TstSessionDevice::savesAndRestoresThroughTheMirror() {
     // A restore hands the context to the runner, which goes on from it.
     sl::Session dev2(*model_, options(true));
     dev2.restore(file);
+    QCOMPARE(runner_->backed, int64_t{220});
     QCOMPARE(runner_->uploaded, int64_t{220});
     QCOMPARE(runner_->n_past(), int64_t{220});
     QCOMPARE(copy(dev2.last_logits()), saved);
@@ -266,7 +278,9 @@ void TstSessionDevice::truncateReachesTheRunner() {
     dev.prefill(a);
     const std::vector<float> want = copy(dev.last_logits());
     dev.save(dir_.filePath("t.slkv").toStdString());
+    QCOMPARE(r->backed, int64_t{200});
     dev.truncate(77);
+    QCOMPARE(r->backed, int64_t{77});
     QCOMPARE(r->truncations, 1);
     QCOMPARE(r->n_past(), int64_t{77});
     QCOMPARE(dev.kv_cache().n_past(), int64_t{77});  // the mirror shrinks with it
@@ -509,9 +523,12 @@ void TstSessionDevice::savesStraightFromTheDevice() {
     HostRunner* r = runner_;
     r->streams = true;
     dev->prefill(a);
+    QCOMPARE(r->backed, int64_t{0});
     dev->save(file);
     QCOMPARE(r->downloaded, int64_t{0});
     QCOMPARE(r->streamed, int64_t{150});
+    QCOMPARE(r->backing, &dev->kv_cache());  // the runner is told what the mirror holds
+    QCOMPARE(r->backed, int64_t{150});
     QCOMPARE(dev->kv_cache().n_past(), int64_t{150});
     QCOMPARE(dev->kv_cache().ram_bytes(), size_t{0});  // the mirror reads the file
     QVERIFY(dev->kv_cache().bytes() > 0);
@@ -520,6 +537,7 @@ void TstSessionDevice::savesStraightFromTheDevice() {
     dev->save(file);  // appends from the partial block at 150 on
     QCOMPARE(r->downloaded, int64_t{0});
     QCOMPARE(r->streamed, int64_t{150 + 70});
+    QCOMPARE(r->backed, int64_t{220});
     QCOMPARE(dev->kv_cache().ram_bytes(), size_t{0});
     const auto size2 = QFileInfo(QString::fromStdString(file)).size();
     const int64_t page = static_cast<int64_t>(dev->kv_cache().page_bytes());
@@ -721,6 +739,81 @@ void TstSessionDevice::deltaOfAContextNeverSaved() {
             differ += k1 != k2 || v1 != v2;
         }
     QCOMPARE(differ, 0);
+}
+
+// The mirror holds 40 positions (a save, block 1 of 32 partly), then a delta over a 150-token
+// base written elsewhere: the base's blocks 1..3 and the delta's from 4 on are mapped, and the
+// mirror reads as the delta restored on the CPU from position 32 on (block 0 stays the first
+// save's, the device's own K/V).
+void TstSessionDevice::deltaOverAPartlyMirroredBlock() {
+    const std::vector<int32_t> a = ids(150, n_vocab_, 20), q = ids(50, n_vocab_, 21);
+    const std::string base = dir_.filePath("pb.slkv").toStdString(), first = dir_.filePath("pf.slkv").toStdString(),
+                      delta = dir_.filePath("pd.slkv").toStdString();
+    {
+        sl::Session w(*model_, options(false));
+        w.prefill(a);
+        w.save(base);
+    }
+    sl::Session dev(*model_, options(true));
+    HostRunner* r = runner_;
+    r->streams = true;
+    dev.prefill(std::span<const int32_t>(a.data(), 40));
+    dev.save(first);
+    QCOMPARE(r->backed, int64_t{40});
+    dev.prefill(std::span<const int32_t>(a.data() + 40, 110));
+    dev.prefill(q);
+    dev.save_delta(delta, base, 150);
+    QCOMPARE(r->backed, int64_t{200});
+    QCOMPARE(dev.kv_cache().ram_bytes(), size_t{0});
+    sl::Session cpu(*model_, options(false)), cpu_first(*model_, options(false));
+    cpu.restore(delta);
+    cpu_first.restore(first);
+    QCOMPARE(cpu.tokens(), dev.tokens());
+    std::vector<float> k1(static_cast<size_t>(cpu.kv_cache().row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
+    int differ = 0;
+    for (int l = 0; l < model_->model->config().n_layer; ++l)
+        for (int64_t p = 0; p < 200; ++p) {
+            (p < 32 ? cpu_first : cpu).kv_cache().read(l, p, k1.data(), v1.data());
+            dev.kv_cache().read(l, p, k2.data(), v2.data());
+            differ += k1 != k2 || v1 != v2;
+        }
+    QCOMPARE(differ, 0);
+}
+
+// A delta whose base has a damaged page where the mirror would map it: the save stands (the delta
+// restores on the CPU), the mirror is left as it was (what it held, nothing of the base), and the
+// runner is told so.
+void TstSessionDevice::damagedBaseLeavesTheMirror() {
+    const std::vector<int32_t> a = ids(150, n_vocab_, 22), q = ids(30, n_vocab_, 23);
+    const std::string base = dir_.filePath("db2.slkv").toStdString(), delta = dir_.filePath("dd2.slkv").toStdString();
+    {
+        sl::Session w(*model_, options(false));
+        w.prefill(a);
+        w.save(base);
+    }
+    {  // a byte of layer 0, block 2's page flipped
+        const sl::MappedFile map(base);
+        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), base, sl::KvVerify::Headers);
+        const uint64_t off = c.page_offset[static_cast<size_t>(2)] + 100;
+        std::fstream f(base, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(off));
+        char byte = 0;
+        f.read(&byte, 1);
+        byte = static_cast<char>(byte ^ 0x10);
+        f.seekp(static_cast<std::streamoff>(off));
+        f.write(&byte, 1);
+    }
+    sl::Session dev(*model_, options(true));
+    HostRunner* r = runner_;
+    r->streams = true;
+    dev.prefill(a);
+    dev.prefill(q);
+    dev.save_delta(delta, base, 150);  // the delta's own blocks come from the device: it stands
+    QCOMPARE(dev.kv_cache().n_past(), int64_t{0});
+    QCOMPARE(dev.kv_cache().bytes(), size_t{0});
+    QCOMPARE(r->backed, int64_t{0});
+    const sl::MappedFile map(delta);
+    QCOMPARE(sl::parse_kv_file(map.bytes(), delta, sl::KvVerify::Full).tokens.size(), size_t{30});
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
