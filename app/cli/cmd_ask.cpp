@@ -1,6 +1,6 @@
 // `sightline-cli ask "QUESTION" [--library DIR] [--effort low|medium|high] [--attention dense|msa]
 //  [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] [--preselect N] [--kv-cap SIZE]
-//  [--temp T] [--threads N] [--device auto|cpu|cuda] [--device-kv-budget SIZE] [--json] [--model FILE.gguf [--mmproj VISION.gguf]]
+//  [--temp T] [--threads N] [--device auto|cpu|cuda] [--device-kv-budget SIZE] [--kv-budget SIZE] [--json] [--model FILE.gguf [--mmproj VISION.gguf]]
 //  [--engine URL [--engine-model NAME] [--api-key-env VAR]]`: asks the library's documents a question in one long context (core/ask/ask.h: every
 // unit ranked for the question, the best that fit read; or the library's own prefill plus the best
 // units it has not read). Prints the plan first, a progress line with an ETA while it prefills (on
@@ -14,7 +14,9 @@
 // --mmproj adds its vision tower: the visuals the plan keeps (slide pictures, images, video frames,
 // pages with little text) enter the context as image-patch tokens (core/ask/visual_context.h).
 // --device-kv-budget (on the GPU, MSA) keeps that much of the context's K/V in device memory and
-// the rest in pinned host memory, fetched as the selections need it.
+// the rest in pinned host memory, fetched as the selections need it; --kv-budget caps the host RAM
+// of the K/V (on the CPU the rest spills to a mapped temp file; on the GPU it bounds the pinned
+// host tier, blocks of the saved context past it read back from the mapped file).
 #include <QStringList>
 
 #include <unistd.h>
@@ -49,7 +51,7 @@ namespace {
 const char* kUsage =
     "usage: sightline-cli ask \"QUESTION\" [--library DIR] [--effort low|medium|high] "
     "[--attention dense|msa] [--ctx N] [--no-cache] [--no-semantic] [--no-library-prefill] "
-    "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--device auto|cpu|cuda] [--device-kv-budget SIZE] [--json]\n"
+    "[--preselect N] [--kv-cap SIZE] [--temp T] [--threads N] [--device auto|cpu|cuda] [--device-kv-budget SIZE] [--kv-budget SIZE] [--json]\n"
     "       [--model FILE.gguf [--mmproj VISION.gguf]]   (another model; its vision tower reads the visuals)\n"
     "       [--engine URL [--engine-model NAME] [--api-key-env VAR]]   (a remote OpenAI-compatible server answers)\n";
 
@@ -132,11 +134,12 @@ int run(const QStringList& args) {
         } else if (a == QLatin1String("--device")) {
             o.device = value().toStdString();
             if (!sl::cli::valid_device(o.device)) return usage();
-        } else if (a == QLatin1String("--device-kv-budget")) {
+        } else if (a == QLatin1String("--device-kv-budget") || a == QLatin1String("--kv-budget")) {
+            const bool device = a == QLatin1String("--device-kv-budget");
             try {
-                o.device_kv_budget_bytes = sl::parse_byte_size(value().toStdString());
+                (device ? o.device_kv_budget_bytes : o.kv_budget_bytes) = sl::parse_byte_size(value().toStdString());
             } catch (const sl::Error& e) {
-                sl::cli::err(std::string("sightline-cli ask: --device-kv-budget: ") + e.what() + "\n");
+                sl::cli::err("sightline-cli ask: " + a.toStdString() + ": " + e.what() + "\n");
                 return usage();
             }
         } else if (a == QLatin1String("--model")) model_path = sl::arg_bytes(value());

@@ -21,7 +21,8 @@
 // 4096) for models trained on shorter contexts. --kv-type sets the KV cache storage (default f16); --kv-budget (e.g. 512M, 2G) caps the RAM of
 // the KV pages, the rest spilling to a memory-mapped temp file (in --kv-spill-dir).
 // --device-kv-budget (CUDA with MSA) keeps that much of the KV cache on the GPU and the rest in
-// pinned host memory, the MSA index fetching the far blocks it shortlists.
+// pinned host memory, the MSA index fetching the far blocks it shortlists; --kv-budget bounds that
+// pinned memory too (generate saves nothing, so a prompt past both goes on on the CPU and says so).
 #include <QStringList>
 
 #include <chrono>

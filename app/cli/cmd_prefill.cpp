@@ -1,5 +1,5 @@
 // `sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda]
-// [--device-kv-budget SIZE]`: the progressive
+// [--device-kv-budget SIZE] [--kv-budget SIZE]`: the progressive
 // prefill of the whole library as one long context (app/common/library_prefill.h: MSA, block 128,
 // top-k 16), saved after every chunk into the library's kv/ folder and recorded there (partial,
 // then complete); `ask` answers from it, complete or not. Progress and ETA
@@ -7,7 +7,8 @@
 // where the file ends (core/prefill/progressive_prefill.h). A library larger than --max-tokens
 // (default 131072) keeps pages spread over each document (the budget planner, no question).
 // --device-kv-budget (on the GPU) keeps that much of the K/V in device memory, the rest in pinned
-// host memory.
+// host memory; --kv-budget caps that host memory (and, on the CPU, the RAM of the K/V pages): the
+// chunks already saved leave the GPU without a copy past it, read back from the saved file.
 #include <QStringList>
 
 #include <atomic>
@@ -35,7 +36,7 @@ void on_prefill_interrupt(int) { g_interrupted.store(true); }
 
 const char* kUsage =
     "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda] "
-    "[--device-kv-budget SIZE]\n";
+    "[--device-kv-budget SIZE] [--kv-budget SIZE]\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -61,11 +62,12 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
         else if (a == QLatin1String("--device")) po.device = args[++i].toStdString();
-        else if (a == QLatin1String("--device-kv-budget")) {
+        else if (a == QLatin1String("--device-kv-budget") || a == QLatin1String("--kv-budget")) {
+            const bool device = a == QLatin1String("--device-kv-budget");
             try {
-                po.device_kv_budget_bytes = sl::parse_byte_size(args[++i].toStdString());
+                (device ? po.device_kv_budget_bytes : po.kv_budget_bytes) = sl::parse_byte_size(args[++i].toStdString());
             } catch (const sl::Error& e) {
-                sl::cli::err(std::string("sightline-cli prefill: --device-kv-budget: ") + e.what() + "\n");
+                sl::cli::err("sightline-cli prefill: " + a.toStdString() + ": " + e.what() + "\n");
                 return usage();
             }
         } else return usage();

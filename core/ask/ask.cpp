@@ -312,6 +312,7 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
     so.kv_block = mc.block_size;
     so.device = o.device;
     so.device_kv_budget_bytes = o.device_kv_budget_bytes;
+    so.kv_budget_bytes = o.kv_budget_bytes;
     so.needs.save_restore = true;  // restores the library's prefill (and may truncate it)
     so.needs.truncate = true;
     // The file may grow while we read it (a background prefill): leave room for all of it. Rounded
@@ -574,6 +575,7 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     so.kv_block = o.block_size;
     so.device = o.device;
     so.device_kv_budget_bytes = o.device_kv_budget_bytes;
+    so.kv_budget_bytes = o.kv_budget_bytes;
     so.needs.bidirectional = images && vision->config.gemma3();  // its image runs attend both ways
     so.needs.truncate = true;                // the positional baseline's probe
     so.needs.save_restore = o.reuse_kv;      // the question cache

@@ -75,6 +75,10 @@ struct AskOptions {
     // On the device with MSA: bytes of KV blocks kept in device memory, the rest in pinned host
     // memory (SessionOptions::device_kv_budget_bytes); 0: the whole context on the device.
     int64_t device_kv_budget_bytes = 0;
+    // Host RAM for KV pages (SessionOptions::kv_budget_bytes; 0: unlimited): on the CPU the pages
+    // past it spill to a mapped temp file; on the device it bounds the pinned host tier, blocks of
+    // the saved context past it leaving the device without a copy (the third tier).
+    int64_t kv_budget_bytes = 0;
     // A vision tower (model set): the visuals the plan keeps enter as image-patch tokens
     // (visual_context.h), on the CPU; the library's own prefill (text only) is not used then.
     AskVision vision;

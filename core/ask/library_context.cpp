@@ -61,6 +61,7 @@ LibraryPrefill::LibraryPrefill(Library& lib, const LoadedModel& model, LibraryPr
     so.kv_block = context_.msa.block_size;
     so.device = o.device;
     so.device_kv_budget_bytes = o.device_kv_budget_bytes;
+    so.kv_budget_bytes = o.kv_budget_bytes;
     so.needs.save_restore = true;  // saved as it goes, resumed from its file
     session_ = std::make_unique<Session>(model, so, std::make_unique<MsaAttention>(context_.msa));
     PrefillOptions po;

@@ -71,6 +71,7 @@ struct LibraryPrefillOptions {
     std::string device = "auto";  // auto | cpu | cuda (core/runtime/backend.h); device_reason says
                                   // where it ran and why
     int64_t device_kv_budget_bytes = 0;  // on the device: KV bytes kept there (0: all; SessionOptions)
+    int64_t kv_budget_bytes = 0;         // host RAM for KV (0: unlimited; SessionOptions::kv_budget_bytes)
 };
 
 class LibraryPrefill {

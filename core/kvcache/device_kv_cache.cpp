@@ -373,6 +373,12 @@ bool DeviceKvCache::drop(int layer, int64_t block, cudaStream_t stream, std::str
     return true;  // never written, or dropped already
 }
 
+bool DeviceKvCache::forget(int layer, int64_t block, cudaStream_t stream, std::string* error) {
+    const bool ok = drop(layer, block, stream, error);
+    if (check(layer, block, nullptr)) dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = 0;
+    return ok;
+}
+
 bool DeviceKvCache::dropped(int layer, int64_t block) const {
     return layer >= 0 && layer < cfg_.n_layer && block >= 0 && block < cfg_.max_blocks &&
            dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] != 0;

@@ -75,6 +75,8 @@ public:
     // append() refuses to continue a dropped block; read_block() refuses to read one.
     bool drop(int layer, int64_t block, cudaStream_t stream, std::string* error);
     bool dropped(int layer, int64_t block) const;
+    // As drop, for a block past the context (a truncate): not marked dropped, its next write fresh.
+    bool forget(int layer, int64_t block, cudaStream_t stream, std::string* error);
     int64_t free_host_slots() const { return static_cast<int64_t>(free_host_.size() + pending_host_.size()); }
 
     // Copies logical block `block` of `layer` into host memory: k and v, (n_kv_head, block_size,

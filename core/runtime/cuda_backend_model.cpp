@@ -210,10 +210,16 @@ struct CudaLlamaRunner::Impl {
     uint16_t* refill_stage = nullptr;  // pinned, kStageBlocks (K, V) pairs; reused after a stream sync
     int refill_used = 0;
     std::vector<float> refill_scratch;
+    // One past the last position written to the cache (appends and restored blocks; a truncate or
+    // reset cuts it): no block holds a position of the context at or past it.
+    int64_t written = 0;
+    // Whether block b of `layer` may leave the device without a copy: the backing holds every
+    // position of it that was written (a partial last block too, unless this call appended to it).
     bool droppable(int layer, int64_t b) const {
         const int64_t B = cache->config().block_size;
         return backing && backing->block_size() == B && backing->n_kv_head() == cache->config().n_kv_head &&
-               backing->head_dim() == cache->config().head_dim && (b + 1) * B <= backed && backing->page(layer, b);
+               backing->head_dim() == cache->config().head_dim && b * B < backed &&
+               std::min((b + 1) * B, written) <= backed && backing->page(layer, b);
     }
 
     int64_t key(int layer, int64_t b) const { return static_cast<int64_t>(layer) * cache->config().max_blocks + b; }
@@ -225,16 +231,14 @@ struct CudaLlamaRunner::Impl {
         st = ++tick;
         lru.insert({st, k});
     }
-    // Offloads least recently touched blocks until `need` device blocks are free, never one whose
-    // key is in `keep` (sorted).
-    // The host tier full: the least recently offloaded block there that the backing holds is
-    // dropped, giving its slot. Whether one was.
-    bool free_host_slot() {
+    // The host tier full: the least recently offloaded block there that the backing holds, not in
+    // `keep` (sorted), is dropped, giving its slot. Whether one was.
+    bool free_host_slot(const std::vector<int64_t>& keep) {
         const int64_t mb = cache->config().max_blocks;
         for (auto it = host_lru.begin(); it != host_lru.end(); ++it) {
             const int layer = static_cast<int>(it->second / mb);
             const int64_t b = it->second % mb;
-            if (!droppable(layer, b)) continue;
+            if (std::binary_search(keep.begin(), keep.end(), it->second) || !droppable(layer, b)) continue;
             std::string error;
             if (!cache->drop(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
             host_lru.erase(it);
@@ -244,42 +248,70 @@ struct CudaLlamaRunner::Impl {
         return false;
     }
     // Offloads least recently touched blocks until `need` device blocks are free, never one whose
-    // key is in `keep` (sorted). With the host tier full, a block the backing holds is dropped
-    // instead (or one on the host tier gives its slot); otherwise that is an error.
+    // key is in `keep` (sorted). With the host tier full: the least recently touched block the
+    // backing holds is dropped instead, or, when none on the device is, one on the host gives its
+    // slot; when neither tier holds a saved block, that is an error.
     void make_room(int64_t need, const std::vector<int64_t>& keep) {
         std::string error;
-        auto it = lru.begin();
+        const int64_t mb = cache->config().max_blocks;
+        auto kept = [&](int64_t k) { return std::binary_search(keep.begin(), keep.end(), k); };
         while (cache->free_device_blocks() < need) {
-            while (it != lru.end() && std::binary_search(keep.begin(), keep.end(), it->second)) ++it;
+            auto it = lru.begin();
+            while (it != lru.end() && kept(it->second)) ++it;
             if (it == lru.end())
                 throw DeviceError("CUDA model: the device KV budget (" + std::to_string(cache->config().device_blocks) +
                             " blocks) cannot hold this call's " + std::to_string(keep.size()) + " blocks of one layer");
-            const int64_t k = it->second;
-            const int64_t mb = cache->config().max_blocks;
-            const int layer = static_cast<int>(k / mb);
-            const int64_t b = k % mb;
-            if (cache->free_host_slots() == 0 && droppable(layer, b)) {
-                if (!cache->drop(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
-                ++dropped;
-            } else {
-                if (cache->free_host_slots() == 0 && !free_host_slot())
-                    throw DeviceError("CUDA model: the host KV tier (" + std::to_string(cache->config().host_blocks) +
-                                      " blocks) is full and block " + std::to_string(b) + " of layer " + std::to_string(layer) +
-                                      " is not in a saved context (save it, or raise --kv-budget)");
-                if (!cache->offload(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
-                host_lru.insert({stamp[static_cast<size_t>(k)], k});
-                ++evicted;
+            if (cache->free_host_slots() == 0) {
+                auto d = it;  // the least recently touched saved block on the device
+                while (d != lru.end() && (kept(d->second) || !droppable(static_cast<int>(d->second / mb), d->second % mb))) ++d;
+                if (d != lru.end()) {
+                    if (!cache->drop(static_cast<int>(d->second / mb), d->second % mb, stream, &error))
+                        throw DeviceError("CUDA model: " + error);
+                    lru.erase(d);
+                    ++dropped;
+                    continue;
+                }
+                if (!free_host_slot(keep))
+                    throw DeviceError("CUDA model: the device and host KV tiers are full (" +
+                                      std::to_string(cache->config().device_blocks) + " + " +
+                                      std::to_string(cache->config().host_blocks) +
+                                      " blocks) and none of their blocks is in a saved context: save the context, or "
+                                      "raise the host KV budget (--kv-budget)");
             }
-            it = lru.erase(it);  // after the offload or drop: a failed one leaves the block resident and listed
+            const int64_t k = it->second;
+            if (!cache->offload(static_cast<int>(k / mb), k % mb, stream, &error)) throw DeviceError("CUDA model: " + error);
+            host_lru.insert({stamp[static_cast<size_t>(k)], k});
+            lru.erase(it);  // after the offload: a failed one leaves the block resident and listed
+            ++evicted;
         }
     }
+    // Forgets the blocks wholly at or past position n (a truncate or reset): their device blocks
+    // and host slots freed without a copy, so that stale blocks never fill a bounded host tier.
+    void forget_from(int64_t n) {
+        if (!tiered) return;
+        const int64_t B = cache->config().block_size, mb = cache->config().max_blocks;
+        const int64_t first = (n + B - 1) / B;
+        std::string error;
+        for (auto* list : {&lru, &host_lru})
+            for (auto it = list->begin(); it != list->end();) {
+                const int64_t b = it->second % mb;
+                if (b < first) {
+                    ++it;
+                    continue;
+                }
+                if (!cache->forget(static_cast<int>(it->second / mb), b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                it = list->erase(it);
+            }
+    }
     // Block b of `layer`, dropped, back on the device from the backing: its positions in the
-    // context (before n_past) converted to bf16 in the pinned refill staging and written, room
+    // context (the backing's, and written) converted to bf16 in the pinned refill staging and written, room
     // made first without touching `keep` (sorted). Nothing when the context holds none of it (the
     // next append writes it afresh).
     void refill(int layer, int64_t b, const std::vector<int64_t>& keep) {
         const int64_t B = cache->config().block_size;
-        const int64_t valid = std::min(B, n_past - b * B);
+        // A dropped block's positions were all in the backing when it left; a truncate since cut
+        // both to the context.
+        const int64_t valid = std::min({B, backed - b * B, written - b * B});
         if (valid <= 0) return;
         if (!backing || backing->block_size() != B || b * B + valid > backed || !backing->page(layer, b))
             throw DeviceError("CUDA model: block " + std::to_string(b) + " of layer " + std::to_string(layer) +
@@ -313,12 +345,13 @@ struct CudaLlamaRunner::Impl {
         for (int64_t b : want) {
             if (cache->on_host(layer, b)) {
                 make_room(1, keep);
-                if (!cache->fetch(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
-                host_lru.erase({stamp[static_cast<size_t>(key(layer, b))], key(layer, b)});
-                ++fetched;
-            } else if (cache->dropped(layer, b)) {
-                refill(layer, b, keep);
+                if (cache->on_host(layer, b)) {  // (keep holds it: make_room never drops it)
+                    if (!cache->fetch(layer, b, stream, &error)) throw DeviceError("CUDA model: " + error);
+                    host_lru.erase({stamp[static_cast<size_t>(key(layer, b))], key(layer, b)});
+                    ++fetched;
+                }
             }
+            if (cache->dropped(layer, b)) refill(layer, b, keep);
             if (cache->resident(layer, b)) touch(layer, b);
         }
     }
@@ -329,6 +362,7 @@ struct CudaLlamaRunner::Impl {
             if (cache->on_host(layer, b)) ensure_resident(layer, {b}, keep);
             else if (!cache->resident(layer, b)) make_room(1, keep);  // a dropped one is written whole
         }
+        written = std::max(written, b * cache->config().block_size + n_tokens);
         std::string error;
         const bool done = cache->write_block(layer, b, k, v, n_tokens, stream, &error);
         if (cache->resident(layer, b)) touch(layer, b);  // listed even when the write failed
@@ -363,6 +397,7 @@ struct CudaLlamaRunner::Impl {
             ensure_resident(layer, back, keep);
             make_room(fresh, keep);
         }
+        written = std::max(written, pos0 + n);
         std::string error;
         const bool done = cache->append(layer, pos0, n, kd, vd, stream, &error);
         for (int64_t b = b0; b <= b1; ++b)
@@ -667,6 +702,8 @@ int64_t CudaLlamaRunner::n_past() const { return impl_->n_past; }
 void CudaLlamaRunner::reset() {  // positions are rewritten before they are read
     impl_->n_past = 0;
     impl_->backed = 0;
+    impl_->written = 0;
+    impl_->forget_from(0);
     impl_->last_top_k = 0;
     impl_->rec_top_k = 0;
 }
@@ -679,6 +716,8 @@ void CudaLlamaRunner::truncate(int64_t n) {
     // (DeviceKvCache::append averages a block over its tokens before the append's end).
     m.n_past = n;
     m.backed = std::min(m.backed, n);
+    m.written = n;
+    m.forget_from(n);
     m.last_top_k = 0;
     m.rec_top_k = 0;
 }
@@ -835,6 +874,7 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
         kv_upload(src, store, from, n, m.cap);
     } catch (...) {
         m.backed = std::min(m.backed, m.n_past);  // cut back to `from`
+        m.written = m.n_past;
         throw;
     }
     m.n_past = n;

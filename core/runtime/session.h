@@ -45,7 +45,11 @@ struct SessionOptions {
     int n_batch = 256;    // prefill chunk (tokens per forward pass)
     KvType kv_type = KvType::F16;  // KV storage: F32 (exact), F16, Int8 (per-row scales)
     int kv_block = 128;            // positions per KV page
-    int64_t kv_budget_bytes = 0;   // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file
+    // RAM for KV pages; 0: unlimited; beyond it pages spill to a mapped file. On a device with a
+    // device_kv_budget_bytes it also bounds the pinned host tier: blocks of the saved context past
+    // it leave the device without a copy (the third tier); a context past both tiers that is not
+    // saved anywhere goes on on the CPU (DeviceError).
+    int64_t kv_budget_bytes = 0;
     std::string kv_spill_dir;      // where the spill file goes; empty: the system temp dir
     // On CUDA with MSA: bytes of KV blocks kept on the device, the rest in pinned host memory
     // (CudaLlamaRunner's memory tiers); 0: the whole context on the device.

@@ -106,6 +106,14 @@ void TstCliPrefill::resumesAndCompletes() {
     const Run budget = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("cpu")
                                              << QStringLiteral("--device-kv-budget") << QStringLiteral("1G"));
     QVERIFY2(budget.exit_code == 0, budget.out.constData());
+    // --kv-budget (host RAM for the K/V: on the CPU the pages past it spill; on a GPU it bounds
+    // the pinned host tier): a size or a usage error naming it; a small one still prefills.
+    const Run bad_host = cli(QStringList(args) << QStringLiteral("--kv-budget") << QStringLiteral("lots"));
+    QCOMPARE(bad_host.exit_code, 2);
+    QVERIFY2(bad_host.out.contains("--kv-budget: "), bad_host.out.constData());
+    const Run host = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("cpu")
+                                           << QStringLiteral("--kv-budget") << QStringLiteral("2M"));
+    QVERIFY2(host.exit_code == 0, host.out.constData());
     const Run cuda = cli(QStringList(args) << QStringLiteral("--device") << QStringLiteral("cuda"));
     if (cuda.exit_code == 0)  // a usable device: on it (SIGHTLINE_CUDA_MODEL=1), or the CPU saying why
         QVERIFY2(cuda.out.contains("Device: CPU: ") || cuda.out.contains("Device: CUDA: "), cuda.out.constData());

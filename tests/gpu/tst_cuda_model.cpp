@@ -309,6 +309,21 @@ void TstCudaModel::thirdTierAsAllResident() {
           static_cast<long long>(blocks_needed), static_cast<long long>(t.fetched), static_cast<long long>(t.evicted),
           static_cast<long long>(t.dropped), static_cast<long long>(t.refilled));
     QVERIFY(t.refilled > 0);
+    // Cut back into the middle of an early block (dropped, on the host or resident: whichever,
+    // the append continues it from the host copy) and go on: still the all-resident runner's.
+    const int64_t cut = 20 * 128 + 77;
+    all.truncate(cut);
+    tiered.truncate(cut);
+    const std::vector<int32_t> tail(ids.begin() + cut, ids.begin() + cut + 40);
+    all.forward(tail.data(), static_cast<int>(tail.size()), a.data());
+    tiered.forward(tail.data(), static_cast<int>(tail.size()), b.data());
+    for (int step = 0; step < 2; ++step) {
+        const double err = sl::test::normalized_error(b.data(), a.data(), nv);
+        QVERIFY2(err < 1e-5, qPrintable(QString::number(err)));
+        const int32_t next = argmax(a);
+        all.forward(&next, 1, a.data());
+        tiered.forward(&next, 1, b.data());
+    }
     // Prefilled without a host copy: past the two tiers nothing can leave the device.
     sl::CudaLlamaRunner unsaved(*m->model, n_ctx, &mc, device_blocks * pair, host_blocks * pair);
     try {

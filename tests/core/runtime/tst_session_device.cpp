@@ -92,9 +92,9 @@ public:
         backed = std::min(backed, n);
         ++truncations;
     }
-    void set_backing(const sl::KvCache* mirror, int64_t n) override {
+    void set_backing(const sl::KvCache* mirror, int64_t n) override {  // clamped as CudaLlamaRunner does
         backing = mirror;
-        backed = n;
+        backed = mirror ? std::clamp<int64_t>(n, 0, kv_.n_past()) : 0;
     }
     void download_kv(sl::KvCache& dst, int64_t from) const override {
         if (fail_download) throw sl::DeviceError("HostRunner: simulated download failure");
@@ -781,17 +781,18 @@ void TstSessionDevice::deltaOverAPartlyMirroredBlock() {
 }
 
 // A delta whose base has a damaged page where the mirror would map it: the save stands (the delta
-// restores on the CPU), the mirror is left as it was (what it held, nothing of the base), and the
-// runner is told so.
+// restores on the CPU), the mirror is left as it was (the 40 positions of an earlier save, nothing
+// of the base) and the runner still told so.
 void TstSessionDevice::damagedBaseLeavesTheMirror() {
     const std::vector<int32_t> a = ids(150, n_vocab_, 22), q = ids(30, n_vocab_, 23);
-    const std::string base = dir_.filePath("db2.slkv").toStdString(), delta = dir_.filePath("dd2.slkv").toStdString();
+    const std::string base = dir_.filePath("db2.slkv").toStdString(), delta = dir_.filePath("dd2.slkv").toStdString(),
+                      first = dir_.filePath("df2.slkv").toStdString();
     {
         sl::Session w(*model_, options(false));
         w.prefill(a);
         w.save(base);
     }
-    {  // a byte of layer 0, block 2's page flipped
+    {  // a byte of layer 0, block 2's page flipped (the mirror would map blocks 1..3 of the base)
         const sl::MappedFile map(base);
         const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), base, sl::KvVerify::Headers);
         const uint64_t off = c.page_offset[static_cast<size_t>(2)] + 100;
@@ -806,14 +807,27 @@ void TstSessionDevice::damagedBaseLeavesTheMirror() {
     sl::Session dev(*model_, options(true));
     HostRunner* r = runner_;
     r->streams = true;
-    dev.prefill(a);
+    dev.prefill(std::span<const int32_t>(a.data(), 40));
+    dev.save(first);
+    QCOMPARE(r->backed, int64_t{40});
+    const size_t bytes = dev.kv_cache().bytes();
+    dev.prefill(std::span<const int32_t>(a.data() + 40, 110));
     dev.prefill(q);
     dev.save_delta(delta, base, 150);  // the delta's own blocks come from the device: it stands
-    QCOMPARE(dev.kv_cache().n_past(), int64_t{0});
-    QCOMPARE(dev.kv_cache().bytes(), size_t{0});
-    QCOMPARE(r->backed, int64_t{0});
+    QCOMPARE(dev.kv_cache().n_past(), int64_t{40});
+    QCOMPARE(dev.kv_cache().bytes(), bytes);
+    QCOMPARE(r->backed, int64_t{40});
     const sl::MappedFile map(delta);
     QCOMPARE(sl::parse_kv_file(map.bytes(), delta, sl::KvVerify::Full).tokens.size(), size_t{30});
+    // Without the damage the same save maps the base's blocks (the check is what refused it).
+    {
+        sl::Session w(*model_, options(false));
+        w.prefill(a);
+        w.save(base);
+    }
+    dev.save_delta(delta, base, 150);
+    QCOMPARE(dev.kv_cache().n_past(), int64_t{180});
+    QCOMPARE(r->backed, int64_t{180});
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
