@@ -75,7 +75,8 @@ public:
     // append() refuses to continue a dropped block; read_block() refuses to read one.
     bool drop(int layer, int64_t block, cudaStream_t stream, std::string* error);
     bool dropped(int layer, int64_t block) const;
-    // As drop, for a block past the context (a truncate): not marked dropped, its next write fresh.
+    // As drop, for a block past the context (a truncate): not marked dropped (a dropped one's mark
+    // cleared), its next write fresh.
     bool forget(int layer, int64_t block, cudaStream_t stream, std::string* error);
     int64_t free_host_slots() const { return static_cast<int64_t>(free_host_.size() + pending_host_.size()); }
 

@@ -164,6 +164,19 @@ std::vector<int32_t> ids(int n, int n_vocab, int salt = 0) {
 
 std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
 
+// Positions of [from, to), over every layer, where the K or V rows of `a` and `b` differ.
+int differing_rows(const sl::KvCache& a, const sl::KvCache& b, int64_t from, int64_t to) {
+    std::vector<float> k1(static_cast<size_t>(a.row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
+    int differ = 0;
+    for (int l = 0; l < a.n_layer(); ++l)
+        for (int64_t p = from; p < to; ++p) {
+            a.read(l, p, k1.data(), v1.data());
+            b.read(l, p, k2.data(), v2.data());
+            differ += k1 != k2 || v1 != v2;
+        }
+    return differ;
+}
+
 }  // namespace
 
 class TstSessionDevice : public QObject {
@@ -647,13 +660,7 @@ void TstSessionDevice::deltaSavedStraightFromTheDevice() {
     // The base's positions of the shared block are the base file's, bit for bit.
     sl::Session from_base(*model_, options(false));
     from_base.restore(base);
-    std::vector<float> k1(static_cast<size_t>(cpu.kv_cache().row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
-    for (int l = 0; l < model_->model->config().n_layer; ++l)
-        for (int64_t p = 128; p < 150; ++p) {
-            cpu.kv_cache().read(l, p, k1.data(), v1.data());
-            from_base.kv_cache().read(l, p, k2.data(), v2.data());
-            QVERIFY(k1 == k2 && v1 == v2);
-        }
+    QCOMPARE(differing_rows(cpu.kv_cache(), from_base.kv_cache(), 128, 150), 0);
     const int32_t next = 9;
     cpu.prefill(std::span<const int32_t>(&next, 1));
     dev.prefill(std::span<const int32_t>(&next, 1));
@@ -730,15 +737,7 @@ void TstSessionDevice::deltaOfAContextNeverSaved() {
     QCOMPARE(copy(cpu.last_logits()), copy(dev.last_logits()));
     // The mirror holds the context: a device failure now goes on on the CPU from it, as the
     // restored session does.
-    std::vector<float> k1(static_cast<size_t>(cpu.kv_cache().row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
-    int differ = 0;
-    for (int l = 0; l < model_->model->config().n_layer; ++l)
-        for (int64_t p = 0; p < 200; ++p) {
-            cpu.kv_cache().read(l, p, k1.data(), v1.data());
-            dev.kv_cache().read(l, p, k2.data(), v2.data());
-            differ += k1 != k2 || v1 != v2;
-        }
-    QCOMPARE(differ, 0);
+    QCOMPARE(differing_rows(cpu.kv_cache(), dev.kv_cache(), 0, 200), 0);
 }
 
 // The mirror holds 40 positions (a save, block 1 of 32 partly), then a delta over a 150-token
@@ -769,15 +768,8 @@ void TstSessionDevice::deltaOverAPartlyMirroredBlock() {
     cpu.restore(delta);
     cpu_first.restore(first);
     QCOMPARE(cpu.tokens(), dev.tokens());
-    std::vector<float> k1(static_cast<size_t>(cpu.kv_cache().row())), v1(k1.size()), k2(k1.size()), v2(k1.size());
-    int differ = 0;
-    for (int l = 0; l < model_->model->config().n_layer; ++l)
-        for (int64_t p = 0; p < 200; ++p) {
-            (p < 32 ? cpu_first : cpu).kv_cache().read(l, p, k1.data(), v1.data());
-            dev.kv_cache().read(l, p, k2.data(), v2.data());
-            differ += k1 != k2 || v1 != v2;
-        }
-    QCOMPARE(differ, 0);
+    QCOMPARE(differing_rows(cpu_first.kv_cache(), dev.kv_cache(), 0, 32), 0);
+    QCOMPARE(differing_rows(cpu.kv_cache(), dev.kv_cache(), 32, 200), 0);
 }
 
 // A delta whose base has a damaged page where the mirror would map it: the save stands (the delta
