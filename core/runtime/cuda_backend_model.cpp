@@ -255,7 +255,7 @@ std::vector<int32_t> CudaLlamaRunner::last_selection(int layer) const {
 void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const float* embeddings) {
     Impl& m = *impl_;
     const LlamaConfig& c = m.model.config();
-    if (!m.failed.empty()) throw DeviceError("CUDA model: " + m.failed);  // a truncate's cleanup failed
+    m.check_failed();
     if (n <= 0) return;
     if (m.n_past + n > m.n_ctx)
         throw Error("CUDA model: context full (" + std::to_string(m.n_past + n) + " > " + std::to_string(m.n_ctx) + ")");

@@ -122,7 +122,7 @@ public:
 
     CudaKvTiers kv_tiers() const;  // the device cache's tiers and their traffic so far
 
-    struct Impl;  // public for the file's helpers (cuda_backend_model.cpp)
+    struct Impl;  // public for the implementation's files (cuda_runner_impl.h)
 
 private:
     std::unique_ptr<Impl> impl_;

@@ -58,11 +58,11 @@ struct DeviceMsa {
 };
 
 // Tokens per KV block on the device (DeviceKvCache's blocks, the remap angle table's).
-constexpr int kDeviceBlock = 128;
+inline constexpr int kDeviceBlock = 128;
 
 // Tokens from which a call's linear layers run as GEMMs (cuBLAS) instead of matrix-vector passes
 // (4 tokens per pass over the weights).
-constexpr int kGemmTokens = 16;
+inline constexpr int kGemmTokens = 16;
 
 // A device weight matrix: d = ne1 rows of ne0 values in `type`.
 struct DevMatrix {
@@ -225,6 +225,7 @@ struct CudaLlamaRunner::Impl {
     // and none marked dropped. Throws nothing: a CUDA error is kept for the next forward call
     // (`failed`), which then fails as a DeviceError (the session goes on on the CPU).
     std::string failed;
+    bool broken = false;
     void forget_from(int64_t n) noexcept {
         if (!tiered) return;
         try {
@@ -238,15 +239,26 @@ struct CudaLlamaRunner::Impl {
                         ++it;
                         continue;
                     }
-                    if (!cache->forget(static_cast<int>(it->second / mb), b, stream, &error) && failed.empty()) failed = error;
+                    if (!cache->forget(static_cast<int>(it->second / mb), b, stream, &error) && failed.empty())
+                        failed = "CUDA model: " + error;
                     it = list->erase(it);
                 }
             for (int l = 0; l < cache->config().n_layer; ++l)
                 for (int64_t b = first; b < mb; ++b)
                     if (cache->dropped(l, b)) cache->forget(l, b, stream, nullptr);  // the flag only
         } catch (const std::exception& e) {
-            if (failed.empty()) failed = e.what();
+            broken = true;
+            try {
+                if (failed.empty()) failed = std::string("CUDA model: ") + e.what();
+            } catch (...) {  // (no memory for the message: `broken` says it)
+            }
         }
+    }
+    // Throws the DeviceError a truncate's or reset's cleanup kept (forget_from): the runner's
+    // bookkeeping may have lost blocks, so nothing goes on on it.
+    void check_failed() const {
+        if (broken || !failed.empty())
+            throw DeviceError(failed.empty() ? std::string("CUDA model: a truncate's cleanup failed") : failed);
     }
     // Block b of `layer`, dropped, back on the device from the backing: its positions in the
     // context (the backing's, and written) converted to bf16 in the pinned refill staging and written, room
@@ -254,9 +266,10 @@ struct CudaLlamaRunner::Impl {
     // next append writes it afresh).
     void refill(int layer, int64_t b, const std::vector<int64_t>& keep) {
         const int64_t B = cache->config().block_size;
-        // A dropped block's positions were all in the backing when it left; a truncate since cut
-        // both to the context.
-        const int64_t valid = std::min(B, written - b * B);
+        // Its positions in the context before this call (n_past: `written` already counts what an
+        // earlier layer of this call appended); a dropped block's were all in the backing when it
+        // left, and a truncate since cut both to the context.
+        const int64_t valid = std::min(B, n_past - b * B);
         if (valid <= 0) return;
         if (!backing || backing->block_size() != B || b * B + valid > backed || !backing->page(layer, b))
             throw DeviceError("CUDA model: block " + std::to_string(b) + " of layer " + std::to_string(layer) +

@@ -122,6 +122,7 @@ private:
 
 void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
     Impl& m = *impl_;
+    m.check_failed();
     ck(cudaStreamSynchronize(m.stream), "download");
     DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
     kv_download(store, dst, from, m.n_past);
@@ -130,6 +131,7 @@ void CudaLlamaRunner::download_kv(KvCache& dst, int64_t from) const {
 bool CudaLlamaRunner::save_pages(const KvCache& mirror, int64_t from, const std::function<void(KvPageSource&)>& write) const {
     Impl& m = *impl_;
     if (mirror.block_size() != m.cache->config().block_size) return false;
+    m.check_failed();
     ck(cudaStreamSynchronize(m.stream), "download");
     DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
     KvStorePages pages(store, mirror, from, m.n_past);
@@ -146,6 +148,7 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
         throw Error("CUDA model: a context of " + std::to_string(n) + " positions does not fit " + std::to_string(m.n_ctx));
     if (from == 0) reset();
     else truncate(from);  // the partial block at `from` is appended to (its mean key recomputed)
+    m.check_failed();  // the cut's cleanup
     m.grow(256);
     // `src` holds the whole context: blocks written here may leave the device without a copy
     // (the third tier) when the host tier is full.
