@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/kvcache/kv_file.h"
+
 namespace sl {
 
 class KvCache;
@@ -83,6 +85,19 @@ public:
     // new, and what was derived from the rest is kept when it is there.
     virtual void set_index_keys(int /*layer*/, const KvCache& /*kv*/, const float* /*keys*/, int64_t /*n*/, int /*dim*/,
                                 int64_t /*from*/ = 0) {}
+
+    // State a saved context may carry so that a restore need not derive it from every key (MSA:
+    // the block index, which reads ~11 GB of keys at a million tokens): `layer`'s summaries of
+    // positions [0, n) as kv_file.h saves them; none (get empty) by default or when this attention
+    // holds none of the whole context.
+    virtual KvBlockSummaries block_summaries(int /*layer*/) const { return {}; }
+    // Hands saved summaries back for the context now in `kv` (Session::restore, after
+    // set_index_keys): blocks [b0, ceil(n / block_size)), `floats` each, of positions [0, n);
+    // those of blocks before b0 are the ones this attention holds for `kv` (restore_delta).
+    // Copied. Ignored when they do not fit (another block size or layout, or fewer held before
+    // b0): the attention derives them from the keys then, as before.
+    virtual void set_block_summaries(int /*layer*/, const KvCache& /*kv*/, const float* /*data*/, int64_t /*b0*/,
+                                     int64_t /*n*/, int /*block_size*/, int /*floats*/) {}
 };
 
 }  // namespace sl

@@ -106,6 +106,38 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to, 
     }, kParallelBlocks / 2);
 }
 
+void BlockIndex::export_block(int64_t b, float* out) const {
+    const size_t sets = n_sets(), rows = sets * 3 * static_cast<size_t>(head_dim_);
+    for (int h = 0; h < n_kv_head_; ++h) {
+        const float* s = summary(b, h);
+        out = std::copy(s, s + rows, out);
+        const float* a = absmax_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets;
+        out = std::copy(a, a + sets, out);
+    }
+}
+
+void BlockIndex::import_blocks(int64_t b0, int64_t n, const float* in) {
+    if (b0 < 0 || b0 * block_ > n_tokens_ || b0 * block_ >= n)
+        throw Error("block index: cannot take blocks from " + std::to_string(b0) + " of " + std::to_string(n) +
+                    " positions with " + std::to_string(n_tokens_) + " summarized");
+    n_tokens_ = n;
+    const int64_t nb = n_blocks();
+    const size_t sets = n_sets(), rows = sets * 3 * static_cast<size_t>(head_dim_);
+    for (int h = 0; h < n_kv_head_; ++h) {
+        sums_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * rows);
+        absmax_[static_cast<size_t>(h)].resize(static_cast<size_t>(nb) * sets);
+    }
+    for (int64_t b = b0; b < nb; ++b)
+        for (int h = 0; h < n_kv_head_; ++h) {
+            float* s = sums_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * rows;
+            std::copy(in, in + rows, s);
+            in += rows;
+            float* a = absmax_[static_cast<size_t>(h)].data() + static_cast<size_t>(b) * sets;
+            std::copy(in, in + sets, a);
+            in += sets;
+        }
+}
+
 size_t BlockIndex::bytes() const {
     return static_cast<size_t>(n_blocks()) * static_cast<size_t>(n_kv_head_) * bytes_per_block();
 }

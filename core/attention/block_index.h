@@ -66,6 +66,17 @@ public:
     // Block b's keys of head h as k^ (rotated by -b*B) into `out` (block_tokens(b) rows of head_dim).
     void relative_keys(const KvCache& kv, int layer, int h, int64_t b, float* out, std::vector<float>& cs) const;
 
+    // A block's summaries as a saved context holds them (kv_file.h kind 4), floats_per_block()
+    // floats: for each KV head, its (sets, 3, head_dim) rows (min, max, mean; then the relative
+    // ones), then its `sets` absmax values.
+    size_t floats_per_block() const { return static_cast<size_t>(n_kv_head_) * n_sets() * (3 * static_cast<size_t>(head_dim_) + 1); }
+    void export_block(int64_t b, float* out) const;
+    // Takes blocks [b0, ceil(n / B)) from `in` (export_block's layout, block after block) as the
+    // summaries of positions [0, n), those of blocks before b0 kept: afterwards n_tokens() == n,
+    // as if update() had summarized them (a restore reads them from the file instead of every
+    // key). b0 * B <= n_tokens(), b0 * B < n; throws sl::Error otherwise.
+    void import_blocks(int64_t b0, int64_t n, const float* in);
+
     // Bytes of summary per block and KV head (min, max, mean, absmax; twice with relative ones).
     size_t bytes_per_block() const { return n_sets() * (3 * static_cast<size_t>(head_dim_) + 1) * sizeof(float); }
     size_t bytes() const;

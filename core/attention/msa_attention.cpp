@@ -234,8 +234,65 @@ void MsaAttention::set_index_keys(int layer, const KvCache& kv, const float* key
     set_native_keys(layer, kv, keys, n, dim);
 }
 
+KvBlockSummaries MsaAttention::block_summaries(int layer) const {
+    KvBlockSummaries s;
+    if (layer < 0 || layer >= static_cast<int>(layers_.size())) return s;
+    const Layer& L = layers_[static_cast<size_t>(layer)];
+    s.block_size = config_.block_size;
+    if (L.index && L.index->n_tokens() > 0) {
+        const BlockIndex* index = L.index.get();
+        s.n = index->n_tokens();
+        s.floats = static_cast<int>(index->floats_per_block());
+        s.get = [index](int64_t b, float* out) { index->export_block(b, out); };
+    } else if (!L.index && L.pending_n > 0) {
+        const float* data = L.pending.data();
+        const auto F = static_cast<size_t>(L.pending_floats);
+        s.n = L.pending_n;
+        s.floats = L.pending_floats;
+        s.get = [data, F](int64_t b, float* out) { std::copy(data + static_cast<size_t>(b) * F, data + static_cast<size_t>(b + 1) * F, out); };
+    }
+    return s;
+}
+
+void MsaAttention::set_block_summaries(int layer, const KvCache& kv, const float* data, int64_t b0, int64_t n, int block_size,
+                                       int floats) {
+    const int B = config_.block_size;
+    if (layer < 0 || !data || b0 < 0 || n <= b0 * B || block_size != B || floats <= 0) return;
+    if (layers_.size() <= static_cast<size_t>(layer)) layers_.resize(static_cast<size_t>(layer) + 1);
+    Layer& L = layers_[static_cast<size_t>(layer)];
+    const auto F = static_cast<size_t>(floats);
+    const size_t count = static_cast<size_t>((n + B - 1) / B - b0) * F;
+    if (L.kv != &kv) {  // held for another cache: what it held is not this context's
+        L.index.reset();
+        L.pending.clear();
+        L.pending_n = 0;
+    }
+    L.kv = &kv;
+    L.selections.clear();
+    if (L.index) {
+        if (L.index->floats_per_block() == F && b0 * B <= L.index->n_tokens()) {
+            L.index->import_blocks(b0, n, data);
+            return;
+        }
+        if (b0 > 0) return;  // the index keeps what it has; the next call summarizes the rest from the keys
+        L.index.reset();
+    }
+    if (b0 == 0) {
+        L.pending.assign(data, data + count);
+    } else if (L.pending_floats == floats && b0 * B <= L.pending_n) {
+        L.pending.resize(static_cast<size_t>(b0) * F);
+        L.pending.insert(L.pending.end(), data, data + count);
+    } else {
+        return;  // nothing to continue: the next call summarizes from what is held (the keys)
+    }
+    L.pending_n = n;
+    L.pending_floats = floats;
+}
+
 void MsaAttention::invalidate() {
     for (auto& l : layers_) {
+        l.pending.clear();
+        l.pending_n = 0;
         l.index.reset();
         l.kv = nullptr;
         l.selections.clear();
@@ -250,6 +307,7 @@ void MsaAttention::truncate_state(int64_t n) {
     for (auto& l : layers_) {
         l.selections.clear();  // they were made for queries that are gone
         if (l.index) l.index->truncate(n);
+        l.pending_n = std::min(l.pending_n, n);
         l.ik_n = std::min(l.ik_n, n);
         l.ik_bounded = std::min(l.ik_bounded, n / config_.block_size);
     }
@@ -301,6 +359,8 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     // Index: summarize what was appended (or rewritten) since the last call.
     if (L.kv != &kv) {  // another cache: the index keys belong to another context
         L.index.reset();
+        L.pending.clear();
+        L.pending_n = 0;
         L.ikeys.clear();
         L.ik_n = 0;
         L.ik_bounded = 0;
@@ -314,6 +374,13 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     if (!L.index) {
         L.index = std::make_unique<BlockIndex>(B, kv.n_kv_head(), hd, rope);
         L.kv = &kv;
+        // A restored context's summaries (a save's, same model: same RoPE), when they fit.
+        if (L.pending_n > 0 && static_cast<size_t>(L.pending_floats) == L.index->floats_per_block()) {
+            L.index->import_blocks(0, L.pending_n, L.pending.data());
+            ++stats_.imported_indexes;
+        }
+        L.pending = {};
+        L.pending_n = 0;
     }
     L.index->update(kv, c.layer, std::min(L.index->n_tokens(), c.pos0), end, &pool);
     const BlockIndex& index = *L.index;

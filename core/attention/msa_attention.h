@@ -161,6 +161,7 @@ struct MsaStats {
     int64_t dense_kv_bytes = 0;     // K and V bytes dense attention would read for the same calls
     int64_t native_fallbacks = 0;   // Native: selections scored training-free (index keys missing)
     int64_t bidirectional_calls = 0;  // sparse-layer calls of a bidirectional run, attended densely
+    int64_t imported_indexes = 0;   // layers whose block index came from a saved context (not the keys)
 };
 
 class MsaAttention final : public Attention {
@@ -224,6 +225,12 @@ public:
     // are copied after them, the block index and the Quest bounds of [0, from) kept; else as
     // set_native_keys.
     void set_index_keys(int layer, const KvCache& kv, const float* keys, int64_t n, int dim, int64_t from = 0) override;
+    // The block index travels with a saved context: a restore hands it back (held until the
+    // layer's next call builds its index with the call's RoPE, which must be the saving one's: the
+    // file's model) instead of the first call summarizing every key.
+    KvBlockSummaries block_summaries(int layer) const override;
+    void set_block_summaries(int layer, const KvCache& kv, const float* data, int64_t b0, int64_t n, int block_size,
+                             int floats) override;
 
 private:
     struct Layer {
@@ -236,6 +243,11 @@ private:
         // Native: the Quest summaries (NativeBounds) of the index keys' first ik_bounded blocks.
         std::vector<float> ik_min, ik_max, ik_abs;
         int64_t ik_bounded = 0;
+        // Block summaries handed back by a restore before the layer's index exists (its RoPE comes
+        // with the next call): positions [0, pending_n), pending_floats a block.
+        std::vector<float> pending;
+        int64_t pending_n = 0;
+        int pending_floats = 0;
     };
     struct Scratch;
 

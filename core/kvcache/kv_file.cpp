@@ -20,7 +20,7 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'L', 'K', 'V', 'C', 'A', 'C', 'H'};
 constexpr uint32_t kRecordMagic = 0x524b4c53u;  // "SLKR"
-constexpr uint32_t kPage = 1, kCommit = 2, kIndexKeys = 3;
+constexpr uint32_t kPage = 1, kCommit = 2, kIndexKeys = 3, kSummaries = 4;
 constexpr uint64_t kHeaderBytes = 512;
 constexpr uint64_t kSlotOffset[2] = {128, 192};
 constexpr uint64_t kRecordHeader = 64;
@@ -72,9 +72,10 @@ struct Fd {
 class RecordWriter {
 public:
     RecordWriter(const Fd& fd, uint64_t off) : fd_(fd), off_(off) { buf_.reserve(kFlush + (1 << 20)); }
-    // c: the header's u64 at 40 (index keys: the dim; 0 otherwise).
+    // c, d: the header's u64 at 40 and 48 (index keys: the dim; summaries: S | F << 32, end; 0
+    // otherwise).
     void record(uint32_t kind, uint64_t a, uint64_t b, std::span<const uint8_t> p1, std::span<const uint8_t> p2 = {},
-                uint64_t c = 0) {
+                uint64_t c = 0, uint64_t d = 0) {
         uint64_t ph;
         if (p2.empty()) {
             ph = kv_hash(p1.data(), p1.size());
@@ -83,11 +84,11 @@ public:
             tmp_.insert(tmp_.end(), p2.begin(), p2.end());
             ph = kv_hash(tmp_.data(), tmp_.size());
         }
-        hashed(kind, a, b, ph, p1, p2, c);
+        hashed(kind, a, b, ph, p1, p2, c, d);
     }
     // As record() with the payload's hash given (`ph`: kv_hash of p1 then p2).
     void hashed(uint32_t kind, uint64_t a, uint64_t b, uint64_t ph, std::span<const uint8_t> p1,
-                std::span<const uint8_t> p2 = {}, uint64_t c = 0) {
+                std::span<const uint8_t> p2 = {}, uint64_t c = 0, uint64_t d = 0) {
         const uint64_t n = p1.size() + p2.size();
         uint8_t h[kRecordHeader] = {};
         store32(h, kRecordMagic);
@@ -97,6 +98,7 @@ public:
         store64(h + 24, a);
         store64(h + 32, b);
         store64(h + 40, c);
+        store64(h + 48, d);
         store64(h + 56, kv_hash(h, 56));
         append(h, kRecordHeader);
         append(p1.data(), p1.size());
@@ -134,9 +136,12 @@ void write_slot(const Fd& fd, int slot, uint64_t seq, uint64_t end, uint64_t n_t
 }
 
 // Pages [b0, ceil(n / B)) of every layer, the index keys of positions [n0, n) (of [0, n) for a
-// layer `saved` holds none of, or none that fit), then the commit record of tokens[n0, n).
+// layer `saved` holds none of, or none that fit), the block summaries from block n0 / S on (from
+// the file's first block for a layer `saved` holds none of, or other ones), then the commit
+// record of tokens[n0, n).
 void write_records(RecordWriter& w, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens, size_t n0,
-                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileContents* saved) {
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileContents* saved,
+                   std::span<const KvBlockSummaries> summaries) {
     const int64_t B = info.block_size;
     const auto n = static_cast<int64_t>(tokens.size());
     const int64_t nb = (n + B - 1) / B;
@@ -159,6 +164,29 @@ void write_records(RecordWriter& w, const KvFileInfo& info, KvPageSource& pages,
             const int64_t cnt = std::min(per, n - p);
             const auto* bytes = reinterpret_cast<const uint8_t*>(ik.data + static_cast<uint64_t>(p) * dim);
             w.record(kIndexKeys, l, static_cast<uint64_t>(p), {bytes, static_cast<size_t>(cnt) * dim * 4}, {}, dim);
+        }
+    }
+    // The file's first position: a delta file's base tokens (its summaries start at the block
+    // holding them).
+    const uint64_t start = saved ? saved->base.tokens : n0;
+    std::vector<float> buf;
+    for (size_t l = 0; l < summaries.size() && l < static_cast<size_t>(n_layer); ++l) {
+        const KvBlockSummaries& s = summaries[l];
+        if (!s.get || s.block_size <= 0 || s.floats <= 0 || s.n < n) continue;
+        const auto S = static_cast<uint64_t>(s.block_size), F = static_cast<uint64_t>(s.floats);
+        const int il = static_cast<int>(l);
+        const bool continues = saved && saved->has_summaries(il) && saved->summary_block[l] == S && saved->summary_floats[l] == F;
+        const int64_t sb = static_cast<int64_t>(S);
+        const int64_t end_block = (n + sb - 1) / sb;
+        // Records of about 4 MiB.
+        const int64_t per = std::max<int64_t>(1, (int64_t{4} << 20) / static_cast<int64_t>(F * 4));
+        for (int64_t b = static_cast<int64_t>((continues ? n0 : start) / S); b < end_block; b += per) {
+            const int64_t cnt = std::min(per, end_block - b);
+            buf.resize(static_cast<size_t>(cnt) * F);
+            for (int64_t i = 0; i < cnt; ++i) s.get(b + i, buf.data() + static_cast<size_t>(i) * F);
+            const auto end = static_cast<uint64_t>(std::min(n, (b + cnt) * sb));
+            w.record(kSummaries, l, static_cast<uint64_t>(b), {reinterpret_cast<const uint8_t*>(buf.data()), buf.size() * 4}, {},
+                     S | F << 32, end);
         }
     }
     const auto added = tokens.subspan(n0);
@@ -329,6 +357,10 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
     c.index_dim.assign(in.n_layer, 0);
     c.index_n.assign(in.n_layer, 0);
     c.index_records.assign(in.n_layer, {});
+    c.summary_block.assign(in.n_layer, 0);
+    c.summary_floats.assign(in.n_layer, 0);
+    c.summary_n.assign(in.n_layer, 0);
+    c.summary_records.assign(in.n_layer, {});
 
     std::vector<uint64_t> checks;  // Full: the page and index-key records hashed after the walk, in parallel
     uint64_t pos = kHeaderBytes;
@@ -379,6 +411,29 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
                 c.index_records[static_cast<size_t>(a)].push_back({b, count, pos + kRecordHeader});
             }
             last_is_commit = false;
+        } else if (kind == kSummaries) {
+            const uint64_t S = load64(h + 40) & 0xffffffffu, F = load64(h + 40) >> 32, e = load64(h + 48);
+            if (a >= in.n_layer) bad(name, "block summaries of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
+            if (S < 1 || S > 65536 || F < 1 || F > (1u << 24)) bad(name, "block summaries of absurd shape" + at);
+            if (e > n_tokens || b >= (e + S - 1) / S) bad(name, "block summaries of positions beyond the saved tokens" + at);
+            const uint64_t count = (e + S - 1) / S - b;
+            if (n != count * F * 4) bad(name, "block-summary record of " + std::to_string(n) + " bytes for " + std::to_string(count) + " blocks" + at);
+            if (verify == KvVerify::Full) checks.push_back(pos);
+            const auto l = static_cast<size_t>(a);
+            auto& recs = c.summary_records[l];
+            // Another shape starts the layer over; a record continues the layer's summaries when it
+            // starts at or before where they end (the first: at or before the base's tokens).
+            if (c.summary_block[l] != S || c.summary_floats[l] != F) {
+                c.summary_block[l] = static_cast<uint32_t>(S);
+                c.summary_floats[l] = static_cast<uint32_t>(F);
+                c.summary_n[l] = p0 / S * S;
+                recs.clear();
+            }
+            if (b * S <= c.summary_n[l]) {
+                c.summary_n[l] = e;
+                recs.push_back({b, count, pos + kRecordHeader});
+            }
+            last_is_commit = false;
         } else {
             bad(name, "unknown record kind " + std::to_string(kind) + at);
         }
@@ -405,6 +460,8 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
         const std::string at = " (record at byte " + std::to_string(checks[static_cast<size_t>(i)]) + ")";
         if (load32(h + 4) == kPage)
             bad(name, "page checksum mismatch (layer " + std::to_string(load64(h + 24)) + ", block " + std::to_string(load64(h + 32)) + ")" + at);
+        if (load32(h + 4) == kSummaries)
+            bad(name, "block-summary checksum mismatch (layer " + std::to_string(load64(h + 24)) + ")" + at);
         bad(name, "index-key checksum mismatch (layer " + std::to_string(load64(h + 24)) + ")" + at);
     }
     if (verify == KvVerify::Full) {
@@ -431,6 +488,24 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
     for (const auto& r : c.index_records[static_cast<size_t>(l)]) {  // parse: pos0 + count <= n
         if (r.offset + r.count * dim * 4 > bytes.size()) throw FormatError("saved context: index keys past the end of the file");
         std::memcpy(out.data() + r.pos0 * dim, bytes.data() + r.offset, static_cast<size_t>(r.count * dim * 4));
+    }
+    return out;
+}
+
+std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from) {
+    std::vector<float> out;
+    if (!c.has_summaries(l) || from < 0) return out;
+    const auto li = static_cast<size_t>(l);
+    const uint64_t S = c.summary_block[li], F = c.summary_floats[li];
+    const uint64_t nb = (c.n_tokens() + S - 1) / S, b0 = static_cast<uint64_t>(from);
+    if (b0 >= nb || b0 < c.base.tokens / S) return out;  // a delta file holds none of its base's blocks
+    out.resize(static_cast<size_t>((nb - b0) * F));
+    for (const auto& r : c.summary_records[li]) {  // parse: block0 + count <= nb
+        const uint64_t lo = std::max(r.block0, b0), hi = std::min(r.block0 + r.count, nb);
+        if (lo >= hi) continue;
+        const uint64_t off = r.offset + (lo - r.block0) * F * 4;
+        if (off + (hi - lo) * F * 4 > bytes.size()) throw FormatError("saved context: block summaries past the end of the file");
+        std::memcpy(out.data() + (lo - b0) * F, bytes.data() + off, static_cast<size_t>((hi - lo) * F * 4));
     }
     return out;
 }
@@ -463,13 +538,15 @@ KvPage KvCachePages::page(int l, int64_t b) {
 }
 
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
-                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base) {
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base,
+                   std::span<const KvBlockSummaries> summaries) {
     KvCachePages pages(info, kv, tokens, path);
-    write_kv_file(path, info, pages, tokens, logits, index_keys, base);
+    write_kv_file(path, info, pages, tokens, logits, index_keys, base, summaries);
 }
 
 void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens,
-                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base) {
+                   std::span<const float> logits, std::span<const KvIndexKeys> index_keys, const KvFileBase& base,
+                   std::span<const KvBlockSummaries> summaries) {
     check_writable(info, tokens, logits, path);
     if (info.fingerprint.size() != 64) throw Error(path + ": cannot save: bad model fingerprint");
     if (!base.empty()) {
@@ -516,7 +593,7 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource
     }
     fd.write_at(h, kHeaderBytes, 0);
     RecordWriter w(fd, kHeaderBytes);
-    write_records(w, info, pages, tokens, static_cast<size_t>(base.tokens), logits, index_keys, nullptr);
+    write_records(w, info, pages, tokens, static_cast<size_t>(base.tokens), logits, index_keys, nullptr, summaries);
     write_slot(fd, 0, 1, w.end(), tokens.size());
     fd.sync();
     if (::rename(tmp.c_str(), path.c_str()) != 0)
@@ -533,14 +610,14 @@ void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource
 
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
                     std::span<const int32_t> tokens, std::span<const float> logits,
-                    std::span<const KvIndexKeys> index_keys) {
+                    std::span<const KvIndexKeys> index_keys, std::span<const KvBlockSummaries> summaries) {
     KvCachePages pages(saved.info, kv, tokens, path);
-    append_kv_file(path, saved, pages, tokens, logits, index_keys);
+    append_kv_file(path, saved, pages, tokens, logits, index_keys, summaries);
 }
 
 void append_kv_file(const std::string& path, const KvFileContents& saved, KvPageSource& pages,
                     std::span<const int32_t> tokens, std::span<const float> logits,
-                    std::span<const KvIndexKeys> index_keys) {
+                    std::span<const KvIndexKeys> index_keys, std::span<const KvBlockSummaries> summaries) {
     check_writable(saved.info, tokens, logits, path);
     const uint64_t p0 = saved.base.tokens;
     if (saved.n_tokens() > tokens.size() || !std::equal(saved.tokens.begin(), saved.tokens.end(), tokens.begin() + static_cast<std::ptrdiff_t>(p0)) ||
@@ -551,7 +628,7 @@ void append_kv_file(const std::string& path, const KvFileContents& saved, KvPage
     fd.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd.fd < 0) throw IoError(path + ": cannot open for appending: " + std::strerror(errno));
     RecordWriter w(fd, saved.committed_end);
-    write_records(w, saved.info, pages, tokens, static_cast<size_t>(saved.n_tokens()), logits, index_keys, &saved);
+    write_records(w, saved.info, pages, tokens, static_cast<size_t>(saved.n_tokens()), logits, index_keys, &saved, summaries);
     if (::ftruncate(fd.fd, static_cast<off_t>(w.end())) != 0) throw IoError(path + ": cannot truncate: " + std::strerror(errno));
     fd.sync();
     write_slot(fd, 1 - saved.slot, saved.seq + 1, w.end(), tokens.size());

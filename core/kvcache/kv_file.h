@@ -31,13 +31,23 @@
 //                     in file order, cover [0, tokens) without a gap (a record may rewrite positions
 //                     an earlier one held); the dim must not change within a layer. A delta
 //                     file's keys cover [0, tokens) by themselves.
+//     kind 4, block summaries (optional; MSA's block index, block_index.h): a = layer, b = first
+//                     block b0, header u64 at 40 = S (the index's block size) | F << 32 (floats per
+//                     block), u64 at 48 = end; payload = the summaries of blocks [b0, ceil(end / S))
+//                     of positions [0, end), F f32 each (BlockIndex::export_block). A layer's are
+//                     usable when its records, in file order, each start at or before the end of
+//                     the one before (the first at or before a delta's base tokens) and the last
+//                     ends at the saved tokens; a record of another S or F starts the layer over.
+//                     A delta file's cover its blocks from base tokens / S on; the base's the rest.
 //   Anything after the committed end is ignored (an interrupted save).
 //
 // Saving appends pages and a commit record, syncs, then rewrites the older slot and syncs: a kill at
-// any point leaves the previous commit readable. Index summaries are rebuilt from the keys.
+// any point leaves the previous commit readable. A layer without usable block summaries has them
+// rebuilt from the keys (reading every key: ~11 GB at a million tokens).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -85,6 +95,20 @@ struct KvFileContents {
     std::vector<uint32_t> index_dim;
     std::vector<uint64_t> index_n;
     std::vector<std::vector<IndexKeyRecord>> index_records;
+    // Block summaries (kind 4), per layer: the index's block size S and floats per block F (0:
+    // none), positions [0, summary_n) covered (from the base's whole blocks on, in a delta file),
+    // and the records in file order.
+    struct SummaryRecord {
+        uint64_t block0 = 0, count = 0, offset = 0;  // blocks [block0, block0 + count); payload offset
+    };
+    std::vector<uint32_t> summary_block, summary_floats;
+    std::vector<uint64_t> summary_n;
+    std::vector<std::vector<SummaryRecord>> summary_records;
+    // Whether layer l's block summaries cover every saved token.
+    bool has_summaries(int l) const {
+        return l >= 0 && static_cast<size_t>(l) < summary_n.size() && summary_floats[static_cast<size_t>(l)] > 0 &&
+               summary_n[static_cast<size_t>(l)] >= n_tokens();
+    }
     // Whether layer l's index keys cover every saved token.
     bool has_index_keys(int l) const {
         return l >= 0 && static_cast<size_t>(l) < index_n.size() && index_dim[static_cast<size_t>(l)] > 0 &&
@@ -99,6 +123,16 @@ struct KvIndexKeys {
     const float* data = nullptr;
     int64_t n = 0;
     int dim = 0;
+};
+
+// One layer's MSA block summaries handed to a save (BlockIndex's): positions [0, n) in blocks of
+// `block_size`, `floats` f32 a block; get(b, out) writes block b's. Saved for a layer whose
+// summaries cover every token; none when `get` is empty.
+struct KvBlockSummaries {
+    int64_t n = 0;
+    int block_size = 0;
+    int floats = 0;
+    std::function<void(int64_t b, float* out)> get;
 };
 
 // A page handed to a save: its bytes (KvFileInfo::page_bytes) and their kv_hash.
@@ -155,20 +189,27 @@ bool kv_page_intact(std::span<const uint8_t> bytes, const KvFileContents& c, int
 // unless c.has_index_keys(l).
 std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l);
 
+// Layer l's saved block summaries of blocks [from, ceil(tokens / S)), F floats each (kind 4's
+// layout), from the file's bytes parsed as `c`; empty unless c.has_summaries(l), and for a delta
+// file unless from >= its base tokens / S (the blocks before are its base's). At most the bytes of
+// the records read.
+std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from = 0);
+
 // Writes `kv`'s pages for `tokens` with `logits` as a new file at `path` (via a temp file renamed
-// over it: the old file stays intact until the new one is complete). `index_keys`: per layer (or
-// empty), saved for the layers whose keys cover every token. With a non-empty `base` (base.tokens
-// < tokens.size(), base.hash of tokens' first base.tokens), a delta file: only the pages from
-// block base.tokens / B on and the tokens from base.tokens on. Throws IoError.
+// over it: the old file stays intact until the new one is complete). `index_keys`, `summaries`:
+// per layer (or empty), saved for the layers whose keys or summaries cover every token. With a
+// non-empty `base` (base.tokens < tokens.size(), base.hash of tokens' first base.tokens), a delta
+// file: only the pages from block base.tokens / B on, the summaries from block base.tokens / S on
+// and the tokens from base.tokens on. Throws IoError.
 void write_kv_file(const std::string& path, const KvFileInfo& info, const KvCache& kv, std::span<const int32_t> tokens,
                    std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {},
-                   const KvFileBase& base = {});
+                   const KvFileBase& base = {}, std::span<const KvBlockSummaries> summaries = {});
 
 // As above with the pages from `pages` (n_layer, block_size and page_bytes as `info` says). Throws
 // IoError, or what `pages` throws (nothing is left at `path` but what was there).
 void write_kv_file(const std::string& path, const KvFileInfo& info, KvPageSource& pages, std::span<const int32_t> tokens,
                    std::span<const float> logits, std::span<const KvIndexKeys> index_keys = {},
-                   const KvFileBase& base = {});
+                   const KvFileBase& base = {}, std::span<const KvBlockSummaries> summaries = {});
 
 // The base of the file at `path` (reads its header only); empty for a whole file or one that
 // cannot be read.
@@ -178,17 +219,19 @@ KvFileBase kv_file_base(const std::string& path);
 uint64_t kv_tokens_hash(std::span<const int32_t> tokens, size_t n);
 
 // Appends to `path`, which holds `saved` (parsed from it; a prefix of `tokens`, a delta file's
-// tokens from saved.base.tokens on), the pages from block saved.n_tokens() / B on, the index keys of the new positions (of every position for a
-// layer the file had none of), and a commit record, then switches the slot. Throws IoError.
+// tokens from saved.base.tokens on), the pages from block saved.n_tokens() / B on, the index keys
+// of the new positions (of every position for a layer the file had none of), the block summaries
+// from block saved.n_tokens() / S on (from the file's first block for a layer it had none of, or
+// other ones), and a commit record, then switches the slot. Throws IoError.
 void append_kv_file(const std::string& path, const KvFileContents& saved, const KvCache& kv,
                     std::span<const int32_t> tokens, std::span<const float> logits,
-                    std::span<const KvIndexKeys> index_keys = {});
+                    std::span<const KvIndexKeys> index_keys = {}, std::span<const KvBlockSummaries> summaries = {});
 
 // As above with the pages from `pages` (saved.info's layout). What `pages` throws leaves the file
 // as it was (records written past its committed end are ignored).
 void append_kv_file(const std::string& path, const KvFileContents& saved, KvPageSource& pages,
                     std::span<const int32_t> tokens, std::span<const float> logits,
-                    std::span<const KvIndexKeys> index_keys = {});
+                    std::span<const KvIndexKeys> index_keys = {}, std::span<const KvBlockSummaries> summaries = {});
 
 // The 64-bit checksum used by the file (not cryptographic).
 uint64_t kv_hash(const void* data, size_t n);

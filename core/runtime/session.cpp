@@ -324,6 +324,41 @@ std::vector<KvIndexKeys> Session::index_keys_of() const {
     return keys;
 }
 
+std::vector<KvBlockSummaries> Session::summaries_of() const {
+    const int n_layer = model_.model->config().n_layer;
+    std::vector<KvBlockSummaries> out(static_cast<size_t>(n_layer));
+    for (int l = 0; l < n_layer; ++l) {
+        KvBlockSummaries s = attention_->block_summaries(l);
+        // Only summaries of exactly this context (a device session's attention summarizes nothing
+        // the device appended).
+        if (s.get && s.n == static_cast<int64_t>(tokens_.size())) out[static_cast<size_t>(l)] = std::move(s);
+    }
+    return out;
+}
+
+void Session::hand_back_summaries(std::span<const uint8_t> file, const KvFileContents& saved,
+                                  std::span<const uint8_t> base_file, const KvFileContents* base, int64_t n, bool onto) {
+    const uint64_t p0 = saved.base.tokens;
+    for (int l = 0; l < model_.model->config().n_layer; ++l) {
+        if (!saved.has_summaries(l)) continue;
+        const auto li = static_cast<size_t>(l);
+        const uint32_t S = saved.summary_block[li], F = saved.summary_floats[li];
+        const auto b0 = static_cast<int64_t>(p0 / S);  // a delta's summaries start at the block holding its base tokens
+        std::vector<float> data = read_block_summaries(file, saved, l, b0);
+        if (onto) {  // blocks before b0 are the ones the attention holds
+            attention_->set_block_summaries(l, kv_, data.data(), b0, n, static_cast<int>(S), static_cast<int>(F));
+            continue;
+        }
+        if (b0 > 0) {  // the base's blocks [0, b0), when it has them in the same layout
+            if (!base || !base->has_summaries(l) || base->summary_block[li] != S || base->summary_floats[li] != F) continue;
+            std::vector<float> head = read_block_summaries(base_file, *base, l, 0);
+            head.resize(static_cast<size_t>(b0) * F);
+            data.insert(data.begin(), head.begin(), head.end());
+        }
+        attention_->set_block_summaries(l, kv_, data.data(), 0, n, static_cast<int>(S), static_cast<int>(F));
+    }
+}
+
 void Session::set_mirrored(int64_t n) const {
     mirrored_ = n;
     if (gpu_) gpu_->set_backing(&kv_, n);
@@ -414,6 +449,7 @@ void Session::save(const std::string& path) const {
     if (tokens_.empty()) throw Error(path + ": cannot save an empty context");
     const KvFileInfo info = file_info();
     const std::vector<KvIndexKeys> keys = index_keys_of();
+    const std::vector<KvBlockSummaries> sums = summaries_of();
     std::optional<KvFileContents> prefix;  // `path` holds a saved prefix of this context
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
@@ -437,12 +473,12 @@ void Session::save(const std::string& path) const {
         const KvFileContents& saved = *prefix;
         if (saved.n_tokens() < tokens_.size())
             write_pages(path, [&](KvPageSource& pages) {
-                append_kv_file(path, saved, pages, tokens_, logits_, keys);
+                append_kv_file(path, saved, pages, tokens_, logits_, keys, sums);
             });
         else if (!mirror_from_file(path))  // the file holds the whole context already
             mirror_device(path);
     } else {
-        write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys); });
+        write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, {}, sums); });
     }
     file_memo_ = file_identity(path);
 }
@@ -473,7 +509,8 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.tokens = static_cast<uint64_t>(shared);
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
     const std::vector<KvIndexKeys> keys = index_keys_of();
-    write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b); });
+    const std::vector<KvBlockSummaries> sums = summaries_of();
+    write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b, sums); });
     file_memo_ = file_identity(path);
 }
 
@@ -538,6 +575,8 @@ void Session::restore(const std::string& path, int64_t keep) {
             attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(n),
                                        static_cast<int>(saved.index_dim[static_cast<size_t>(l)]));
         }
+    hand_back_summaries(map->bytes(), saved, base_map ? base_map->bytes() : std::span<const uint8_t>{}, base_map ? &base : nullptr,
+                        static_cast<int64_t>(n), false);
     tokens.insert(tokens.end(), saved.tokens.begin(), saved.tokens.end());
     tokens.resize(static_cast<size_t>(n));
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
@@ -597,6 +636,7 @@ bool Session::restore_delta(const std::string& path) {
                 attention_->set_index_keys(l, kv_, keys.data(), static_cast<int64_t>(n),
                                            static_cast<int>(saved.index_dim[static_cast<size_t>(l)]), cut);
             }
+        hand_back_summaries(map->bytes(), saved, {}, nullptr, static_cast<int64_t>(n), true);
         tokens_.insert(tokens_.end(), saved.tokens.begin(), saved.tokens.end());
         if (gpu_) {  // only the delta's positions go up; the device keeps the base's
             try {

@@ -207,6 +207,13 @@ private:
     void check_file(const KvFileInfo& info, const std::string& name) const;
     KvFileInfo file_info() const;                   // what a save records about this session
     std::vector<KvIndexKeys> index_keys_of() const;  // the attention's index keys, per layer
+    // The attention's block summaries of this whole context, per layer (none where it holds fewer).
+    std::vector<KvBlockSummaries> summaries_of() const;
+    // A restore hands the file's block summaries to the attention for the context's first n
+    // positions (a delta file: with its base's, when `base` has them; `onto`: restore_delta, the
+    // attention holds the blocks before the delta's).
+    void hand_back_summaries(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
+                             const KvFileContents* base, int64_t n, bool onto);
 
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;

@@ -9,7 +9,9 @@
 //   BM_IndexBuild/threads:1   MSA's block index over every key of one layer, position remapping on
 //                             (BlockIndex::update: what the first forward call after a restore
 //                             spends per layer), from the mapped pages, on one thread (before)
-//   BM_IndexBuild/threads:0   the same split over the forward pass's pool (all cores; now)
+//   BM_IndexBuild/threads:0   the same split over the forward pass's pool (all cores; before)
+//   BM_IndexImport            the same index read from the file's block summaries (kv_file.h kind
+//                             4: read_block_summaries + BlockIndex::import_blocks; now)
 // bytes/s counts the file's page bytes. At a million tokens a file holds ~23 GB: seconds =
 // 23e9 / bytes_per_second.
 #include <benchmark/benchmark.h>
@@ -33,6 +35,8 @@
 namespace {
 
 constexpr int kLayers = 30, kKv = 3, kDim = 64, kB = 128, kTokens = 32768;
+
+sl::RopeShift rope() { return {kDim, kDim, 100000.0f, 1.0f, true}; }  // SmolLM2's RoPE (NeoX pairing)
 
 struct SavedFile {
     std::string path;
@@ -69,7 +73,17 @@ struct SavedFile {
         in.page_bytes = kv.page_bytes();
         std::vector<int32_t> tokens(kTokens);
         for (int i = 0; i < kTokens; ++i) tokens[static_cast<size_t>(i)] = (i * 7 + 3) % 49152;
-        sl::write_kv_file(path, in, kv, tokens, std::vector<float>(49152, 0.5f));
+        // Every layer's MSA block index, saved with the pages (as Session::save does).
+        std::vector<std::unique_ptr<sl::BlockIndex>> index;
+        std::vector<sl::KvBlockSummaries> sums;
+        sl::ThreadPool pool(0);
+        for (int l = 0; l < kLayers; ++l) {
+            index.push_back(std::make_unique<sl::BlockIndex>(kB, kKv, kDim, rope()));
+            index.back()->update(kv, l, 0, kTokens, &pool);
+            const sl::BlockIndex* ix = index.back().get();
+            sums.push_back({kTokens, kB, static_cast<int>(ix->floats_per_block()), [ix](int64_t b, float* o) { ix->export_block(b, o); }});
+        }
+        sl::write_kv_file(path, in, kv, tokens, std::vector<float>(49152, 0.5f), {}, {}, sums);
         map = std::make_unique<sl::MappedFile>(path);
         contents = sl::parse_kv_file(map->bytes(), path, sl::KvVerify::Headers);
     }
@@ -117,16 +131,28 @@ void BM_IndexBuild(benchmark::State& state) {
         for (int64_t b = 0; b < f.contents.n_blocks; ++b)
             kv.attach(l, b, map->data() + f.contents.page_offset[static_cast<size_t>(l * f.contents.n_blocks + b)], map);
     kv.set_n_past(kTokens);
-    const sl::RopeShift rope(kDim, kDim, 100000.0f, 1.0f, true);  // SmolLM2's RoPE (NeoX pairing)
     sl::ThreadPool pool(static_cast<int>(state.range(0)));
     for (auto _ : state) {
-        sl::BlockIndex index(kB, kKv, kDim, rope);
+        sl::BlockIndex index(kB, kKv, kDim, rope());
         index.update(kv, 0, 0, kTokens, &pool);
         benchmark::DoNotOptimize(index.kmin(0, 0));
     }
     state.SetBytesProcessed(state.iterations() * f.page_bytes() / kLayers);
 }
 BENCHMARK(BM_IndexBuild)->ArgName("threads")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_IndexImport(benchmark::State& state) {
+    SavedFile& f = saved();
+    for (auto _ : state) {
+        const sl::MappedFile map(f.path);  // mapped afresh: its page faults count
+        const std::vector<float> sums = sl::read_block_summaries(map.bytes(), f.contents, 0);
+        sl::BlockIndex index(kB, kKv, kDim, rope());
+        index.import_blocks(0, kTokens, sums.data());
+        benchmark::DoNotOptimize(index.kmin(0, 0));
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes() / kLayers);
+}
+BENCHMARK(BM_IndexImport)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -34,6 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     if (r.offset + r.count * c.index_dim[l] * 4 > size) __builtin_trap();
                 sum += sl::read_index_keys(bytes, c, static_cast<int>(l)).size();
             }
+            // Block summaries: the same, from the first block and from a delta's.
+            for (size_t l = 0; l < c.summary_n.size(); ++l) {
+                for (const auto& r : c.summary_records[l])
+                    if (r.offset + r.count * c.summary_floats[l] * 4 > size) __builtin_trap();
+                sum += sl::read_block_summaries(bytes, c, static_cast<int>(l)).size();
+                if (c.summary_block[l] > 0)
+                    sum += sl::read_block_summaries(bytes, c, static_cast<int>(l), static_cast<int64_t>(c.base.tokens / c.summary_block[l])).size();
+            }
             volatile uint64_t sink = sum;
             (void)sink;
         } catch (const sl::FormatError&) {

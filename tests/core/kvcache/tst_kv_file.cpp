@@ -1,7 +1,8 @@
 // The saved-context file (core/kvcache/kv_file.h) on its own: round trip, append, an interrupted
 // append leaves the previous save readable, and hostile files (truncated at every record boundary
 // and at random points, flipped bytes, wrong version, absurd counts, garbage, bad index-key
-// records) are refused with a FormatError naming the file; index keys (MSA native) round trip;
+// and block-summary records) are refused with a FormatError naming the file; index keys (MSA
+// native) and block summaries (MSA's block index) round trip;
 // delta files (a base's name and token hash in the header, pages from the base's last block on)
 // round trip, append, and are refused when their base field is damaged.
 #include <QtTest>
@@ -87,6 +88,7 @@ private Q_SLOTS:
     void interruptedAppendKeepsPrevious();
     void hostileFiles();
     void indexKeys();
+    void blockSummaries();
     void deltaFiles();
     void failedSaveLeavesNoTemporary();
     void checksOnThreads();
@@ -401,6 +403,145 @@ void TstKvFile::indexKeys() {
     qInfo("index-key records: e.g. %s", qPrintable(why));
 }
 
+// MSA block summaries (kind 4): per layer, blocks of S = 8 positions (not the pages' 16) of F
+// floats; saved for a layer whose summaries cover every token; an append continues from the block
+// holding the old end (that partial block's summary rewritten), or starts the layer over with
+// another F; a delta's start at the block holding its base tokens; hostile records are refused
+// naming the file; a gap or a layer left short is read but not usable.
+void TstKvFile::blockSummaries() {
+    constexpr int S = 8;
+    const std::string path = dir_.filePath(QStringLiteral("sums.slkv")).toStdString();
+    sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
+    fill(kv, 0, 37);
+    // Block b's summary of layer l while the context holds n tokens: a partial block's changes as
+    // it fills, so a stale one is told apart.
+    auto value = [](int l, int64_t b, int64_t n, int i) {
+        return static_cast<float>(l * 1000 + b * 10 + i) + 0.01f * static_cast<float>(std::min<int64_t>(n - b * S, S));
+    };
+    int F[kLayers] = {5, 7};
+    auto handed = [&](int64_t n0, int64_t n1) {  // layer 0 summarizes n0 positions, layer 1 n1
+        std::vector<sl::KvBlockSummaries> s(kLayers);
+        const int64_t ns[kLayers] = {n0, n1};
+        for (int l = 0; l < kLayers; ++l) {
+            s[static_cast<size_t>(l)].n = ns[l];
+            s[static_cast<size_t>(l)].block_size = S;
+            s[static_cast<size_t>(l)].floats = F[l];
+            s[static_cast<size_t>(l)].get = [=, f = F[l], n = ns[l]](int64_t b, float* out) {
+                for (int i = 0; i < f; ++i) out[i] = value(l, b, n, i);
+            };
+        }
+        return s;
+    };
+    auto expect = [&](const std::vector<uint8_t>& bytes, const sl::KvFileContents& c, int l, bool has, int64_t from = 0) {
+        QCOMPARE(c.has_summaries(l), has);
+        const std::vector<float> got = sl::read_block_summaries(bytes, c, l, from);
+        if (!has) {
+            QVERIFY(got.empty());
+            return;
+        }
+        const auto n = static_cast<int64_t>(c.n_tokens());
+        const int64_t nb = (n + S - 1) / S;
+        QCOMPARE(static_cast<int64_t>(got.size()), (nb - from) * F[l]);
+        for (int64_t b = from; b < nb; ++b)
+            for (int i = 0; i < F[l]; ++i)
+                QCOMPARE(got[static_cast<size_t>((b - from) * F[l] + i)], value(l, b, n, i));
+    };
+    sl::write_kv_file(path, info_of(kv), kv, tokens(37), sl::test::random_floats(kVocab), {}, {}, handed(36, 37));
+    const auto first = slurp(path);
+    auto c = sl::parse_kv_file(first, path, sl::KvVerify::Full);
+    expect(first, c, 0, false);  // 36 of 37 positions: not saved
+    expect(first, c, 1, true);
+    QCOMPARE(c.summary_block[1], uint32_t{S});
+    // Append: layer 1 continues from block 37 / 8 = 4 (rewritten: it held 5 of 8 positions), layer
+    // 0 (none in the file) is written from block 0.
+    fill(kv, 37, 67);
+    sl::append_kv_file(path, sl::parse_kv_file(first, path, sl::KvVerify::Headers), kv, tokens(67), sl::test::random_floats(kVocab),
+                       {}, handed(67, 67));
+    const auto second = slurp(path);
+    c = sl::parse_kv_file(second, path, sl::KvVerify::Full);
+    expect(second, c, 0, true);
+    expect(second, c, 1, true);
+    expect(second, c, 1, true, 6);  // from a later block
+    QCOMPARE(c.summary_records[1].size(), size_t{2});
+    QCOMPARE(c.summary_records[1][1].block0, uint64_t{4});
+    // Another layout for layer 1 (F 9): it starts over from block 0.
+    fill(kv, 67, 70);
+    F[1] = 9;
+    sl::append_kv_file(path, c, kv, tokens(70), sl::test::random_floats(kVocab), {}, handed(70, 70));
+    const auto third = slurp(path);
+    c = sl::parse_kv_file(third, path, sl::KvVerify::Full);
+    expect(third, c, 0, true);
+    expect(third, c, 1, true);
+    QCOMPARE(c.summary_records[1].size(), size_t{1});
+    // Appending without summaries leaves them short of the tokens: none.
+    fill(kv, 70, 75);
+    sl::append_kv_file(path, c, kv, tokens(75), sl::test::random_floats(kVocab));
+    c = sl::parse_kv_file(slurp(path), path, sl::KvVerify::Full);
+    QVERIFY(!c.has_summaries(0));
+    QVERIFY(!c.has_summaries(1));
+    F[1] = 7;
+
+    // A delta over a base of 20 tokens: its summaries start at block 20 / 8 = 2.
+    const std::string dpath = dir_.filePath(QStringLiteral("sums-delta.slkv")).toStdString();
+    const auto t = tokens(50);
+    sl::KvFileBase base;
+    base.name = "base.slkv";
+    base.tokens = 20;
+    base.hash = sl::kv_tokens_hash(t, 20);
+    sl::write_kv_file(dpath, info_of(kv), kv, t, sl::test::random_floats(kVocab), {}, base, handed(50, 50));
+    const auto delta = slurp(dpath);
+    c = sl::parse_kv_file(delta, dpath, sl::KvVerify::Full);
+    QCOMPARE(c.summary_records[0].front().block0, uint64_t{2});
+    expect(delta, c, 0, true, 2);
+    expect(delta, c, 1, true, 2);
+
+    // Hostile block-summary records (headers re-checksummed, so the fields themselves are judged).
+    const auto good = second;
+    std::vector<size_t> at;  // layer 1 [0, 5), layer 0 [0, 9), layer 1 [4, 9)
+    for (size_t pos = 512; pos + 64 <= good.size();) {
+        uint32_t kind;
+        uint64_t n;
+        std::memcpy(&kind, good.data() + pos + 4, 4);
+        std::memcpy(&n, good.data() + pos + 8, 8);
+        if (kind == 4) at.push_back(pos);
+        pos += 64 + (n + 63) / 64 * 64;
+    }
+    QCOMPARE(at.size(), size_t{3});
+    auto patched = [&](std::vector<uint8_t> b, size_t rec, size_t field, uint64_t v) {
+        std::memcpy(b.data() + rec + field, &v, 8);
+        const uint64_t h = sl::kv_hash(b.data() + rec, 56);
+        std::memcpy(b.data() + rec + 56, &h, 8);
+        return b;
+    };
+    QString why;
+    const struct {
+        size_t rec, field;
+        uint64_t value;
+        const char* says;
+    } cases[] = {
+        {at[0], 24, kLayers, "block summaries of layer"},                  // layer out of range
+        {at[0], 40, uint64_t{7} << 32, "absurd shape"},                     // S 0
+        {at[0], 40, S | (uint64_t{1} << 25) << 32, "absurd shape"},         // F 2^25
+        {at[0], 40, S | uint64_t{6} << 32, "bytes for"},                    // 5 blocks of 6 floats
+        {at[0], 40, 16 | uint64_t{7} << 32, "bytes for"},                   // blocks of 16: 3 of them
+        {at[2], 48, 68, "beyond the saved tokens"},                         // end 68 of 67 tokens
+        {at[2], 32, 9, "beyond the saved tokens"},                          // block 9 of [0, 67)
+    };
+    for (const auto& k : cases) {
+        QVERIFY2(refused(patched(good, k.rec, k.field, k.value), &why), k.says);
+        QVERIFY2(why.contains(QString::fromLatin1(k.says)), qPrintable(why));
+    }
+    // Layer 1's first record moved to [1, 6) (end 45): a gap at 0, so neither of its records is used.
+    const auto gap = sl::parse_kv_file(patched(patched(good, at[0], 32, 1), at[0], 48, 45), "hostile.slkv", sl::KvVerify::Full);
+    QVERIFY(!gap.has_summaries(1));
+    QVERIFY(gap.has_summaries(0));
+    auto flipped = good;
+    flipped[at[1] + 64 + 5] ^= 0x10;  // a summary's bits
+    QVERIFY(refused(flipped, &why));
+    QVERIFY2(why.contains(QStringLiteral("block-summary checksum mismatch (layer 0)")), qPrintable(why));
+    qInfo("block-summary records: e.g. %s", qPrintable(why));
+}
+
 void TstKvFile::deltaFiles() {
     const std::string path = dir_.filePath(QStringLiteral("delta.slkv")).toStdString();
     sl::KvCache kv(kLayers, 200, kHeads, kDim, kvopt(sl::KvType::F16, kBlock));
@@ -573,6 +714,21 @@ void TstKvFile::writeFuzzSeeds() {
         fill_small(*kv, 0, 10);
         sl::KvFileBase base{"f16_one_save.slkv", 6, sl::kv_tokens_hash(t, 6)};
         sl::write_kv_file(out + "/f16_delta.slkv", in, *kv, t, sl::test::random_floats(8), {}, base);
+    }
+    {
+        auto [in, kv] = small(sl::KvType::F16, 2);
+        fill_small(*kv, 0, 6);
+        auto sums = [](int64_t n) {
+            const sl::KvBlockSummaries s{n, 2, 3, [](int64_t b, float* o) {
+                                             for (int i = 0; i < 3; ++i) o[i] = static_cast<float>(b + i);
+                                         }};
+            return std::vector<sl::KvBlockSummaries>{s, s};
+        };
+        const std::string p = out + "/f16_summaries.slkv";
+        sl::write_kv_file(p, in, *kv, std::span<const int32_t>(t.data(), 6), sl::test::random_floats(8), {}, {}, sums(6));
+        fill_small(*kv, 6, 9);
+        sl::append_kv_file(p, sl::parse_kv_file(slurp(p), p, sl::KvVerify::Headers), *kv, std::span<const int32_t>(t.data(), 9),
+                           sl::test::random_floats(8), {}, sums(9));
     }
     {
         auto [in, kv] = small(sl::KvType::F32, 1);

@@ -5,6 +5,7 @@
 // small RAM budget (pages spilled to a mapped file) gives the same logits as no budget.
 #include <QtTest>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -57,6 +58,45 @@ sl::SessionOptions f16_blocks_of_16() {
 }
 
 std::vector<float> logits(const sl::Session& s) { return {s.last_logits().begin(), s.last_logits().end()}; }
+
+// MSA: whether two sessions' block indexes hold the same summaries of every block of every
+// layer, bit for bit (BlockIndex::export_block: min, max, mean, the relative ones, absmax).
+bool same_indexes(sl::Session& a, sl::Session& b) {
+    auto& ma = dynamic_cast<sl::MsaAttention&>(a.attention());
+    auto& mb = dynamic_cast<sl::MsaAttention&>(b.attention());
+    for (int l = 0; l < a.kv_cache().n_layer(); ++l) {
+        const sl::BlockIndex *ia = ma.index(l), *ib = mb.index(l);
+        if (!ia || !ib || ia->n_tokens() != ib->n_tokens() || ia->floats_per_block() != ib->floats_per_block()) return false;
+        std::vector<float> x(ia->floats_per_block()), y(x.size());
+        for (int64_t blk = 0; blk < ia->n_blocks(); ++blk) {
+            ia->export_block(blk, x.data());
+            ib->export_block(blk, y.data());
+            if (std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) != 0) return false;
+        }
+    }
+    return true;
+}
+
+// MSA: whether a session's block index holds, bit for bit, what one built afresh from its cache's
+// keys holds (the independent reference: BlockIndex::update over every key).
+bool index_is_of_keys(sl::Session& s) {
+    auto& msa = dynamic_cast<sl::MsaAttention&>(s.attention());
+    for (int l = 0; l < s.kv_cache().n_layer(); ++l) {
+        const sl::BlockIndex* ia = msa.index(l);
+        if (!ia) return false;
+        sl::BlockIndex fresh(ia->block_size(), ia->n_kv_head(), ia->head_dim(), ia->relative());
+        fresh.update(s.kv_cache(), l, 0, ia->n_tokens());
+        std::vector<float> x(ia->floats_per_block()), y(x.size());
+        for (int64_t blk = 0; blk < ia->n_blocks(); ++blk) {
+            ia->export_block(blk, x.data());
+            fresh.export_block(blk, y.data());
+            if (std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) != 0) return false;
+        }
+    }
+    return true;
+}
+
+int64_t imported(sl::Session& s) { return dynamic_cast<sl::MsaAttention&>(s.attention()).stats().imported_indexes; }
 
 std::vector<uint8_t> slurp(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -125,6 +165,13 @@ void TstSessionSave::restoreGivesSameLogits() {
         a.prefill(std::span<const int32_t>(all.data() + i, 1));
         b.prefill(std::span<const int32_t>(all.data() + i, 1));
         QVERIFY2(logits(b) == logits(a), qPrintable(QStringLiteral("token %1").arg(i)));
+    }
+    // MSA: the restored session's block index came from the file (every layer), not from its
+    // keys, and holds what the one built from the keys as they came holds.
+    if (msa) {
+        QCOMPARE(imported(b), int64_t{m->model->config().n_layer});
+        QVERIFY(same_indexes(a, b));
+        QVERIFY(index_is_of_keys(b));
     }
     // More prefill, save again: appended (the first save's records stay byte for byte).
     a.prefill(std::span<const int32_t>(all.data() + 160, 97));
@@ -348,6 +395,11 @@ void TstSessionSave::truncateThenContinue() {
     s.prefill(more);
     QCOMPARE(s.tokens(), ref.tokens());
     QVERIFY(logits(s) == logits(ref));
+    if (msa) {  // restored: the file's summaries cut back with the context, the cut block summarized again
+        QCOMPARE(imported(s), restored ? int64_t{m->model->config().n_layer} : int64_t{0});
+        QVERIFY(same_indexes(s, ref));
+        QVERIFY(index_is_of_keys(s));
+    }
     QVERIFY_THROWS_EXCEPTION(sl::Error, s.truncate(10000));
 }
 
@@ -409,6 +461,11 @@ void TstSessionSave::deltaOverBase() {
     r.prefill(extra);
     ref.prefill(extra);
     QVERIFY(logits(r) == logits(ref));
+    if (msa) {  // the summaries of the base's blocks from the base, the rest from the delta
+        QCOMPARE(imported(r), int64_t{m->model->config().n_layer});
+        QVERIFY(same_indexes(r, ref));
+        QVERIFY(index_is_of_keys(r));
+    }
     // Grown and saved into the same file: appended, still a delta over the same base.
     r.save(delta);
     QCOMPARE(sl::kv_file_base(delta).tokens, uint64_t{150});
@@ -498,6 +555,9 @@ void TstSessionSave::deltaOntoHeldContext() {
         ref.prefill(t);
         QVERIFY2(logits(h) == logits(ref), qPrintable(QStringLiteral("step %1").arg(step)));
         if (msa) {
+            QVERIFY(index_is_of_keys(h));
+            QVERIFY(index_is_of_keys(ref));
+            QCOMPARE(imported(ref), int64_t{m->model->config().n_layer});
             auto& ha = dynamic_cast<sl::MsaAttention&>(h.attention());
             auto& ra = dynamic_cast<sl::MsaAttention&>(ref.attention());
             for (int l = 0; l < m->model->config().n_layer; ++l) {
