@@ -131,6 +131,9 @@ void answer_after_prefix(Library& lib, const LoadedModel& model, const AskOption
         } catch (const Cancelled&) {
             SelectionCollector::detach(*msa);
             throw;
+        } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+            SelectionCollector::detach(*msa);
+            throw;
         } catch (const Error& e) {
             SelectionCollector::detach(*msa);
             baseline.clear();
@@ -384,6 +387,8 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
         status("restoring the library prefill (" + thousands(on_file) + " of " + thousands(total) + " tokens)");
         try {
             session.restore(rec->path);
+        } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+            throw;
         } catch (const Error& e) {
             r.kv_note = std::string("the library prefill was refused (") + e.what() + "); not used";
             return false;
@@ -510,7 +515,9 @@ bool ask_from_library_prefill(Library& lib, const LoadedModel& model, const AskO
 
 }  // namespace
 
-AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
+namespace {
+
+AskResult ask_once(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
     auto status = [&](const std::string& s) {
         if (cb.on_status) cb.on_status(s);
     };
@@ -620,6 +627,8 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
                 session.restore(base->path, base->shared);  // the base may be longer than this context
                 from = base->shared;
                 cache.add("reused the first " + thousands(from) + " tokens from " + base->path);
+            } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+                throw;
             } catch (const Error& e) {
                 session.reset();
                 cache.add(std::string("could not reuse ") + base->path + " (" + e.what() + ")");
@@ -660,6 +669,25 @@ AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const
     if (auto lp = library_prefill_record(lib, fingerprint, ids)) exempt.push_back(lp->path);
     trim_cache(lib, o, cache.used, r, exempt);
     return r;
+}
+
+}  // namespace
+
+AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
+    // A saved context's pages are checked when first read (Session::restore), so a damaged one
+    // shows during the question: its file is removed (every later question would read it again)
+    // and the question is asked once more, from what is left or prefilled afresh.
+    try {
+        return ask_once(lib, model, o, cb);
+    } catch (const DamagedContextError& e) {
+        if (o.warm) o.warm->clear();
+        std::error_code ec;
+        std::filesystem::remove(e.path(), ec);
+        if (cb.on_status) cb.on_status(std::string(e.what()) + "; removed it, answering again");
+        AskResult r = ask_once(lib, model, o, cb);
+        r.kv_note = "removed the damaged saved context " + e.path() + " (" + e.what() + ")" + (r.kv_note.empty() ? "" : "; " + r.kv_note);
+        return r;
+    }
 }
 
 }  // namespace sl

@@ -26,6 +26,8 @@ bool restore_question_context(Library& lib, Session& session, const std::string&
         if (onto) {
             try {
                 note.onto = session.restore_delta(rec->path);
+            } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+                throw;
             } catch (const Error& e) {  // the held session is as it was (or empty): the caller goes on from it
                 note.add(std::string("saved context refused (") + e.what() + "); prefilling again");
                 return false;
@@ -45,6 +47,8 @@ bool restore_question_context(Library& lib, Session& session, const std::string&
             return true;
         }
         note.add("saved context " + rec->path + " holds other tokens; prefilling again");
+    } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+        throw;
     } catch (const Error& e) {
         note.add(std::string("saved context refused (") + e.what() + "); prefilling again");
     }
@@ -104,6 +108,8 @@ void save_question_context(Library& lib, const Session& session, const std::stri
         } else {
             note.add("saved the prefilled context to " + path);
         }
+    } catch (const DamagedContextError&) {  // ask() drops the file and asks again
+        throw;
     } catch (const Error& e) {
         note.add(std::string("could not save the context: ") + e.what());
     }

@@ -91,6 +91,9 @@ public:
     // positions [0, n) as kv_file.h saves them; none (get empty) by default or when this attention
     // holds none of the whole context.
     virtual KvBlockSummaries block_summaries(int /*layer*/) const { return {}; }
+    // Whether set_block_summaries would take `layer`'s summaries in blocks of `block_size` (a
+    // restore reads them from the file only then).
+    virtual bool takes_block_summaries(int /*layer*/, int /*block_size*/) const { return false; }
     // Hands saved summaries back for the context now in `kv` (Session::restore, after
     // set_index_keys): blocks [b0, ceil(n / block_size)), `floats` each, of positions [0, n);
     // those of blocks before b0 are the ones this attention holds for `kv` (restore_delta).

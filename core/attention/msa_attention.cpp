@@ -262,16 +262,20 @@ void MsaAttention::set_block_summaries(int layer, const KvCache& kv, const float
     Layer& L = layers_[static_cast<size_t>(layer)];
     const auto F = static_cast<size_t>(floats);
     const size_t count = static_cast<size_t>((n + B - 1) / B - b0) * F;
-    if (L.kv != &kv) {  // held for another cache: what it held is not this context's
+    if (L.kv != &kv) {  // held for another cache: what it held is not this context's (as forward() forgets it)
         L.index.reset();
         L.pending.clear();
         L.pending_n = 0;
+        L.ikeys.clear();
+        L.ik_n = 0;
+        L.ik_bounded = 0;
     }
     L.kv = &kv;
     L.selections.clear();
     if (L.index) {
         if (L.index->floats_per_block() == F && b0 * B <= L.index->n_tokens()) {
             L.index->import_blocks(b0, n, data);
+            ++stats_.imported_indexes;
             return;
         }
         if (b0 > 0) return;  // the index keeps what it has; the next call summarizes the rest from the keys

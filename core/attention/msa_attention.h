@@ -229,6 +229,9 @@ public:
     // layer's next call builds its index with the call's RoPE, which must be the saving one's: the
     // file's model) instead of the first call summarizing every key.
     KvBlockSummaries block_summaries(int layer) const override;
+    bool takes_block_summaries(int layer, int block_size) const override {
+        return block_size == config_.block_size && layer >= config_.dense_layers;
+    }
     void set_block_summaries(int layer, const KvCache& kv, const float* data, int64_t b0, int64_t n, int block_size,
                              int floats) override;
 

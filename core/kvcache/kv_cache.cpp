@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/kvcache/kv_file.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "core/util/mapped_file.h"
@@ -175,7 +176,9 @@ void KvCache::clear() {
         free_ram(p);
         p.mapped = nullptr;
         p.uses = 0;
+        p.unchecked = 0;
     }
+    damaged_ = 0;
     spill_.reset();
     mappings_.clear();
     spilled_ = 0;
@@ -188,9 +191,14 @@ uint8_t* KvCache::writable(int layer, int64_t b) {
     if (opt_.budget_bytes > 0 && (ram_pages_ + 1) * page_bytes_ > static_cast<size_t>(opt_.budget_bytes)) maintain();
     p.ram = alloc_page(page_bytes_);
     ++ram_pages_;
-    if (p.mapped) std::memcpy(p.ram, p.mapped, page_bytes_);
-    else std::memset(p.ram, 0, page_bytes_);
+    if (p.mapped) {
+        check(p, layer, b);
+        std::memcpy(p.ram, p.mapped, page_bytes_);
+    } else {
+        std::memset(p.ram, 0, page_bytes_);
+    }
     p.mapped = nullptr;
+    p.unchecked = 0;
     return p.ram;
 }
 
@@ -244,7 +252,33 @@ void KvCache::encode_rows(uint8_t* page, int head, int j0, int n, const float* k
 const uint8_t* KvCache::page(int layer, int64_t b) const {
     if (layer < 0 || layer >= n_layer_ || b < 0 || b >= max_pages_) return nullptr;
     const Page& p = slot(layer, b);
-    return p.ram ? p.ram : p.mapped;
+    if (p.ram) return p.ram;
+    if (p.mapped) check(p, layer, b);
+    return p.mapped;
+}
+
+void KvCache::check(const Page& p, int layer, int64_t b) const {
+    std::atomic_ref<uint8_t> unchecked(const_cast<uint8_t&>(p.unchecked));
+    if (unchecked.load(std::memory_order_relaxed) == 0) return;
+    // Two readers may check a page at once: the same answer, recorded once.
+    if (kv_hash(p.mapped, page_bytes_) != p.checksum) {
+        int64_t none = 0;
+        std::atomic_ref<int64_t>(damaged_).compare_exchange_strong(none, static_cast<int64_t>(layer) * max_pages_ + b + 1,
+                                                                   std::memory_order_relaxed);
+    }
+    unchecked.store(0, std::memory_order_relaxed);
+}
+
+std::optional<std::pair<int, int64_t>> KvCache::damaged() const {
+    const int64_t d = std::atomic_ref<int64_t>(damaged_).load(std::memory_order_relaxed);
+    if (d == 0) return std::nullopt;
+    return std::make_pair(static_cast<int>((d - 1) / max_pages_), (d - 1) % max_pages_);
+}
+
+int64_t KvCache::unchecked_pages() const {
+    int64_t n = 0;
+    for (const auto& p : pages_) n += std::atomic_ref<uint8_t>(const_cast<uint8_t&>(p.unchecked)).load(std::memory_order_relaxed);
+    return n;
 }
 
 const uint8_t* KvCache::read_page(int layer, int64_t b) const {
@@ -252,6 +286,7 @@ const uint8_t* KvCache::read_page(int layer, int64_t b) const {
     std::atomic_ref<uint32_t>(const_cast<uint32_t&>(p.uses)).fetch_add(1, std::memory_order_relaxed);
     if (p.ram) return p.ram;
     if (p.mapped) {
+        check(p, layer, b);
         std::atomic_ref<int64_t>(mapped_reads_[0]).fetch_add(1, std::memory_order_relaxed);
         // Under a budget, pages read from maps must not pile up as resident memory within a step:
         // after every budget/4 bytes so read, drop the maps' resident pages (safe while others read:
@@ -357,7 +392,16 @@ void KvCache::attach(int layer, int64_t b, const uint8_t* bytes, const std::shar
     free_ram(p);
     p.mapped = bytes;
     p.uses = 0;
+    p.unchecked = 0;
     if (mapping && (mappings_.empty() || mappings_.back() != mapping)) mappings_.push_back(mapping);
+}
+
+void KvCache::attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping,
+                     uint64_t checksum) {
+    attach(layer, b, bytes, mapping);
+    Page& p = slot(layer, b);
+    p.checksum = checksum;
+    p.unchecked = 1;
 }
 
 bool KvCache::reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool) {
@@ -366,13 +410,22 @@ bool KvCache::reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool) {
                     std::to_string(b1) + ") out of range");
     if (opt_.budget_bytes > 0) return false;
     // Allocated here (untouched); copied or zeroed below, on the pool when there is one.
-    std::vector<std::pair<uint8_t*, const uint8_t*>> fresh;  // (RAM, its map copy or null)
+    struct Fresh {
+        uint8_t* ram;
+        Page copy;  // the page as it was (its map copy, unchecked or not)
+        int64_t b;
+    };
+    std::vector<Fresh> fresh;
     fresh.reserve(static_cast<size_t>(b1 - b0));
     auto fill = [&](int64_t i0, int64_t i1, int) {
         for (int64_t i = i0; i < i1; ++i) {
-            const auto& [ram, mapped] = fresh[static_cast<size_t>(i)];
-            if (mapped) std::memcpy(ram, mapped, page_bytes_);
-            else std::memset(ram, 0, page_bytes_);
+            const Fresh& f = fresh[static_cast<size_t>(i)];
+            if (f.copy.mapped) {
+                check(f.copy, layer, f.b);
+                std::memcpy(f.ram, f.copy.mapped, page_bytes_);
+            } else {
+                std::memset(f.ram, 0, page_bytes_);
+            }
         }
     };
     try {
@@ -381,8 +434,9 @@ bool KvCache::reserve(int layer, int64_t b0, int64_t b1, ThreadPool* pool) {
             if (p.ram) continue;
             p.ram = alloc_page(page_bytes_);
             ++ram_pages_;
-            fresh.emplace_back(p.ram, p.mapped);
+            fresh.push_back({p.ram, p, b});
             p.mapped = nullptr;
+            p.unchecked = 0;
         }
     } catch (...) {  // out of memory: the pages allocated so far hold what they should first
         fill(0, static_cast<int64_t>(fresh.size()), 0);
@@ -404,6 +458,7 @@ void KvCache::release_unused() {
                 free_ram(p);
                 p.mapped = nullptr;
                 p.uses = 0;
+                p.unchecked = 0;
                 continue;
             }
             if (!p.mapped) continue;

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sl {
@@ -110,6 +111,18 @@ public:
     // Makes page (layer, b) read from `bytes` (page_bytes() inside `mapping`, which the cache keeps
     // alive while it refers to it), dropping any RAM copy. For restore.
     void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping);
+    // As above, the bytes checked against `checksum` (kv_file.h kv_hash) when first used — by the
+    // first reader (k_rows ... read, on any thread), page(), or a copy into RAM (a write, reserve)
+    // — so that a restore need not hash the whole file before its first token (23 GB at a million
+    // tokens), only the pages it reads. A mismatch is recorded (damaged()) and the bytes are
+    // served as they are: whoever reads them checks damaged() afterwards (Session: after every
+    // forward call, upload and save) and discards what it computed.
+    void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping, uint64_t checksum);
+    // The first page (layer, block) found not to match its checksum since the last clear().
+    // Any thread.
+    std::optional<std::pair<int, int64_t>> damaged() const;
+    // Pages attached with a checksum not checked yet.
+    int64_t unchecked_pages() const;
 
     // Makes pages [b0, b1) of `layer` RAM pages now (copied from their map, or zeroed when new),
     // the first touch of new pages split over `pool` when given: afterwards write_rows to
@@ -140,12 +153,15 @@ private:
         uint8_t* ram = nullptr;             // owned (aligned), or null
         const uint8_t* mapped = nullptr;    // read-only copy in a map, or null
         uint32_t uses = 0;                  // reads since the last budget pass (atomic_ref)
+        uint8_t unchecked = 0;              // 1: `mapped` is to match `checksum` at its first use (atomic_ref)
+        uint64_t checksum = 0;
     };
     class Spill;
 
     Page& slot(int layer, int64_t b) { return pages_[static_cast<size_t>(layer) * static_cast<size_t>(max_pages_) + static_cast<size_t>(b)]; }
     const Page& slot(int layer, int64_t b) const { return pages_[static_cast<size_t>(layer) * static_cast<size_t>(max_pages_) + static_cast<size_t>(b)]; }
     const uint8_t* read_page(int layer, int64_t b) const;
+    void check(const Page& p, int layer, int64_t b) const;  // the first use of an unchecked page
     uint8_t* writable(int layer, int64_t b);
     const float* rows(bool value, int layer, int head, int64_t pos, int n, float* scratch) const;
     void free_ram(Page& p);
@@ -162,6 +178,7 @@ private:
     size_t ram_pages_ = 0;
     int64_t spilled_ = 0;
     mutable std::vector<int64_t> mapped_reads_;  // [0]: page reads from maps, [8]: bytes since the last release (atomic_ref)
+    mutable int64_t damaged_ = 0;       // layer * max_pages + block + 1 of the first damaged page; 0: none (atomic_ref)
     std::unique_ptr<Spill> spill_;
     std::vector<std::shared_ptr<const MappedFile>> mappings_;
 };

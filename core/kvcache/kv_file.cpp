@@ -172,7 +172,8 @@ void write_records(RecordWriter& w, const KvFileInfo& info, KvPageSource& pages,
     std::vector<float> buf;
     for (size_t l = 0; l < summaries.size() && l < static_cast<size_t>(n_layer); ++l) {
         const KvBlockSummaries& s = summaries[l];
-        if (!s.get || s.block_size <= 0 || s.floats <= 0 || s.n < n) continue;
+        // Shapes the reader takes only (a file it refuses would lose the whole context).
+        if (!s.get || s.block_size <= 0 || s.block_size > 65536 || s.floats <= 0 || s.floats > (1 << 24) || s.n < n) continue;
         const auto S = static_cast<uint64_t>(s.block_size), F = static_cast<uint64_t>(s.floats);
         const int il = static_cast<int>(l);
         const bool continues = saved && saved->has_summaries(il) && saved->summary_block[l] == S && saved->summary_floats[l] == F;
@@ -381,13 +382,13 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (a >= in.n_layer) bad(name, "page of layer " + std::to_string(a) + " in a model of " + std::to_string(in.n_layer) + at);
             if (b >= nb) bad(name, "page of block " + std::to_string(b) + " beyond the saved tokens" + at);
             if (b < b0) bad(name, "page of block " + std::to_string(b) + ", which the base holds" + at);
-            if (verify == KvVerify::Full) checks.push_back(pos);
+            if (verify == KvVerify::Full) checks.push_back(pos);  // Deferred: checked as the pages are first read
             c.page_offset[static_cast<size_t>(a * nb + b)] = pos + kRecordHeader;
             last_is_commit = false;
         } else if (kind == kCommit) {
             if (b > a || a - b != p0 + c.tokens.size() || a > n_tokens) bad(name, "commit record does not continue the previous one" + at);
             if (n != (b + in.n_vocab) * 4) bad(name, "commit record of the wrong size" + at);
-            if (verify == KvVerify::Full && kv_hash(payload, n) != hash) bad(name, "commit checksum mismatch" + at);  // its tokens are read next
+            if (verify != KvVerify::Headers && kv_hash(payload, n) != hash) bad(name, "commit checksum mismatch" + at);  // its tokens are read next
             const size_t old = c.tokens.size();
             c.tokens.resize(old + static_cast<size_t>(b));
             std::memcpy(c.tokens.data() + old, payload, static_cast<size_t>(b) * 4);
@@ -401,7 +402,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (n == 0 || n % (dim * 4) != 0) bad(name, "index-key record of " + std::to_string(n) + " bytes for keys of dim " + std::to_string(dim) + at);
             const uint64_t count = n / (dim * 4);
             if (b > n_tokens || count > n_tokens - b) bad(name, "index keys of positions beyond the saved tokens" + at);
-            if (verify == KvVerify::Full) checks.push_back(pos);
+            if (verify != KvVerify::Headers) checks.push_back(pos);
             uint32_t& d = c.index_dim[static_cast<size_t>(a)];
             if (d != 0 && d != dim) bad(name, "index keys of layer " + std::to_string(a) + " change dim from " + std::to_string(d) + " to " + std::to_string(dim) + at);
             d = static_cast<uint32_t>(dim);
@@ -418,7 +419,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             if (e > n_tokens || b >= (e + S - 1) / S) bad(name, "block summaries of positions beyond the saved tokens" + at);
             const uint64_t count = (e + S - 1) / S - b;
             if (n != count * F * 4) bad(name, "block-summary record of " + std::to_string(n) + " bytes for " + std::to_string(count) + " blocks" + at);
-            if (verify == KvVerify::Full) checks.push_back(pos);
+            if (verify != KvVerify::Headers) checks.push_back(pos);
             const auto l = static_cast<size_t>(a);
             auto& recs = c.summary_records[l];
             // Another shape starts the layer over; a record continues the layer's summaries when it
@@ -455,7 +456,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
         if (t < -1 || (t >= 0 && static_cast<uint32_t>(t) >= in.n_vocab))
             bad(name, "token id " + std::to_string(t) + " outside the vocabulary");
     // Last, once everything cheap has been checked: the payloads' hashes (gigabytes).
-    if (const int64_t i = verify == KvVerify::Full ? first_mismatch(f, checks, threads) : -1; i >= 0) {
+    if (const int64_t i = verify != KvVerify::Headers ? first_mismatch(f, checks, threads) : -1; i >= 0) {
         const uint8_t* h = f + checks[static_cast<size_t>(i)];
         const std::string at = " (record at byte " + std::to_string(checks[static_cast<size_t>(i)]) + ")";
         if (load32(h + 4) == kPage)
@@ -464,7 +465,7 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
             bad(name, "block-summary checksum mismatch (layer " + std::to_string(load64(h + 24)) + ")" + at);
         bad(name, "index-key checksum mismatch (layer " + std::to_string(load64(h + 24)) + ")" + at);
     }
-    if (verify == KvVerify::Full) {
+    if (verify != KvVerify::Headers) {
         c.logits.resize(in.n_vocab);
         std::memcpy(c.logits.data(), f + last_commit_payload + (last_commit_bytes - in.n_vocab * 4ull), in.n_vocab * 4ull);
     }
@@ -477,6 +478,13 @@ bool kv_page_intact(std::span<const uint8_t> bytes, const KvFileContents& c, int
     // parse checked that a page's record lies within the file
     if (off < kRecordHeader || off + c.info.page_bytes > bytes.size()) return false;
     return kv_hash(bytes.data() + off, c.info.page_bytes) == load64(bytes.data() + off - kRecordHeader + 16);
+}
+
+uint64_t kv_page_checksum(std::span<const uint8_t> bytes, const KvFileContents& c, int layer, int64_t block) {
+    if (layer < 0 || static_cast<uint32_t>(layer) >= c.info.n_layer || block < 0 || block >= c.n_blocks) return 0;
+    const uint64_t off = c.page_offset[static_cast<size_t>(layer * c.n_blocks + block)];
+    if (off < kRecordHeader || off > bytes.size()) return 0;
+    return load64(bytes.data() + off - kRecordHeader + 16);
 }
 
 std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l) {
@@ -492,12 +500,14 @@ std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileC
     return out;
 }
 
-std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from) {
+std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from, int64_t to) {
     std::vector<float> out;
     if (!c.has_summaries(l) || from < 0) return out;
     const auto li = static_cast<size_t>(l);
     const uint64_t S = c.summary_block[li], F = c.summary_floats[li];
-    const uint64_t nb = (c.n_tokens() + S - 1) / S, b0 = static_cast<uint64_t>(from);
+    uint64_t nb = (c.n_tokens() + S - 1) / S;
+    if (to >= 0) nb = std::min(nb, static_cast<uint64_t>(to));
+    const uint64_t b0 = static_cast<uint64_t>(from);
     if (b0 >= nb || b0 < c.base.tokens / S) return out;  // a delta file holds none of its base's blocks
     out.resize(static_cast<size_t>((nb - b0) * F));
     for (const auto& r : c.summary_records[li]) {  // parse: block0 + count <= nb

@@ -168,16 +168,20 @@ private:
 };
 
 enum class KvVerify {
-    Full,     // every payload's hash (restore)
-    Headers,  // record headers and the last commit only (finding where to append)
+    Full,      // every payload's hash
+    Deferred,  // every payload's hash but the pages': a restore attaches each page with the
+               // checksum its record holds (kv_page_checksum; KvCache::attach checks it on the
+               // page's first use), so that only the pages read are ever hashed
+    Headers,   // record headers and the last commit only (finding where to append)
 };
 
 // Parses a saved-context file. Throws FormatError starting with `name` and saying what is wrong
 // (truncated, bad magic, wrong version, checksum mismatch, absurd counts, missing pages). Full:
-// the pages' and index keys' hashes are checked last, once everything else is, on `threads`
-// threads (0: the machine's cores, one per 64 MiB of payload at most): at a million tokens a file
-// holds ~23 GB. Their first mismatch in file order is the one reported, however many threads (a
-// commit record's payload is checked as it is read, before them).
+// the pages', index keys' and block summaries' hashes are checked last, once everything else is,
+// on `threads` threads (0: the machine's cores, one per 64 MiB of payload at most): at a million
+// tokens a file holds ~23 GB. Their first mismatch in file order is the one reported, however many
+// threads (a commit record's payload is checked as it is read, before them). Deferred: the same
+// but the pages' (~1/20 of Full's bytes with MSA's summaries). Full and Deferred fill `logits`.
 KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& name, KvVerify verify, int threads = 0);
 
 // Whether page (layer, block) of the file's bytes parsed as `c` (with Headers: its payloads not
@@ -185,15 +189,20 @@ KvFileContents parse_kv_file(std::span<const uint8_t> bytes, const std::string& 
 // few pages of a file not verified whole.
 bool kv_page_intact(std::span<const uint8_t> bytes, const KvFileContents& c, int layer, int64_t block);
 
+// The checksum page (layer, block)'s record holds (what its bytes must hash to); 0 when the file
+// has no such page.
+uint64_t kv_page_checksum(std::span<const uint8_t> bytes, const KvFileContents& c, int layer, int64_t block);
+
 // Layer l's saved index keys, (tokens, dim) floats, from the file's bytes parsed as `c`; empty
 // unless c.has_index_keys(l).
 std::vector<float> read_index_keys(std::span<const uint8_t> bytes, const KvFileContents& c, int l);
 
-// Layer l's saved block summaries of blocks [from, ceil(tokens / S)), F floats each (kind 4's
-// layout), from the file's bytes parsed as `c`; empty unless c.has_summaries(l), and for a delta
-// file unless from >= its base tokens / S (the blocks before are its base's). At most the bytes of
-// the records read.
-std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from = 0);
+// Layer l's saved block summaries of blocks [from, ceil(tokens / S)) (or [from, to) when to >= 0
+// is less), F floats each (kind 4's layout), from the file's bytes parsed as `c`; empty unless
+// c.has_summaries(l), and for a delta file unless from >= its base tokens / S (the blocks before
+// are its base's), or when from >= the end. At most the bytes of the records read.
+std::vector<float> read_block_summaries(std::span<const uint8_t> bytes, const KvFileContents& c, int l, int64_t from = 0,
+                                        int64_t to = -1);
 
 // Writes `kv`'s pages for `tokens` with `logits` as a new file at `path` (via a temp file renamed
 // over it: the old file stays intact until the new one is complete). `index_keys`, `summaries`:

@@ -157,12 +157,30 @@ void ProgressivePrefill::run() {
         const auto total = static_cast<int64_t>(tokens_.size());
         const int64_t step = std::max<int64_t>(1, options_.save_every);
         const double t0 = now_seconds();
-        const int64_t start_done = static_cast<int64_t>(session_.tokens().size());
+        int64_t start_done = static_cast<int64_t>(session_.tokens().size());
         bool saved_all = start_done == total && start_done > 0;
-        if (saved_all && !status().seed.empty()) {  // a seed held the whole context: write it to our file
-            session_.save(path_);
+        // A page of the restored file or seed that fails its check when first read (restores check
+        // pages lazily): that file goes (it would be read again next time) and the prefill starts
+        // over from an empty session; the next save writes `path` anew.
+        auto damaged = [&](const DamagedContextError& e) {
+            std::error_code ec;
+            std::filesystem::remove(e.path(), ec);
+            session_.reset();
+            start_done = 0;
             std::lock_guard lock(mutex_);
-            status_.saved = total;
+            status_.note += (status_.note.empty() ? "" : "; ") + std::string(e.what()) + "; removed it and started over";
+            status_.done = status_.saved = status_.resumed_from = 0;
+            status_.seed.clear();
+        };
+        if (saved_all && !status().seed.empty()) {  // a seed held the whole context: write it to our file
+            try {
+                session_.save(path_);
+                std::lock_guard lock(mutex_);
+                status_.saved = total;
+            } catch (const DamagedContextError& e) {
+                damaged(e);
+                saved_all = false;
+            }
         }
         while (!cancel_.load()) {
             const auto done = static_cast<int64_t>(session_.tokens().size());
@@ -171,13 +189,20 @@ void ProgressivePrefill::run() {
             // The chunk in steps of kCancelStep tokens (the session's batches), so that cancel()
             // stops within it: what was prefilled is saved below, a valid prefix like any other.
             int64_t n = 0;
-            while (n < n0 && !cancel_.load()) {
-                const int64_t m = std::min(kCancelStep, n0 - n);
-                session_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(done + n), static_cast<size_t>(m)));
-                n += m;
+            bool over = false;
+            try {
+                while (n < n0 && !cancel_.load()) {
+                    const int64_t m = std::min(kCancelStep, n0 - n);
+                    session_.prefill(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(done + n), static_cast<size_t>(m)));
+                    n += m;
+                }
+                if (n > 0) session_.save(path_);
+            } catch (const DamagedContextError& e) {
+                damaged(e);
+                over = true;
             }
+            if (over) continue;
             if (n == 0) break;
-            session_.save(path_);
             const double secs = now_seconds() - t0;
             {
                 std::lock_guard lock(mutex_);

@@ -111,6 +111,7 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
         gpu_->forward(tokens.data(), static_cast<int>(tokens.size()), logits_.data(), embeddings);
         const auto pos0 = static_cast<int64_t>(tokens_.size());
         tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());  // before the observer, which may throw
+        check_pages();  // blocks read back from the mirror (the third tier) are checked as they are
         if (record) {
             const LlamaConfig& c = model_.model->config();
             AttentionCall call;
@@ -131,6 +132,31 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
     model_.model->forward(tokens.data(), static_cast<int>(tokens.size()), static_cast<int64_t>(tokens_.size()), kv_,
                           *attention_, pool_, scratch_, logits_.data(), false, embeddings, causal);
     tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+    check_pages();
+}
+
+std::string Session::damaged_message(std::string& file) const {
+    const auto d = kv_.damaged();
+    file = "the restored context";
+    for (const auto& [b, p] : page_files_)
+        if (b <= d->second) file = p;
+    return file + ": not a usable saved context: page checksum mismatch (layer " + std::to_string(d->first) + ", block " +
+           std::to_string(d->second) + "), found when it was first read";
+}
+
+void Session::check_pages() {
+    if (!kv_.damaged()) return;
+    std::string file;
+    const std::string what = damaged_message(file);
+    reset();  // what was computed from the damaged page is not this context's
+    throw DamagedContextError(file, what);
+}
+
+void Session::check_pages_saving() const {
+    if (!kv_.damaged()) return;
+    std::string file;
+    const std::string what = damaged_message(file);
+    throw DamagedContextError(file, what);
 }
 
 void Session::fall_back_to_cpu(const std::string& what) {
@@ -249,6 +275,7 @@ GenerateStats Session::generate(const GenerateOptions& o, const std::function<bo
 
 void Session::reset() {
     tokens_.clear();
+    page_files_.clear();
     if (gpu_) gpu_->reset();
     mirrored_ = 0;
     logits_.clear();
@@ -338,11 +365,16 @@ std::vector<KvBlockSummaries> Session::summaries_of() const {
 
 void Session::hand_back_summaries(std::span<const uint8_t> file, const KvFileContents& saved,
                                   std::span<const uint8_t> base_file, const KvFileContents* base, int64_t n, bool onto) {
+    if (gpu_) return;  // the device keeps its own (a CPU fallback summarizes the keys)
     const uint64_t p0 = saved.base.tokens;
     for (int l = 0; l < model_.model->config().n_layer; ++l) {
         if (!saved.has_summaries(l)) continue;
         const auto li = static_cast<size_t>(l);
         const uint32_t S = saved.summary_block[li], F = saved.summary_floats[li];
+        if (!attention_->takes_block_summaries(l, static_cast<int>(S))) continue;
+        // A delta's first summary block must start within its own pages (the page holding its
+        // base tokens): its summary was taken over the saver's keys of that whole block.
+        if (p0 > 0 && kv_.block_size() % static_cast<int>(S) != 0) continue;
         const auto b0 = static_cast<int64_t>(p0 / S);  // a delta's summaries start at the block holding its base tokens
         std::vector<float> data = read_block_summaries(file, saved, l, b0);
         if (onto) {  // blocks before b0 are the ones the attention holds
@@ -351,8 +383,8 @@ void Session::hand_back_summaries(std::span<const uint8_t> file, const KvFileCon
         }
         if (b0 > 0) {  // the base's blocks [0, b0), when it has them in the same layout
             if (!base || !base->has_summaries(l) || base->summary_block[li] != S || base->summary_floats[li] != F) continue;
-            std::vector<float> head = read_block_summaries(base_file, *base, l, 0);
-            head.resize(static_cast<size_t>(b0) * F);
+            std::vector<float> head = read_block_summaries(base_file, *base, l, 0, b0);
+            if (head.size() != static_cast<size_t>(b0) * F) continue;
             data.insert(data.begin(), head.begin(), head.end());
         }
         attention_->set_block_summaries(l, kv_, data.data(), 0, n, static_cast<int>(S), static_cast<int>(F));
@@ -398,6 +430,25 @@ void Session::write_pages(const std::string& path, const std::function<void(KvPa
     KvCachePages pages(file_info(), kv_, tokens_, path);
     write(pages);
     if (gpu_) mirror_from_file(path);  // the mirror reads the file just saved (earlier files let go)
+}
+
+void Session::write_checked(const std::string& path, const std::function<void(KvPageSource&)>& write) const {
+    // A restored page read here for the first time may fail its check: the save must not commit
+    // it under a fresh checksum (KvCachePages / KvStorePages hand pages out before the commit).
+    check_pages_saving();
+    write_pages(path, [&](KvPageSource& pages) {
+        struct Checked final : KvPageSource {
+            KvPageSource& in;
+            const Session& s;
+            Checked(KvPageSource& i, const Session& se) : in(i), s(se) {}
+            KvPage page(int layer, int64_t block) override {
+                const KvPage p = in.page(layer, block);
+                s.check_pages_saving();
+                return p;
+            }
+        } checked(pages, *this);
+        write(checked);
+    });
 }
 
 bool Session::mirror_from_file(const std::string& path) const {
@@ -472,13 +523,13 @@ void Session::save(const std::string& path) const {
     if (prefix) {
         const KvFileContents& saved = *prefix;
         if (saved.n_tokens() < tokens_.size())
-            write_pages(path, [&](KvPageSource& pages) {
+            write_checked(path, [&](KvPageSource& pages) {
                 append_kv_file(path, saved, pages, tokens_, logits_, keys, sums);
             });
         else if (!mirror_from_file(path))  // the file holds the whole context already
             mirror_device(path);
     } else {
-        write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, {}, sums); });
+        write_checked(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, {}, sums); });
     }
     file_memo_ = file_identity(path);
 }
@@ -510,7 +561,7 @@ void Session::save_delta(const std::string& path, const std::string& base_path, 
     b.hash = kv_tokens_hash(tokens_, static_cast<size_t>(shared));
     const std::vector<KvIndexKeys> keys = index_keys_of();
     const std::vector<KvBlockSummaries> sums = summaries_of();
-    write_pages(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b, sums); });
+    write_checked(path, [&](KvPageSource& pages) { write_kv_file(path, info, pages, tokens_, logits_, keys, b, sums); });
     file_memo_ = file_identity(path);
 }
 
@@ -531,7 +582,7 @@ void Session::check_file(const KvFileInfo& s, const std::string& name) const {
 void Session::restore(const std::string& path, int64_t keep) {
     reset();
     auto map = std::make_shared<const MappedFile>(path);
-    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
+    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Deferred);  // pages: checked when first read
     const LlamaConfig& c = model_.model->config();
     auto check = [&](const KvFileInfo& s, const std::string& name) { check_file(s, name); };
     check(saved.info, path);
@@ -553,7 +604,7 @@ void Session::restore(const std::string& path, int64_t keep) {
         if (!std::filesystem::is_regular_file(base_path, ec))
             throw FormatError(path + ": its base " + base_path + " is missing");
         base_map = std::make_shared<const MappedFile>(base_path);
-        base = parse_kv_file(base_map->bytes(), base_path, KvVerify::Full);
+        base = parse_kv_file(base_map->bytes(), base_path, KvVerify::Deferred);
         check(base.info, base_path);
         if (!base.base.empty()) throw FormatError(path + ": its base " + base_path + " is itself a delta file");
         if (base.tokens.size() < p0 || kv_tokens_hash(base.tokens, p0) != saved.base.hash)
@@ -564,10 +615,14 @@ void Session::restore(const std::string& path, int64_t keep) {
     for (int l = 0; l < c.n_layer; ++l)
         for (int64_t b = 0; b < n_blocks; ++b) {
             if (b < b0)
-                kv_.attach(l, b, base_map->data() + base.page_offset[static_cast<size_t>(l * base.n_blocks + b)], base_map);
+                kv_.attach(l, b, base_map->data() + base.page_offset[static_cast<size_t>(l * base.n_blocks + b)], base_map,
+                           kv_page_checksum(base_map->bytes(), base, l, b));
             else
-                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map,
+                           kv_page_checksum(map->bytes(), saved, l, b));
         }
+    if (b0 > 0) page_files_.emplace_back(0, (std::filesystem::path(path).parent_path() / saved.base.name).string());
+    page_files_.emplace_back(b0, path);
     kv_.set_n_past(static_cast<int64_t>(n));
     for (int l = 0; l < c.n_layer; ++l)
         if (saved.has_index_keys(l)) {
@@ -581,7 +636,8 @@ void Session::restore(const std::string& path, int64_t keep) {
     tokens.resize(static_cast<size_t>(n));
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
         try {
-            gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));
+            gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));  // reads every page: each checked as it is converted
+            check_pages();
             set_mirrored(static_cast<int64_t>(n));
         } catch (const DeviceError& e) {  // the device failed: the restored context goes on on the CPU
             gpu_.reset();
@@ -609,7 +665,7 @@ bool Session::restore_delta(const std::string& path) {
         if (p == 0 || tokens_.size() < p || kv_tokens_hash(tokens_, p) != head.base.hash) return false;
         if (gpu_ && mirrored_ < static_cast<int64_t>(p)) return false;
     }
-    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Full);
+    const KvFileContents saved = parse_kv_file(map->bytes(), path, KvVerify::Deferred);  // pages: checked when first read
     const uint64_t p0 = saved.base.tokens;
     check_file(saved.info, path);
     const uint64_t n = saved.n_tokens();
@@ -627,7 +683,10 @@ bool Session::restore_delta(const std::string& path) {
         const int64_t n_blocks = static_cast<int64_t>((n + saved.info.block_size - 1) / saved.info.block_size);
         for (int l = 0; l < n_layer; ++l)
             for (int64_t b = b0; b < n_blocks; ++b)  // block b0 is the delta's own copy (its first positions the base's)
-                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map);
+                kv_.attach(l, b, map->data() + saved.page_offset[static_cast<size_t>(l * saved.n_blocks + b)], map,
+                           kv_page_checksum(map->bytes(), saved, l, b));
+        std::erase_if(page_files_, [&](const auto& f) { return f.first >= b0; });
+        page_files_.emplace_back(b0, path);
         kv_.set_n_past(static_cast<int64_t>(n));
         kv_.release_unused();
         for (int l = 0; l < n_layer; ++l)
@@ -641,6 +700,7 @@ bool Session::restore_delta(const std::string& path) {
         if (gpu_) {  // only the delta's positions go up; the device keeps the base's
             try {
                 gpu_->upload_kv(kv_, static_cast<int64_t>(p0), static_cast<int64_t>(n));
+                check_pages();
                 set_mirrored(static_cast<int64_t>(n));
             } catch (const DeviceError& e) {  // the device failed: the context goes on on the CPU from the host cache
                 gpu_.reset();

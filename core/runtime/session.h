@@ -140,6 +140,12 @@ public:
     // keep >= 0 and fewer than the file holds: only its first `keep` tokens (as restore, then
     // truncate(keep), but the file may hold more than n_ctx); last_logits() is then empty.
     // On CUDA the restored K/V are then uploaded to the device (rounded to bf16).
+    // Pages are checked against their checksums when first read (KvCache::attach), not here: a
+    // restore reads only the file's headers, tokens, logits, index keys and block summaries, and
+    // an answer only the pages it attends to (with MSA a few blocks of a million tokens). A page
+    // that fails its check makes the call that read it (prefill, generate, an upload onto the
+    // device within restore, a save) throw DamagedContextError naming the file it came from; the
+    // session is then emptied (a save leaves it as it was and writes nothing).
     void restore(const std::string& path, int64_t keep = -1);
 
     // Restores the delta file `path` (save_delta) onto the context this session holds, which must
@@ -214,6 +220,16 @@ private:
     // attention holds the blocks before the delta's).
     void hand_back_summaries(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
                              const KvFileContents* base, int64_t n, bool onto);
+    // write_pages with every page handed out checked (a damaged restored page throws before the
+    // commit).
+    void write_checked(const std::string& path, const std::function<void(KvPageSource&)>& write) const;
+    // After reads of the cache: a restored page that failed its checksum empties the session and
+    // throws DamagedContextError naming its file (`const`: a save, leaving the session as it is).
+    void check_pages();
+    void check_pages_saving() const;
+    std::string damaged_message(std::string& file) const;
+    // Which file the restored pages came from: (first block, path), ascending; later ones win.
+    std::vector<std::pair<int64_t, std::string>> page_files_;
 
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;

@@ -25,6 +25,18 @@ public:
     using Error::Error;
 };
 
+// A page of a saved context (.slkv) failed its checksum when first read, after the restore that
+// attached it (pages are checked lazily: KvCache::attach): the session that read it was emptied;
+// path() names the damaged file, which should not be used again.
+class DamagedContextError : public FormatError {
+public:
+    DamagedContextError(const std::string& path, const std::string& what) : FormatError(what), path_(path) {}
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
 // The compute device failed (a CUDA error, device memory exhausted): what ran there is lost, but
 // the work can go on elsewhere (Session falls back to the CPU).
 class DeviceError : public Error {

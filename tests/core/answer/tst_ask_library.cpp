@@ -6,7 +6,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "core/answer/answer_json.h"
 #include "core/ask/ask.h"
@@ -16,6 +18,7 @@
 #include "core/kvcache/kv_file.h"
 #include "core/library/library.h"
 #include "core/model/model_loader.h"
+#include "core/util/mapped_file.h"
 #include "core/util/assets.h"
 #include "ingest/reader.h"
 #include "tests/common/test_support.h"
@@ -65,9 +68,49 @@ void TstAskLibrary::askTwiceSecondRestores() {
     qInfo("prefill: first ask %.2f s (%lld tokens), second ask %.2f s (restored)", r1.prefill_seconds,
           static_cast<long long>(r1.prefilled_tokens), r2.prefill_seconds);
 
+    // A byte of the saved context's last page flipped: the restore takes it (pages are checked
+    // when first read), the question's prefill reads that page (its own block), and the ask
+    // removes the file and answers again from the documents: the same answer, a note saying so.
+    int damaged = 0;
+    for (const auto& e : std::filesystem::directory_iterator(lib.kv_dir())) {
+        if (e.path().extension() != ".slkv") continue;
+        const std::string p = e.path().string();
+        size_t at = 0;
+        {
+            const sl::MappedFile map(p);
+            at = sl::parse_kv_file(map.bytes(), p, sl::KvVerify::Headers).page_offset.back() + 5;
+        }
+        std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(at));
+        char c = 0;
+        f.read(&c, 1);
+        c = static_cast<char>(c ^ 0x20);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.write(&c, 1);
+        ++damaged;
+    }
+    QVERIFY(damaged > 0);
+    std::vector<std::string> statuses;
+    sl::AskCallbacks cb;
+    cb.on_status = [&](const std::string& s) { statuses.push_back(s); };
+    sl::AskResult r3;
+    try {
+        r3 = sl::ask(lib, *model, o, cb);
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+    qInfo("3 (damaged page): kv: %s", r3.kv_note.c_str());
+    QVERIFY2(r3.kv_note.find("removed the damaged saved context") != std::string::npos, r3.kv_note.c_str());
+    QVERIFY2(r3.kv_note.find("page checksum mismatch") != std::string::npos, r3.kv_note.c_str());
+    QVERIFY(std::any_of(statuses.begin(), statuses.end(), [](const std::string& s) { return s.find("answering again") != std::string::npos; }));
+    QVERIFY(!r3.restored);
+    QCOMPARE(r3.answer.text, r2.answer.text);
+    const auto r4 = sl::ask(lib, *model, o);  // saved again: restored
+    QVERIFY2(r4.restored, r4.kv_note.c_str());
+
     // Chats stored with their answers and citations; the JSON reads back to the same answer.
     const auto chats = lib.list_chats();
-    QCOMPARE(chats.size(), size_t{2});
+    QCOMPARE(chats.size(), size_t{4});
     const sl::Answer back = sl::answer_from_json(chats[1].citations);
     QCOMPARE(back.with_markers(), r2.answer.with_markers());
     QCOMPARE(back.sources_text(), r2.answer.sources_text());

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
+#include "core/kvcache/kv_file.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "core/util/mapped_file.h"
@@ -98,6 +100,7 @@ private Q_SLOTS:
     void badShapesRefused();
     void releaseUnused();
     void reservePages();
+    void checksOnFirstUse();
 };
 
 void TstKvCache::f32RowsExact() {
@@ -401,6 +404,86 @@ void TstKvCache::reservePages() {
     sl::KvCache budgeted(2, 320, 2, 8, kvopt(sl::KvType::F16, B, 4096));
     QVERIFY(!budgeted.reserve(0, 0, 4));
     QCOMPARE(budgeted.ram_bytes(), size_t{0});
+}
+
+// KvCache::attach with a checksum: nothing is hashed at attach; each page is checked on its first
+// use — a reader (k_rows, on pool threads too), page(), a write into it (copied to RAM), reserve
+// — once; a mismatch is recorded as (layer, block) and the bytes served as they are; clear()
+// forgets it. Pages attached without one are never checked.
+void TstKvCache::checksOnFirstUse() {
+    QTemporaryDir dir;
+    const int B = 16, hd = 8;
+    sl::KvCache kv(2, 160, 2, hd, kvopt(sl::KvType::F16, B));
+    const size_t pb = kv.page_bytes();
+    // Four pages of random halves (finite values) in a file.
+    QByteArray bytes(static_cast<int>(pb) * 4, 0);
+    std::mt19937 g(7);
+    for (int i = 0; i + 1 < bytes.size(); i += 2) {
+        const uint16_t h = static_cast<uint16_t>(0x3000 + g() % 0x1000);
+        std::memcpy(bytes.data() + i, &h, 2);
+    }
+    std::vector<uint64_t> sums;
+    for (int p = 0; p < 4; ++p) sums.push_back(sl::kv_hash(bytes.constData() + static_cast<size_t>(p) * pb, pb));
+    const QString path = dir.filePath(QStringLiteral("pages"));
+    auto mapped = [&](const QByteArray& b) {
+        QFile f(path);
+        if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return std::shared_ptr<const sl::MappedFile>();
+        f.write(b);
+        f.close();
+        return std::make_shared<const sl::MappedFile>(path.toStdString());
+    };
+    auto attach_all = [&](const std::shared_ptr<const sl::MappedFile>& m) {
+        for (int l = 0; l < 2; ++l)
+            for (int p = 0; p < 2; ++p) kv.attach(l, p, m->data() + static_cast<size_t>(l * 2 + p) * pb, m, sums[static_cast<size_t>(l * 2 + p)]);
+        kv.set_n_past(2 * B);
+    };
+    std::vector<float> scratch(static_cast<size_t>(B) * hd);
+    {   // intact: checked once each, on whatever uses it first
+        auto m = mapped(bytes);
+        QVERIFY(m);
+        attach_all(m);
+        QCOMPARE(kv.unchecked_pages(), int64_t{4});
+        sl::ThreadPool pool(3);
+        pool.parallel_for(8, [&](int64_t i0, int64_t i1, int) {
+            std::vector<float> s(static_cast<size_t>(B) * hd);
+            for (int64_t i = i0; i < i1; ++i) kv.k_rows(0, static_cast<int>(i % 2), (i / 2 % 2) * B, B, s.data());
+        });
+        QCOMPARE(kv.unchecked_pages(), int64_t{2});  // layer 0 read; layer 1 not
+        QVERIFY(kv.page(1, 0));
+        QCOMPARE(kv.unchecked_pages(), int64_t{1});
+        std::vector<float> row(2 * hd, 0.5f);
+        kv.write(1, B + 3, row.data(), row.data());  // copied to RAM: checked first
+        QCOMPARE(kv.unchecked_pages(), int64_t{0});
+        QVERIFY(!kv.damaged());
+    }
+    {   // a byte of layer 1's page 0 flipped: found by reserve's copy; the others pass
+        QByteArray bad = bytes;
+        bad[static_cast<int>(2 * pb + 40)] = static_cast<char>(bad[static_cast<int>(2 * pb + 40)] ^ 0x04);
+        kv.clear();
+        QVERIFY(!kv.damaged());
+        auto m = mapped(bad);
+        attach_all(m);
+        kv.k_rows(0, 1, 0, B, scratch.data());
+        QVERIFY(!kv.damaged());  // layer 0 is intact
+        sl::ThreadPool pool(2);
+        QVERIFY(kv.reserve(1, 0, 2, &pool));
+        QVERIFY(kv.damaged());
+        QCOMPARE(kv.damaged()->first, 1);
+        QCOMPARE(kv.damaged()->second, int64_t{0});
+        QVERIFY(std::memcmp(kv.page(1, 0), bad.constData() + 2 * pb, pb) == 0);  // served as it is
+        kv.clear();
+        QVERIFY(!kv.damaged());
+        // Attached without a checksum: trusted, never checked.
+        for (int p = 0; p < 2; ++p) kv.attach(1, p, m->data() + static_cast<size_t>(2 + p) * pb, m);
+        kv.set_n_past(2 * B);
+        QCOMPARE(kv.unchecked_pages(), int64_t{0});
+        kv.k_rows(1, 0, 0, B, scratch.data());
+        QVERIFY(!kv.damaged());
+        // And a damaged page found by page() too.
+        kv.attach(1, 0, m->data() + 2 * pb, m, sums[2]);
+        QVERIFY(kv.page(1, 0));
+        QCOMPARE(kv.damaged()->second, int64_t{0});
+    }
 }
 
 QTEST_APPLESS_MAIN(TstKvCache)

@@ -39,11 +39,12 @@ std::vector<int32_t> ids(int n, int n_vocab, int salt = 0) {
     return t;
 }
 
-std::unique_ptr<sl::Attention> attention(bool msa) {
+std::unique_ptr<sl::Attention> attention(bool msa, bool remap = false) {
     if (!msa) return nullptr;
     sl::MsaConfig c;
     c.block_size = 16;
     c.top_k = 3;
+    if (remap) c.positions = sl::PositionMode::Remap;  // block-relative summaries too
     return std::make_unique<sl::MsaAttention>(c);
 }
 
@@ -130,17 +131,20 @@ void TstSessionSave::restoreGivesSameLogits_data() {
     QTest::addColumn<int>("type");
     QTest::addColumn<bool>("msa");
     QTest::addColumn<int>("block");
-    QTest::newRow("f32 dense") << static_cast<int>(sl::KvType::F32) << false << 16;
-    QTest::newRow("f16 dense") << static_cast<int>(sl::KvType::F16) << false << 32;
-    QTest::newRow("int8 dense") << static_cast<int>(sl::KvType::Int8) << false << 16;
-    QTest::newRow("f32 msa") << static_cast<int>(sl::KvType::F32) << true << 16;
-    QTest::newRow("f16 msa, pages of 24") << static_cast<int>(sl::KvType::F16) << true << 24;
+    QTest::addColumn<bool>("remap");
+    QTest::newRow("f32 dense") << static_cast<int>(sl::KvType::F32) << false << 16 << false;
+    QTest::newRow("f16 dense") << static_cast<int>(sl::KvType::F16) << false << 32 << false;
+    QTest::newRow("int8 dense") << static_cast<int>(sl::KvType::Int8) << false << 16 << false;
+    QTest::newRow("f32 msa") << static_cast<int>(sl::KvType::F32) << true << 16 << false;
+    QTest::newRow("f16 msa, pages of 24") << static_cast<int>(sl::KvType::F16) << true << 24 << false;
+    QTest::newRow("f16 msa remap") << static_cast<int>(sl::KvType::F16) << true << 16 << true;
 }
 
 void TstSessionSave::restoreGivesSameLogits() {
     QFETCH(int, type);
     QFETCH(bool, msa);
     QFETCH(int, block);
+    QFETCH(bool, remap);
     auto m = tiny(dir_, QStringLiteral("a.gguf"), 1);
     QVERIFY(m);
     const int nv = m->model->config().n_vocab;
@@ -149,14 +153,14 @@ void TstSessionSave::restoreGivesSameLogits() {
     so.n_batch = 24;
     so.kv_type = static_cast<sl::KvType>(type);
     so.kv_block = block;
-    const std::string path = dir_.filePath(QStringLiteral("ctx-%1-%2-%3.slkv").arg(type).arg(msa).arg(block)).toStdString();
+    const std::string path = dir_.filePath(QStringLiteral("ctx-%1-%2-%3-%4.slkv").arg(type).arg(msa).arg(block).arg(remap)).toStdString();
     const auto all = ids(300, nv);
-    sl::Session a(*m, so, attention(msa));
+    sl::Session a(*m, so, attention(msa, remap));
     a.prefill(std::span<const int32_t>(all.data(), 150));
     a.save(path);
     const auto first = slurp(path);
 
-    sl::Session b(*m, so, attention(msa));
+    sl::Session b(*m, so, attention(msa, remap));
     b.restore(path);
     QCOMPARE(b.tokens(), a.tokens());
     QVERIFY(logits(b) == logits(a));
@@ -180,23 +184,34 @@ void TstSessionSave::restoreGivesSameLogits() {
     QVERIFY(second.size() > first.size());
     QVERIFY(std::equal(first.begin() + 512, first.end(), second.begin() + 512));
     qInfo("first save %zu bytes, after appending 107 tokens %zu bytes", first.size(), second.size());
-    sl::Session c(*m, so, attention(msa));
+    sl::Session c(*m, so, attention(msa, remap));
     c.restore(path);
     QCOMPARE(c.tokens(), a.tokens());
     QVERIFY(logits(c) == logits(a));
     a.prefill(std::span<const int32_t>(all.data() + 257, 5));
     c.prefill(std::span<const int32_t>(all.data() + 257, 5));
     QVERIFY(logits(c) == logits(a));
+    if (msa) {  // restored from an appended file: its summaries continued from the first save's
+        QVERIFY(same_indexes(a, c));
+        QVERIFY(index_is_of_keys(c));
+    }
     // Saving a restored session that grew, into the file it came from: appends again.
     c.save(path);
-    sl::Session d(*m, so, attention(msa));
+    sl::Session d(*m, so, attention(msa, remap));
     d.restore(path);
     QVERIFY(logits(d) == logits(a));
+    if (msa) {  // c saved its imported-then-grown index: d's came from the file too
+        d.prefill(std::span<const int32_t>(all.data() + 262, 1));
+        a.prefill(std::span<const int32_t>(all.data() + 262, 1));
+        QCOMPARE(imported(d), int64_t{m->model->config().n_layer});
+        QVERIFY(same_indexes(a, d));
+        QVERIFY(index_is_of_keys(d));
+    }
     // A different context saved over the file: rewritten, not appended.
-    sl::Session e(*m, so, attention(msa));
+    sl::Session e(*m, so, attention(msa, remap));
     e.prefill(ids(40, nv, 7));
     e.save(path);
-    sl::Session f(*m, so, attention(msa));
+    sl::Session f(*m, so, attention(msa, remap));
     f.restore(path);
     QCOMPARE(f.tokens(), e.tokens());
     QVERIFY(logits(f) == logits(e));
@@ -246,9 +261,34 @@ void TstSessionSave::refusals() {
         return p;
     };
     expect_refusal(*m, so, write(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2))), "truncated");
+    // A byte of a page flipped: the restore reads no page (each is checked when first read), so
+    // the first prefill finds it: DamagedContextError naming the file, the session emptied.
+    const sl::KvFileContents parsed = sl::parse_kv_file(good, path, sl::KvVerify::Full);
     auto flipped = good;
-    flipped[good.size() / 3] ^= 0x10;
-    expect_refusal(*m, so, write(flipped), "flipped byte");
+    flipped[parsed.page_offset[parsed.page_offset.size() / 3] + 100] ^= 0x10;
+    {
+        const std::string p = write(flipped);
+        sl::Session s(*m, so);
+        s.restore(p);
+        QCOMPARE(s.tokens().size(), size_t{100});
+        QVERIFY(s.kv_cache().unchecked_pages() > 0);
+        try {
+            s.prefill(ids(1, m->model->config().n_vocab));
+            QFAIL("read a damaged page");
+        } catch (const sl::DamagedContextError& e) {
+            qInfo("flipped byte of a page: %s", e.what());
+            QCOMPARE(e.path(), p);
+            QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString(p)), e.what());
+            QVERIFY(QString::fromUtf8(e.what()).contains(QStringLiteral("page checksum mismatch")));
+        }
+        QVERIFY(s.tokens().empty());
+        QVERIFY(!s.kv_cache().damaged());
+        s.prefill(ids(5, m->model->config().n_vocab));  // and goes on
+    }
+    // A byte of the tokens or logits (the commit record): refused by the restore itself.
+    auto commit = good;
+    commit[good.size() - 9] ^= 0x10;
+    expect_refusal(*m, so, write(commit), "flipped byte of the commit");
     expect_refusal(*m, so, write({}), "empty file");
     expect_refusal(*m, so, path + ".missing", "missing file");
     // A save over a damaged file rewrites it.
@@ -543,7 +583,9 @@ void TstSessionSave::deltaOntoHeldContext() {
     QVERIFY(!h.restore_delta(base));  // a whole file
     QCOMPARE(h.tokens(), held);
     if (cut) h.truncate(static_cast<int64_t>(prefix.size()) + 5);  // cut back past the base's part (as ask does)
+    const int64_t imported_before = msa ? imported(h) : 0;
     QVERIFY(h.restore_delta(delta));
+    if (msa) QCOMPARE(imported(h) - imported_before, int64_t{m->model->config().n_layer});  // onto the held index
     QCOMPARE(h.tokens(), ref.tokens());
     QVERIFY(logits(h) == logits(ref));
     QCOMPARE(h.kv_cache().n_past(), ref.kv_cache().n_past());
@@ -593,7 +635,8 @@ void TstSessionSave::deltaOntoHeldContext() {
     sm.restore(base, static_cast<int64_t>(prefix.size()));
     QVERIFY_THROWS_EXCEPTION(sl::Error, sm.restore_delta(delta));
     QCOMPARE(sm.tokens(), prefix);
-    // A damaged delta (a byte of its last page flipped): FormatError naming it; unchanged.
+    // A damaged delta (a byte of its last page flipped): taken (its pages are checked when first
+    // read), then the first prefill throws DamagedContextError naming it and empties the session.
     std::vector<uint8_t> bytes = slurp(delta);
     const sl::KvFileContents c = sl::parse_kv_file(bytes, delta, sl::KvVerify::Full);
     bytes[c.page_offset.back() + 7] ^= 0x40;
@@ -604,14 +647,17 @@ void TstSessionSave::deltaOntoHeldContext() {
     }
     sl::Session d(*m, so, attention(msa));
     d.restore(base, static_cast<int64_t>(prefix.size()));
+    QVERIFY(d.restore_delta(bad));
     try {
-        d.restore_delta(bad);
-        QFAIL("took a damaged delta");
-    } catch (const sl::FormatError& e) {
+        d.prefill(ids(3, nv, 4));
+        QFAIL("read a damaged page of the delta");
+    } catch (const sl::DamagedContextError& e) {
+        QCOMPARE(e.path(), bad);
         QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString(bad)), e.what());
     }
-    QCOMPARE(d.tokens(), prefix);
+    QVERIFY(d.tokens().empty());
     // And it still takes the good one.
+    d.restore(base, static_cast<int64_t>(prefix.size()));
     QVERIFY(d.restore_delta(delta));
     QCOMPARE(sl::saved_context_tokens(delta), d.tokens());
     QVERIFY(logits(d) == delta_logits);

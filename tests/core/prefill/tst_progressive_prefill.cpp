@@ -149,14 +149,22 @@ void TstProgressivePrefill::corruptFileStartsOver() {
         const char junk[16] = {0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37, 0x13, 0x37};
         f.write(junk, sizeof junk);
     }
+    // A longer context than the file holds: the restore takes the file (its pages are checked
+    // when first read), the next chunk's prefill reads the damaged page, and the prefill starts
+    // over from nothing (the file rewritten).
+    const std::vector<int32_t> longer = context_tokens(*model_, 700);
+    QVERIFY(std::equal(tokens_.begin(), tokens_.end(), longer.begin()));
     sl::Session s(*model_, options());
-    sl::ProgressivePrefill p(s, tokens_, file, {.save_every = 256});
+    sl::ProgressivePrefill p(s, longer, file, {.save_every = 256});
     p.run();
     const sl::PrefillStatus st = p.status();
     QVERIFY2(st.error.empty(), st.error.c_str());
     QCOMPARE(st.resumed_from, 0);
     QVERIFY2(st.note.find("corrupt.slkv") != std::string::npos, st.note.c_str());
+    QVERIFY2(st.note.find("page checksum mismatch") != std::string::npos, st.note.c_str());
+    qInfo("%s", st.note.c_str());
     QVERIFY(st.finished);
+    QCOMPARE(sl::saved_context_tokens(file), longer);  // written anew
 }
 
 void TstProgressivePrefill::savedTokensWithoutRestore() {
