@@ -30,6 +30,8 @@
 #include "core/attention/msa_attention.h"
 #include "core/context/budget_planner.h"
 #include "core/context/context_builder.h"
+#include "core/kvcache/kv_file.h"
+#include "core/util/mapped_file.h"
 #include "core/context/preselect.h"
 #include "core/library/library.h"
 #include "core/model/llama_model.h"
@@ -671,21 +673,51 @@ AskResult ask_once(Library& lib, const LoadedModel& model, const AskOptions& o, 
     return r;
 }
 
+// A saved context found damaged (DamagedContextError) goes: its file — when it still is the
+// damaged one (a prefill may have written it anew since) — and its library record. Returns what
+// was done.
+std::string drop_damaged(Library& lib, const DamagedContextError& e) {
+    bool damaged = true;
+    try {
+        const MappedFile map(e.path());
+        const KvFileContents c = parse_kv_file(map.bytes(), e.path(), KvVerify::Headers);
+        damaged = !kv_page_intact(map.bytes(), c, e.layer(), e.block());
+    } catch (const Error&) {
+        // unreadable or gone: nothing of it is usable
+    }
+    if (!damaged) return "the saved context " + e.path() + " was damaged when read and has been written anew since";
+    std::error_code ec;
+    std::filesystem::remove(e.path(), ec);
+    for (const KvCacheRecord& rec : lib.list_kv_caches())
+        if (std::filesystem::path(rec.path).lexically_normal() == std::filesystem::path(e.path()).lexically_normal())
+            lib.remove_kv_cache(rec.id);
+    return "removed the damaged saved context " + e.path();
+}
+
 }  // namespace
 
 AskResult ask(Library& lib, const LoadedModel& model, const AskOptions& o, const AskCallbacks& cb) {
     // A saved context's pages are checked when first read (Session::restore), so a damaged one
-    // shows during the question: its file is removed (every later question would read it again)
-    // and the question is asked once more, from what is left or prefilled afresh.
+    // shows during the question: it goes (every later question would read it again), and the
+    // question is asked once more from what is left, or prefilled afresh — unless part of the
+    // answer was streamed already (with MSA a decode step may be the first to read a block): then
+    // the error ends this answer, and the next question starts clean.
+    bool streamed = false;
+    AskCallbacks first = cb;
+    if (cb.on_text)
+        first.on_text = [&](std::string_view t) {
+            streamed = true;
+            cb.on_text(t);
+        };
     try {
-        return ask_once(lib, model, o, cb);
+        return ask_once(lib, model, o, first);
     } catch (const DamagedContextError& e) {
         if (o.warm) o.warm->clear();
-        std::error_code ec;
-        std::filesystem::remove(e.path(), ec);
-        if (cb.on_status) cb.on_status(std::string(e.what()) + "; removed it, answering again");
+        const std::string dropped = drop_damaged(lib, e);
+        if (streamed) throw DamagedContextError(e.path(), e.layer(), e.block(), std::string(e.what()) + "; " + dropped + ": ask again");
+        if (cb.on_status) cb.on_status(std::string(e.what()) + "; " + dropped + ", answering again");
         AskResult r = ask_once(lib, model, o, cb);
-        r.kv_note = "removed the damaged saved context " + e.path() + " (" + e.what() + ")" + (r.kv_note.empty() ? "" : "; " + r.kv_note);
+        r.kv_note = dropped + " (" + e.what() + ")" + (r.kv_note.empty() ? "" : "; " + r.kv_note);
         return r;
     }
 }

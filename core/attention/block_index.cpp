@@ -98,7 +98,7 @@ void BlockIndex::update(const KvCache& kv, int layer, int64_t from, int64_t to, 
     }
     // Workers must not throw (ThreadPool): a cache page never written is refused here.
     for (int64_t pg = first * block_ / kv.block_size(); pg <= (to - 1) / kv.block_size(); ++pg)
-        if (!kv.page(layer, pg))
+        if (!kv.written(layer, pg))  // not page(): the workers check a restored page, in parallel
             throw Error("block index: layer " + std::to_string(layer) + " page " + std::to_string(pg) + " was never written");
     pool->parallel_for(nb - first, [&](int64_t i0, int64_t i1, int) {
         std::vector<float> kbuf, rbuf, cs;

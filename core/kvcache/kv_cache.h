@@ -108,6 +108,13 @@ public:
     int64_t max_pages() const { return max_pages_; }  // per layer: ceil(n_ctx / B)
     // Page (layer, b)'s bytes wherever they are (RAM or map), or null when never written.
     const uint8_t* page(int layer, int64_t b) const;
+    // Whether page (layer, b) was written (or attached), without reading it (no check: a caller
+    // that only asks before handing the reads to a pool).
+    bool written(int layer, int64_t b) const {
+        if (layer < 0 || layer >= n_layer_ || b < 0 || b >= max_pages_) return false;
+        const Page& p = slot(layer, b);
+        return p.ram || p.mapped;
+    }
     // Makes page (layer, b) read from `bytes` (page_bytes() inside `mapping`, which the cache keeps
     // alive while it refers to it), dropping any RAM copy. For restore.
     void attach(int layer, int64_t b, const uint8_t* bytes, const std::shared_ptr<const MappedFile>& mapping);

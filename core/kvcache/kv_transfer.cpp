@@ -172,7 +172,7 @@ void kv_upload(const KvCache& src, KvBlockStore& dst, int64_t from, int64_t to, 
             if (pool && count > 1) {
                 // Workers must not throw (ThreadPool): a page never written is refused here.
                 for (int64_t b = first; b < first + count; ++b)
-                    if (!src.page(l, b))
+                    if (!src.written(l, b))  // not page(): the workers check a restored page, in parallel
                         throw Error("KV upload: layer " + std::to_string(l) + " block " + std::to_string(b) + " was never written");
                 pool->parallel_for(count, convert);
             } else {
@@ -257,7 +257,7 @@ void KvStorePages::load(int64_t first) {
             layer_[u] = l;
             block_[u] = first + i;
             // Workers must not throw (ThreadPool): a mirror page the save needs is checked here.
-            if ((first + i) * B < from_ && !kv_.page(l, first + i))
+            if ((first + i) * B < from_ && !kv_.written(l, first + i))
                 throw Error("KV save: the host copy lacks layer " + std::to_string(l) + " block " + std::to_string(first + i) +
                             " (positions before " + std::to_string(from_) + ")");
         }

@@ -145,18 +145,22 @@ std::string Session::damaged_message(std::string& file) const {
 }
 
 void Session::check_pages() {
-    if (!kv_.damaged()) return;
+    const auto d = kv_.damaged();
+    if (!d) return;
     std::string file;
     const std::string what = damaged_message(file);
     reset();  // what was computed from the damaged page is not this context's
-    throw DamagedContextError(file, what);
+    file_memo_.clear();  // a save to that file verifies it whole (if it is still there)
+    throw DamagedContextError(file, d->first, d->second, what);
 }
 
 void Session::check_pages_saving() const {
-    if (!kv_.damaged()) return;
+    const auto d = kv_.damaged();
+    if (!d) return;
     std::string file;
     const std::string what = damaged_message(file);
-    throw DamagedContextError(file, what);
+    file_memo_.clear();
+    throw DamagedContextError(file, d->first, d->second, what);
 }
 
 void Session::fall_back_to_cpu(const std::string& what) {
@@ -655,6 +659,7 @@ void Session::restore(const std::string& path, int64_t keep) {
 }
 
 bool Session::restore_delta(const std::string& path) {
+    check_pages();  // a held context with a damaged page (found by a save) is not continued
     auto map = std::make_shared<const MappedFile>(path);
     {
         // Not a delta over what this session holds (its first p0 tokens hash as the base's), or a

@@ -2,6 +2,7 @@
 // catch sl::Error and show what() to the user. Messages name the file or object and what is wrong.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -27,14 +28,19 @@ public:
 
 // A page of a saved context (.slkv) failed its checksum when first read, after the restore that
 // attached it (pages are checked lazily: KvCache::attach): the session that read it was emptied;
-// path() names the damaged file, which should not be used again.
+// path() names the damaged file (page (layer(), block()) of it), which should not be used again.
 class DamagedContextError : public FormatError {
 public:
-    DamagedContextError(const std::string& path, const std::string& what) : FormatError(what), path_(path) {}
+    DamagedContextError(const std::string& path, int layer, int64_t block, const std::string& what)
+        : FormatError(what), path_(path), layer_(layer), block_(block) {}
     const std::string& path() const { return path_; }
+    int layer() const { return layer_; }
+    int64_t block() const { return block_; }
 
 private:
     std::string path_;
+    int layer_;
+    int64_t block_;
 };
 
 // The compute device failed (a CUDA error, device memory exhausted): what ran there is lost, but

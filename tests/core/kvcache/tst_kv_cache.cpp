@@ -467,7 +467,7 @@ void TstKvCache::checksOnFirstUse() {
         QVERIFY(!kv.damaged());  // layer 0 is intact
         sl::ThreadPool pool(2);
         QVERIFY(kv.reserve(1, 0, 2, &pool));
-        QVERIFY(kv.damaged());
+        QVERIFY(kv.damaged().has_value());
         QCOMPARE(kv.damaged()->first, 1);
         QCOMPARE(kv.damaged()->second, int64_t{0});
         QVERIFY(std::memcmp(kv.page(1, 0), bad.constData() + 2 * pb, pb) == 0);  // served as it is
@@ -482,6 +482,8 @@ void TstKvCache::checksOnFirstUse() {
         // And a damaged page found by page() too.
         kv.attach(1, 0, m->data() + 2 * pb, m, sums[2]);
         QVERIFY(kv.page(1, 0));
+        QVERIFY(kv.damaged().has_value());
+        QCOMPARE(kv.damaged()->first, 1);
         QCOMPARE(kv.damaged()->second, int64_t{0});
     }
 }

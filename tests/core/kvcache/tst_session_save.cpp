@@ -284,6 +284,22 @@ void TstSessionSave::refusals() {
         QVERIFY(s.tokens().empty());
         QVERIFY(!s.kv_cache().damaged());
         s.prefill(ids(5, m->model->config().n_vocab));  // and goes on
+        // A save of a restored context reads its pages: the damaged one is not committed under a
+        // fresh checksum (nothing written), and the error names the file it came from.
+        sl::Session t(*m, so);
+        t.restore(p);
+        const std::string copy = path + ".copy";
+        try {
+            t.save(copy);
+            QFAIL("saved a damaged page");
+        } catch (const sl::DamagedContextError& e) {
+            QCOMPARE(e.path(), p);
+        }
+        QVERIFY(!std::filesystem::exists(copy));
+        QVERIFY(!std::filesystem::exists(copy + ".tmp"));
+        // ...and the session that found it does not go on from it.
+        QVERIFY_THROWS_EXCEPTION(sl::DamagedContextError, t.prefill(ids(1, m->model->config().n_vocab)));
+        QVERIFY(t.tokens().empty());
     }
     // A byte of the tokens or logits (the commit record): refused by the restore itself.
     auto commit = good;
@@ -291,10 +307,14 @@ void TstSessionSave::refusals() {
     expect_refusal(*m, so, write(commit), "flipped byte of the commit");
     expect_refusal(*m, so, write({}), "empty file");
     expect_refusal(*m, so, path + ".missing", "missing file");
-    // A save over a damaged file rewrites it.
+    // A save over a damaged file rewrites it: every page of the file intact afterwards.
     a.save(write(flipped));
+    QVERIFY(sl::parse_kv_file(slurp(path + ".bad"), path, sl::KvVerify::Full).n_tokens() == 100);
     sl::Session r(*m, so);
     r.restore(path + ".bad");
+    QVERIFY(logits(r) == logits(a));
+    r.prefill(ids(1, m->model->config().n_vocab));  // reads every page (dense)
+    a.prefill(ids(1, m->model->config().n_vocab));
     QVERIFY(logits(r) == logits(a));
 }
 
@@ -515,6 +535,27 @@ void TstSessionSave::deltaOverBase() {
     QVERIFY(logits(r2) == logits(ref));
     // A delta is not a base.
     QVERIFY_THROWS_EXCEPTION(sl::Error, r2.save_delta(dir_.filePath(QStringLiteral("d2.slkv")).toStdString(), delta, 100));
+
+    // A damaged page in the base's part (a byte flipped in every page before the delta's first
+    // block): found when read after the restore, the error names the base, not the delta.
+    {
+        std::vector<uint8_t> bytes = slurp(base);
+        const sl::KvFileContents bc = sl::parse_kv_file(bytes, base, sl::KvVerify::Full);
+        for (int l = 0; l < m->model->config().n_layer; ++l)
+            for (int64_t b = 0; b < 150 / 16; ++b) bytes[bc.page_offset[static_cast<size_t>(l * bc.n_blocks + b)] + 3] ^= 0x08;
+        std::ofstream(base, std::ios::binary | std::ios::trunc)
+            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        sl::Session d(*m, so, attention(msa));
+        d.restore(delta);
+        try {
+            d.prefill(extra);
+            QFAIL("read a damaged page of the base");
+        } catch (const sl::DamagedContextError& e) {
+            QCOMPARE(std::filesystem::path(e.path()).lexically_normal(), std::filesystem::path(base).lexically_normal());
+            QVERIFY(e.block() < 150 / 16);
+        }
+        QVERIFY(d.tokens().empty());
+    }
 
     // The base rewritten with other tokens: refused, naming the delta; the session is left empty.
     {
