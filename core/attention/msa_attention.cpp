@@ -262,14 +262,7 @@ void MsaAttention::set_block_summaries(int layer, const KvCache& kv, const float
     Layer& L = layers_[static_cast<size_t>(layer)];
     const auto F = static_cast<size_t>(floats);
     const size_t count = static_cast<size_t>((n + B - 1) / B - b0) * F;
-    if (L.kv != &kv) {  // held for another cache: what it held is not this context's (as forward() forgets it)
-        L.index.reset();
-        L.pending.clear();
-        L.pending_n = 0;
-        L.ikeys.clear();
-        L.ik_n = 0;
-        L.ik_bounded = 0;
-    }
+    if (L.kv != &kv) L.forget();  // held for another cache: not this context's (as forward() forgets it)
     L.kv = &kv;
     L.selections.clear();
     if (L.index) {
@@ -361,14 +354,7 @@ void MsaAttention::forward(const AttentionCall& c, const KvCache& kv, ThreadPool
     const int64_t end = c.pos0 + c.n_tokens;
 
     // Index: summarize what was appended (or rewritten) since the last call.
-    if (L.kv != &kv) {  // another cache: the index keys belong to another context
-        L.index.reset();
-        L.pending.clear();
-        L.pending_n = 0;
-        L.ikeys.clear();
-        L.ik_n = 0;
-        L.ik_bounded = 0;
-    }
+    if (L.kv != &kv) L.forget();  // another cache: the index keys belong to another context
     const bool remap = config_.positions == PositionMode::Remap;
     if (remap && c.rope_dim <= 0)
         throw Error("MSA: position remapping needs the call's RoPE parameters (layer " + std::to_string(c.layer) + " has none)");

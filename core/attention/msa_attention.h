@@ -251,6 +251,15 @@ private:
         std::vector<float> pending;
         int64_t pending_n = 0;
         int pending_floats = 0;
+        // Forgets what was derived from the cache it held (another cache comes).
+        void forget() {
+            index.reset();
+            pending.clear();
+            pending_n = 0;
+            ikeys.clear();
+            ik_n = 0;
+            ik_bounded = 0;
+        }
     };
     struct Scratch;
 

@@ -78,6 +78,29 @@ bool refused(const std::vector<uint8_t>& bytes, QString* why = nullptr) {
     return false;
 }
 
+// File offsets of the records of `kind` in a saved context's bytes, in file order.
+std::vector<size_t> records_of_kind(const std::vector<uint8_t>& bytes, uint32_t kind) {
+    std::vector<size_t> at;
+    for (size_t pos = 512; pos + 64 <= bytes.size();) {
+        uint32_t k;
+        uint64_t n;
+        std::memcpy(&k, bytes.data() + pos + 4, 4);
+        std::memcpy(&n, bytes.data() + pos + 8, 8);
+        if (k == kind) at.push_back(pos);
+        pos += 64 + (n + 63) / 64 * 64;
+    }
+    return at;
+}
+
+// `bytes` with the u64 at `field` of the record header at `rec` set to `v`, the header
+// re-checksummed (so that the field itself is judged).
+std::vector<uint8_t> with_field(std::vector<uint8_t> bytes, size_t rec, size_t field, uint64_t v) {
+    std::memcpy(bytes.data() + rec + field, &v, 8);
+    const uint64_t h = sl::kv_hash(bytes.data() + rec, 56);
+    std::memcpy(bytes.data() + rec + 56, &h, 8);
+    return bytes;
+}
+
 }  // namespace
 
 class TstKvFile : public QObject {
@@ -358,23 +381,9 @@ void TstKvFile::indexKeys() {
 
     // Hostile index-key records (headers re-checksummed, so the field itself is judged).
     const auto good = second;
-    std::vector<size_t> at;  // offsets of the index-key records
-    for (size_t pos = 512; pos + 64 <= good.size();) {
-        uint32_t kind;
-        uint64_t n;
-        std::memcpy(&kind, good.data() + pos + 4, 4);
-        std::memcpy(&n, good.data() + pos + 8, 8);
-        if (kind == 3) at.push_back(pos);
-        pos += 64 + (n + 63) / 64 * 64;
-    }
+    const std::vector<size_t> at = records_of_kind(good, 3);  // the index-key records
     QCOMPARE(at.size(), size_t{3});  // layer 1 [0, 37), layer 0 [0, 67), layer 1 [37, 67)
-    auto patched = [&](size_t rec, size_t field, uint64_t v) {
-        auto b = good;
-        std::memcpy(b.data() + rec + field, &v, 8);
-        const uint64_t h = sl::kv_hash(b.data() + rec, 56);
-        std::memcpy(b.data() + rec + 56, &h, 8);
-        return b;
-    };
+    auto patched = [&](size_t rec, size_t field, uint64_t v) { return with_field(good, rec, field, v); };
     QString why;
     const struct {
         size_t rec, field;
@@ -497,22 +506,9 @@ void TstKvFile::blockSummaries() {
 
     // Hostile block-summary records (headers re-checksummed, so the fields themselves are judged).
     const auto good = second;
-    std::vector<size_t> at;  // layer 1 [0, 5), layer 0 [0, 9), layer 1 [4, 9)
-    for (size_t pos = 512; pos + 64 <= good.size();) {
-        uint32_t kind;
-        uint64_t n;
-        std::memcpy(&kind, good.data() + pos + 4, 4);
-        std::memcpy(&n, good.data() + pos + 8, 8);
-        if (kind == 4) at.push_back(pos);
-        pos += 64 + (n + 63) / 64 * 64;
-    }
+    const std::vector<size_t> at = records_of_kind(good, 4);  // layer 1 [0, 5), layer 0 [0, 9), layer 1 [4, 9)
     QCOMPARE(at.size(), size_t{3});
-    auto patched = [&](std::vector<uint8_t> b, size_t rec, size_t field, uint64_t v) {
-        std::memcpy(b.data() + rec + field, &v, 8);
-        const uint64_t h = sl::kv_hash(b.data() + rec, 56);
-        std::memcpy(b.data() + rec + 56, &h, 8);
-        return b;
-    };
+    auto patched = [&](const std::vector<uint8_t>& b, size_t rec, size_t field, uint64_t v) { return with_field(b, rec, field, v); };
     QString why;
     const struct {
         size_t rec, field;
