@@ -71,6 +71,14 @@ void AppSettings::setDeviceKvBudget(qint64 bytes) {
     settings_->setValue(QStringLiteral("device/kv_budget_bytes"), bytes > 0 ? bytes : 0);
 }
 
+qint64 AppSettings::kvBudget() const {
+    const qint64 v = settings_->value(QStringLiteral("context/kv_budget_bytes"), 0).toLongLong();
+    return v > 0 ? v : 0;
+}
+void AppSettings::setKvBudget(qint64 bytes) {
+    settings_->setValue(QStringLiteral("context/kv_budget_bytes"), bytes > 0 ? bytes : 0);
+}
+
 qint64 AppSettings::kvCacheCap() const {
     const qint64 v = settings_->value(QStringLiteral("context/kv_cap_bytes"), qint64{2} << 30).toLongLong();
     return v > 0 ? v : qint64{2} << 30;

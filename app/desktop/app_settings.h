@@ -27,6 +27,11 @@ public:
     // (AskOptions::device_kv_budget_bytes); 0 (the default, and what nonsense reads as): all of it.
     qint64 deviceKvBudget() const;
     void setDeviceKvBudget(qint64 bytes);
+    // Host RAM for the context's K/V pages (AskOptions::kv_budget_bytes), the rest read from the
+    // memory-mapped saved context or a spill file — on the GPU it also bounds the pinned host tier;
+    // 0 (the default, and what nonsense reads as): no bound.
+    qint64 kvBudget() const;
+    void setKvBudget(qint64 bytes);
     QString effort() const;                    // "low", "medium", "high"
     void setEffort(const QString& e);
     int answerContext() const;                 // tokens a question's context may hold (0: the model's own)

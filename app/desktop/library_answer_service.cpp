@@ -69,6 +69,7 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     o.n_ctx = options_.n_ctx;
     o.kv_cap_bytes = options_.kv_cap_bytes;
     o.device_kv_budget_bytes = options_.device_kv_budget_bytes;
+    o.kv_budget_bytes = options_.kv_budget_bytes;
     o.temperature = options_.temperature;
     o.threads = options_.threads;
     o.device = options_.device;

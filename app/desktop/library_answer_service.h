@@ -56,6 +56,7 @@ struct LibraryAnswerOptions {
     int threads = 0;           // AskOptions::threads (0: all cores)
     std::string device = "cpu";  // AskOptions::device: "cpu", or "auto" when the GPU is chosen
     int64_t device_kv_budget_bytes = 0;  // AskOptions::device_kv_budget_bytes (0: the context all on the GPU)
+    int64_t kv_budget_bytes = 0;         // AskOptions::kv_budget_bytes (0: host RAM for the K/V unbounded)
     // The model's vision tower (an mmproj GGUF; empty: none): loaded on the first answer, the
     // visuals the plan keeps then enter as image tokens (AskOptions::vision). Local engine only.
     std::string mmproj_path;

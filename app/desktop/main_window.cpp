@@ -117,6 +117,7 @@ void MainWindow::build() {
         PrefillControllerOptions po = options_.prefill;
         po.prefill.device = settings_->device() == Device::Gpu ? "auto" : "cpu";
         po.prefill.device_kv_budget_bytes = settings_->deviceKvBudget();
+        po.prefill.kv_budget_bytes = settings_->kvBudget();
         prefill_ = new PrefillController(options_.library_dir.toStdString(), po, this);
         // At startup (the stored library loaded), after each ingest and each removal.
         connect(queue_, &IngestQueue::loaded, prefill_, &PrefillController::libraryChanged);
@@ -315,6 +316,7 @@ void MainWindow::applyModel() {
         lo.threads = settings_->threads();
         lo.device = settings_->device() == Device::Gpu ? "auto" : "cpu";
         lo.device_kv_budget_bytes = settings_->deviceKvBudget();
+        lo.kv_budget_bytes = settings_->kvBudget();
         lo.engine_url = settings_->remoteEngineUrl().toStdString();
         lo.mmproj_path = settings_->visionTowerPath().toStdString();
         lo.engine_model = settings_->remoteEngineModel().toStdString();

@@ -121,6 +121,14 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
                               "library's context does not fit the GPU."));
     setDeviceKvBudget(settings_->deviceKvBudget());
     device_kv_->setEnabled(gpu_ok);
+    host_kv_ = new QComboBox(this);
+    host_kv_->setAccessibleName(tr("Memory for the context"));
+    host_kv_->addItem(tr("No limit"), qint64{0});
+    for (const int gib : {1, 2, 4, 8, 16, 32}) host_kv_->addItem(tr("%1 GiB").arg(gib), qint64{gib} << 30);
+    host_kv_->setToolTip(tr("How much RAM the context's keys and values may take; the rest is read from the saved "
+                            "context on disk as the attention needs it. Lower it when a long library's context "
+                            "does not fit this computer's memory."));
+    setKvBudget(settings_->kvBudget());
     auto* gpu_label = new QLabel(gpu_line, this);
     gpu_label->setWordWrap(true);
 
@@ -196,6 +204,7 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
     form->addRow(tr("Device:"), device_);
     form->addRow(QString(), gpu_label);
     form->addRow(tr("GPU memory:"), device_kv_);
+    form->addRow(tr("Context memory:"), host_kv_);
     form->addRow(tr("Temperature:"), temperature_);
     form->addRow(tr("Threads:"), threads_);
     form->addRow(tr("Remote engine:"), engine_url_);
@@ -231,17 +240,29 @@ ModelManagerDialog::ModelManagerDialog(AppSettings* settings, QWidget* parent) :
 
 QString ModelManagerDialog::modelPath() const { return path_->text(); }
 
+namespace {
+
+// Selects `bytes` (0 or more) in a combo of byte sizes; a size set elsewhere (the settings file)
+// is kept, listed as it is.
+void select_bytes(QComboBox* box, qint64 bytes) {
+    bytes = bytes > 0 ? bytes : 0;
+    int at = box->findData(bytes);
+    if (at < 0) {
+        box->addItem(QObject::tr("%1 MiB").arg(bytes >> 20), bytes);
+        at = box->count() - 1;
+    }
+    box->setCurrentIndex(at);
+}
+
+}  // namespace
+
 qint64 ModelManagerDialog::deviceKvBudget() const { return device_kv_->currentData().toLongLong(); }
 
-void ModelManagerDialog::setDeviceKvBudget(qint64 bytes) {
-    bytes = bytes > 0 ? bytes : 0;
-    int at = device_kv_->findData(bytes);
-    if (at < 0) {  // a size set elsewhere (the settings file): kept, listed as it is
-        device_kv_->addItem(tr("%1 MiB").arg(bytes >> 20), bytes);
-        at = device_kv_->count() - 1;
-    }
-    device_kv_->setCurrentIndex(at);
-}
+void ModelManagerDialog::setDeviceKvBudget(qint64 bytes) { select_bytes(device_kv_, bytes); }
+
+qint64 ModelManagerDialog::kvBudget() const { return host_kv_->currentData().toLongLong(); }
+
+void ModelManagerDialog::setKvBudget(qint64 bytes) { select_bytes(host_kv_, bytes); }
 
 Device ModelManagerDialog::device() const {
     return device_->currentData().toString() == QLatin1String("gpu") ? Device::Gpu : Device::Cpu;
@@ -334,6 +355,7 @@ void ModelManagerDialog::accept() {
     settings_->setSpeechCompute(speech_compute_->currentData().toString());
     settings_->setDevice(device());
     settings_->setDeviceKvBudget(deviceKvBudget());
+    settings_->setKvBudget(kvBudget());
     settings_->setTemperature(temperature_->value());
     settings_->setThreads(threads_->value());
     settings_->setRemoteEngineUrl(url);

@@ -50,6 +50,10 @@ public:
     // 2..64 GiB; a value not in the list is added to it.
     qint64 deviceKvBudget() const;
     void setDeviceKvBudget(qint64 bytes);
+    // Host RAM for the context's K/V (AppSettings::kvBudget; 0: no bound), chosen among 1..32 GiB;
+    // a value not in the list is added to it.
+    qint64 kvBudget() const;
+    void setKvBudget(qint64 bytes);
     QString engineUrl() const;
     QString visionTowerPath() const;
     void setVisionTowerPath(const QString& path);
@@ -77,6 +81,7 @@ private:
     QTableWidget* table_;
     QComboBox* device_;
     QComboBox* device_kv_ = nullptr;
+    QComboBox* host_kv_ = nullptr;
     QLineEdit* mmproj_ = nullptr;
     QLineEdit* speech_model_ = nullptr;
     QComboBox* speech_compute_ = nullptr;

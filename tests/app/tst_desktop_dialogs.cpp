@@ -38,6 +38,7 @@ private Q_SLOTS:
     void visionTowerSettings();
     void speechSettings();
     void gpuMemorySetting();
+    void contextMemorySetting();
 };
 
 void TstDesktopDialogs::budgetPlanPerSource() {
@@ -135,6 +136,41 @@ void TstDesktopDialogs::gpuMemorySetting() {
         dlg.accept();
     }
     QCOMPARE(settings.deviceKvBudget(), qint64{0});
+}
+
+void TstDesktopDialogs::contextMemorySetting() {
+    // The RAM the context's K/V may take (the host KV budget): no limit unless chosen, one of the
+    // listed sizes, a size set in the file kept as it is; saved by the model manager, on any device.
+    QTemporaryDir dir;
+    AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
+    QCOMPARE(settings.kvBudget(), qint64{0});
+    settings.setKvBudget(-1);
+    QCOMPARE(settings.kvBudget(), qint64{0});  // nonsense reads as "no limit"
+    {
+        ModelManagerDialog dlg(&settings);
+        QCOMPARE(dlg.kvBudget(), qint64{0});
+        dlg.setKvBudget(qint64{4} << 30);
+        QCOMPARE(dlg.kvBudget(), qint64{4} << 30);
+        dlg.accept();
+    }
+    QCOMPARE(settings.kvBudget(), qint64{4} << 30);
+    QCOMPARE(settings.deviceKvBudget(), qint64{0});  // the other budget untouched
+    settings.setKvBudget(qint64{1500} << 20);  // not in the list
+    {
+        ModelManagerDialog dlg(&settings);
+        QCOMPARE(dlg.kvBudget(), qint64{1500} << 20);
+        bool found = false;
+        for (QComboBox* c : dlg.findChildren<QComboBox*>())
+            if (c->accessibleName() == QStringLiteral("Memory for the context")) {
+                found = true;
+                QVERIFY(c->findText(QStringLiteral("1500 MiB")) >= 0);
+                QVERIFY(c->isEnabled());
+            }
+        QVERIFY(found);
+        dlg.setKvBudget(0);
+        dlg.accept();
+    }
+    QCOMPARE(settings.kvBudget(), qint64{0});
 }
 
 void TstDesktopDialogs::speechSettings() {

@@ -230,11 +230,13 @@ void TstKvTransfer::downloadGivesBackWhatTheCacheStores() {
         }
     QCOMPARE(differ, int64_t{0});  // bit for bit: the same values went through the same writes
     if (t == sl::KvType::F32) {  // and for f32 they are bf16(x): the transfer's error is bf16's alone,
-        // each value within 2^-9 of itself (round to nearest with 8 significant bits)
+        // each value within 2^-8 of itself, relatively (round to nearest with 8 significant bits:
+        // half an ulp of 2^-7); the normalized error is bounded by that (a 2^-9 bound failed on
+        // one seed in many: 0.00207)
         src.read(1, 77, k.data(), v.data());
         got.read(1, 77, gk.data(), gv.data());
         const double err = sl::test::normalized_error(gk.data(), k.data(), k.size());
-        QVERIFY2(err > 0 && err <= 1.0 / 512, qPrintable(QString::number(err)));
+        QVERIFY2(err > 0 && err <= 1.0 / 256, qPrintable(QString::number(err)));
     }
 }
 
