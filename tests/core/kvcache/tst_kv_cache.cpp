@@ -121,9 +121,10 @@ void TstKvCache::typesAgainstF32_data() {
     QTest::addColumn<int>("type");
     QTest::addColumn<double>("row_tol");
     QTest::addColumn<double>("att_tol");
-    // f16: 11-bit mantissa (~2.4e-4 relative per element). int8 with per-row scales: ~1/127 of the
-    // row's largest element per element; the outlier channel makes that the dominant error.
-    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16) << 1e-3 << 2e-3;
+    // f16: 11-bit mantissa (~2.4e-4 relative per element; the peaked softmax amplifies the keys'
+    // error several times: 2.02e-3 on one seed in many, so 4e-3). int8 with per-row scales: ~1/127
+    // of the row's largest element per element; the outlier channel makes that the dominant error.
+    QTest::newRow("f16") << static_cast<int>(sl::KvType::F16) << 1e-3 << 4e-3;
     QTest::newRow("int8") << static_cast<int>(sl::KvType::Int8) << 2e-2 << 4e-2;
 }
 
