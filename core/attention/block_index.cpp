@@ -138,6 +138,26 @@ void BlockIndex::import_blocks(int64_t b0, int64_t n, const float* in) {
         }
 }
 
+bool BlockIndex::summary_means(const float* in, int64_t blocks, size_t floats, int n_kv_head, int head_dim, float* out) {
+    if (!in || !out || blocks < 0 || n_kv_head < 1 || head_dim < 1) return false;
+    const size_t d = static_cast<size_t>(head_dim), dkv = static_cast<size_t>(n_kv_head) * d;
+    if (floats == dkv) {
+        std::copy(in, in + static_cast<size_t>(blocks) * dkv, out);
+        return true;
+    }
+    size_t sets = 0;  // export_block's: per head (sets, 3, head_dim) rows, then `sets` absmax values
+    for (size_t s = 1; s <= 2; ++s)
+        if (floats == static_cast<size_t>(n_kv_head) * s * (3 * d + 1)) sets = s;
+    if (sets == 0) return false;
+    const size_t per_head = sets * (3 * d + 1);
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int h = 0; h < n_kv_head; ++h) {
+            const float* mean = in + static_cast<size_t>(b) * floats + static_cast<size_t>(h) * per_head + 2 * d;
+            std::copy(mean, mean + d, out + static_cast<size_t>(b) * dkv + static_cast<size_t>(h) * d);
+        }
+    return true;
+}
+
 size_t BlockIndex::bytes() const {
     return static_cast<size_t>(n_blocks()) * static_cast<size_t>(n_kv_head_) * bytes_per_block();
 }

@@ -77,6 +77,12 @@ public:
     // key). b0 * B <= n_tokens(), b0 * B < n; throws sl::Error otherwise.
     void import_blocks(int64_t b0, int64_t n, const float* in);
 
+    // The mean keys in saved summaries (kv_file.h kind 4: `blocks` blocks of `floats` f32 each) into
+    // `out`, (blocks, n_kv_head, head_dim): with floats = n_kv_head * head_dim the records hold the
+    // means alone (a device's save: DeviceRunner::key_means); with export_block's layout (one set,
+    // or two with relative summaries) their mean rows. False, nothing written, for another size.
+    static bool summary_means(const float* in, int64_t blocks, size_t floats, int n_kv_head, int head_dim, float* out);
+
     // Bytes of summary per block and KV head (min, max, mean, absmax; twice with relative ones).
     size_t bytes_per_block() const { return n_sets() * (3 * static_cast<size_t>(head_dim_) + 1) * sizeof(float); }
     size_t bytes() const;

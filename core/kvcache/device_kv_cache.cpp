@@ -3,6 +3,7 @@
 
 #include "core/kvcache/device_kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.cuh"
@@ -189,7 +190,7 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
         undo();
         return false;
     }
-    for (int64_t b : fresh) dropped_[static_cast<size_t>(layer * cfg_.max_blocks + b)] = 0;
+    for (int64_t b : fresh) mark_dropped(static_cast<size_t>(layer * cfg_.max_blocks + b), false);
     if (!ok(cuda::write_paged(k_view(layer), cfg_.n_kv_head, k, pos0, n, stream), "write_paged (K)", error)) return false;
     if (!ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, b0, b1 + 1, pos0 + n, kmean_ + layer * kmean_elems(), stream),
             "msa_key_means", error))
@@ -198,7 +199,7 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
 }
 
 bool DeviceKvCache::write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens,
-                                cudaStream_t stream, std::string* error) {
+                                cudaStream_t stream, std::string* error, bool keep_mean) {
     if (!check(layer, block, error)) return false;
     if (n_tokens < 1 || n_tokens > cfg_.block_size) {
         if (error) *error = "DeviceKvCache: a block of " + std::to_string(n_tokens) + " tokens";
@@ -218,13 +219,14 @@ bool DeviceKvCache::write_block(int layer, int64_t block, const uint16_t* k, con
         }
     }
     const int64_t phys = dev_of_[static_cast<size_t>(layer * cfg_.max_blocks + block)];
-    dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = 0;
+    mark_dropped(static_cast<size_t>(layer * cfg_.max_blocks + block), false);
     const size_t bytes = static_cast<size_t>(block_elems()) * 2;
     if (!ok(cudaMemcpyAsync(k_pool_ + phys * block_elems(), k, bytes, cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (write K block)", error) ||
         !ok(cudaMemcpyAsync(v_pool_ + phys * block_elems(), v, bytes, cudaMemcpyHostToDevice, stream),
             "cudaMemcpyAsync (write V block)", error))
         return false;
+    if (keep_mean) return true;
     return ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, block, block + 1, block * cfg_.block_size + n_tokens,
                                   kmean_ + layer * kmean_elems(), stream),
               "msa_key_means", error);
@@ -360,14 +362,14 @@ bool DeviceKvCache::drop(int layer, int64_t block, cudaStream_t stream, std::str
     if (dev_of_[i] >= 0) {
         const int64_t phys = dev_of_[i];
         if (!set_table(layer, block, -1, stream, error)) return false;  // still resident
-        dropped_[i] = 1;
+        mark_dropped(i, true);
         // Kernels enqueued before may still read it: free once the stream gets here.
         return push_pending(pending_dev_, phys, stream, error);
     }
     if (host_of_[i] >= 0) {
         const int64_t slot = host_of_[i];
         host_of_[i] = -1;
-        dropped_[i] = 1;
+        mark_dropped(i, true);
         return push_pending(pending_host_, slot, stream, error);  // its offload copy may be in flight
     }
     return true;  // never written, or dropped already
@@ -375,8 +377,50 @@ bool DeviceKvCache::drop(int layer, int64_t block, cudaStream_t stream, std::str
 
 bool DeviceKvCache::forget(int layer, int64_t block, cudaStream_t stream, std::string* error) {
     const bool ok = drop(layer, block, stream, error);
-    if (check(layer, block, nullptr)) dropped_[static_cast<size_t>(layer * cfg_.max_blocks + block)] = 0;
+    if (check(layer, block, nullptr)) mark_dropped(static_cast<size_t>(layer * cfg_.max_blocks + block), false);
     return ok;
+}
+
+bool DeviceKvCache::place_dropped(int layer, int64_t b0, int64_t b1, const uint16_t* means, cudaStream_t stream,
+                                  std::string* error) {
+    if (b0 >= b1) return true;
+    if (!check(layer, b0, error) || !check(layer, b1 - 1, error)) return false;
+    if (!means) {
+        if (error) *error = "DeviceKvCache: no mean keys to place";
+        return false;
+    }
+    const size_t i0 = static_cast<size_t>(layer * cfg_.max_blocks + b0), count = static_cast<size_t>(b1 - b0);
+    // The device's table says -1 for every block first (a failure leaves everything as it was).
+    const std::vector<int32_t> was(dev_of_.begin() + static_cast<std::ptrdiff_t>(i0),
+                                   dev_of_.begin() + static_cast<std::ptrdiff_t>(i0 + count));
+    const bool any = std::any_of(was.begin(), was.end(), [](int32_t d) { return d >= 0; });
+    std::fill(dev_of_.begin() + static_cast<std::ptrdiff_t>(i0), dev_of_.begin() + static_cast<std::ptrdiff_t>(i0 + count), -1);
+    if (any && !upload_table(layer, b0, b1, stream, error)) {
+        std::copy(was.begin(), was.end(), dev_of_.begin() + static_cast<std::ptrdiff_t>(i0));
+        return false;
+    }
+    std::vector<int64_t> host;
+    for (size_t i = i0; i < i0 + count; ++i) {
+        if (host_of_[i] >= 0) host.push_back(host_of_[i]);
+        host_of_[i] = -1;
+        mark_dropped(i, true);
+    }
+    const size_t row = static_cast<size_t>(cfg_.n_kv_head) * cfg_.head_dim;
+    const bool copied = ok(cudaMemcpyAsync(kmean_ + layer * kmean_elems() + b0 * static_cast<int64_t>(row), means,
+                                           count * row * 2, cudaMemcpyHostToDevice, stream),
+                           "cudaMemcpyAsync (mean keys)", error);
+    // Kernels enqueued before may still read the freed blocks, and `means` is the caller's.
+    const bool synced = ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (placed blocks)", copied ? error : nullptr);
+    for (int32_t d : was)
+        if (d >= 0) free_dev_.push_back(d);
+    free_host_.insert(free_host_.end(), host.begin(), host.end());
+    return copied && synced;
+}
+
+void DeviceKvCache::mark_dropped(size_t i, bool on) {
+    if (static_cast<bool>(dropped_[i]) == on) return;
+    dropped_[i] = on ? 1 : 0;
+    n_dropped_ += on ? 1 : -1;
 }
 
 bool DeviceKvCache::dropped(int layer, int64_t block) const {

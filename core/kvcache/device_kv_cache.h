@@ -60,8 +60,10 @@ public:
     // gives it a device block first (fetching it when it is on the host tier) and updates its mean
     // key. Asynchronous: `k` / `v` must stay unchanged until `stream` has run the copies (pinned
     // memory makes them truly asynchronous). For restoring a context (kv_transfer.h).
+    // keep_mean: the block's mean key stays as it is (a dropped block written back whole: the
+    // estimates that picked it keep scoring it alike).
     bool write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens, cudaStream_t stream,
-                     std::string* error);
+                     std::string* error, bool keep_mean = false);
 
     // Moves logical block `block` of `layer` to the host tier (no-op when already there).
     bool offload(int layer, int64_t block, cudaStream_t stream, std::string* error);
@@ -75,6 +77,13 @@ public:
     // append() refuses to continue a dropped block; read_block() refuses to read one.
     bool drop(int layer, int64_t block, cudaStream_t stream, std::string* error);
     bool dropped(int layer, int64_t block) const;
+    // Blocks [b0, b1) of `layer` as a lazy restore leaves them: what they held forgotten (device
+    // blocks and host slots freed), each marked dropped with its mean key from `means`, (b1 - b0,
+    // n_kv_head, head_dim) bf16 host memory — the caller writes a block back (write_block) before
+    // anything reads it, as after drop(). Waits for `stream` (`means` may go on return).
+    bool place_dropped(int layer, int64_t b0, int64_t b1, const uint16_t* means, cudaStream_t stream, std::string* error);
+    int64_t n_dropped() const { return n_dropped_; }  // blocks marked dropped, every layer
+
     // As drop, for a block past the context (a truncate): not marked dropped (a dropped one's mark
     // cleared), its next write fresh.
     bool forget(int layer, int64_t block, cudaStream_t stream, std::string* error);
@@ -118,6 +127,7 @@ private:
     bool set_table(int layer, int64_t block, int32_t phys, cudaStream_t stream, std::string* error);
     bool upload_table(int layer, int64_t b0, int64_t b1, cudaStream_t stream, std::string* error);
     bool check(int layer, int64_t block, std::string* error) const;
+    void mark_dropped(size_t i, bool on);  // dropped_[i] and n_dropped_
 
     Config cfg_;
     uint16_t* k_pool_ = nullptr;  // device
@@ -128,6 +138,7 @@ private:
     std::vector<int32_t> dev_of_;    // host mirror of tables_: physical block or -1
     std::vector<int64_t> host_of_;   // (n_layer, max_blocks): host slot or -1
     std::vector<uint8_t> dropped_;   // (n_layer, max_blocks): dropped (drop) and not written since
+    int64_t n_dropped_ = 0;
     std::vector<int64_t> free_dev_, free_host_;
     std::deque<Pending> pending_dev_, pending_host_;
 };

@@ -39,6 +39,10 @@
 //                     the one before (the first at or before a delta's base tokens) and the last
 //                     ends at the saved tokens; a record of another S or F starts the layer over.
 //                     A delta file's cover its blocks from base tokens / S on; the base's the rest.
+//                     F = n_kv_head x head_dim: the blocks' mean keys alone (a save on a device,
+//                     DeviceRunner::key_means), which a CPU's index does not take (it builds its
+//                     own from the keys) and a lazy restore on a device does (BlockIndex::
+//                     summary_means reads the means of either layout).
 //   Anything after the committed end is ignored (an interrupted save).
 //
 // Saving appends pages and a commit record, syncs, then rewrites the older slot and syncs: a kill at

@@ -295,4 +295,27 @@ void KvStorePages::load(int64_t first) {
     ++batches_;
 }
 
+std::vector<float> kv_regroup_means(std::span<const float> means, int S, int64_t n, int B, int dim) {
+    if (S < 1 || B < S || B % S != 0 || n < 0 || dim < 1 ||
+        means.size() != static_cast<size_t>((n + S - 1) / S) * static_cast<size_t>(dim))
+        throw Error("mean keys of " + std::to_string(means.size()) + " values for " + std::to_string(n) +
+                    " positions in blocks of " + std::to_string(S) + " do not regroup into blocks of " + std::to_string(B));
+    const auto d = static_cast<size_t>(dim);
+    if (S == B) return {means.begin(), means.end()};
+    const int64_t nb = (n + B - 1) / B, ns = (n + S - 1) / S;
+    std::vector<float> out(static_cast<size_t>(nb) * d, 0.0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        float* o = out.data() + static_cast<size_t>(b) * d;
+        const int64_t end = std::min(n, (b + 1) * B);
+        for (int64_t s = b * B / S; s < ns && s * S < end; ++s) {
+            const float w = static_cast<float>(std::min<int64_t>(S, end - s * S));
+            const float* m = means.data() + static_cast<size_t>(s) * d;
+            for (size_t j = 0; j < d; ++j) o[j] += w * m[j];
+        }
+        const float inv = 1.0f / static_cast<float>(end - b * B);
+        for (size_t j = 0; j < d; ++j) o[j] *= inv;
+    }
+    return out;
+}
+
 }  // namespace sl

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/kvcache/kv_file.h"
@@ -75,6 +76,13 @@ void kv_download(KvBlockStore& src, KvCache& dst, int64_t from, int64_t to, int 
 // same B): K and V, (n_kv_head, B, head_dim) bf16 each, its first n positions (1 <= n <= B) from
 // the page (written), the rest zero. `scratch`: B * head_dim floats. Reads `src` only: any thread.
 void kv_block_bf16(const KvCache& src, int layer, int64_t block, int n, uint16_t* k, uint16_t* v, float* scratch);
+
+// Mean keys of a context's blocks of B positions from those of its blocks of S positions (B a
+// multiple of S) over positions [0, n): each the token-weighted mean of the S blocks it holds (the
+// last ones partial), as a device averages its blocks (a lazy restore's estimates: the saved
+// block summaries instead of every key). means: (ceil(n / S), dim) -> (ceil(n / B), dim). Throws
+// sl::Error when the sizes do not fit.
+std::vector<float> kv_regroup_means(std::span<const float> means, int S, int64_t n, int B, int dim);
 
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),

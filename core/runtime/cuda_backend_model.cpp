@@ -181,6 +181,7 @@ void CudaLlamaRunner::reset() {  // positions are rewritten before they are read
     impl_->backed = 0;
     impl_->written = 0;
     impl_->forget_from(0);
+    impl_->lazy = false;
     impl_->last_top_k = 0;
     impl_->rec_top_k = 0;
 }
@@ -212,7 +213,8 @@ void CudaLlamaRunner::set_record_mass(bool on) { impl_->record = on; }
 
 CudaKvTiers CudaLlamaRunner::kv_tiers() const {
     const Impl& m = *impl_;
-    return {m.cache->config().device_blocks, m.cache->config().host_blocks, m.fetched, m.evicted, m.dropped, m.refilled};
+    return {m.cache->config().device_blocks, m.cache->config().host_blocks, m.fetched, m.evicted, m.dropped, m.refilled,
+            m.placed};
 }
 
 std::vector<Selection> CudaLlamaRunner::recorded_selections(int layer) const {
@@ -402,7 +404,7 @@ void CudaLlamaRunner::forward(const int32_t* tokens, int n, float* logits, const
             sel = m.sel + static_cast<int64_t>(l) * s.n_tasks() * top_k;
             ck(cuda::msa_group_mean(m.q, s, m.iq, m.stream), "msa_group_mean");
             m.select_tiered(s, l, n_cand, sel, ab0, ab1, remap);
-        } else if (m.tiered) {  // a short context: every block of the layer attended
+        } else if (m.tiers()) {  // a short context: every block of the layer attended
             std::vector<int64_t> all, keep;
             for (int64_t b = 0; b < s.n_kv_blocks(); ++b) {
                 all.push_back(b);
@@ -466,6 +468,8 @@ bool CudaLlamaRunner::save_pages(const KvCache&, int64_t, const std::function<vo
     throw Error("CUDA model: built without CUDA");
 }
 void CudaLlamaRunner::upload_kv(const KvCache&, int64_t, int64_t) { throw Error("CUDA model: built without CUDA"); }
+bool CudaLlamaRunner::place_kv(const KvCache&, int64_t, int, const std::function<std::vector<float>(int)>&) { return false; }
+KvBlockSummaries CudaLlamaRunner::key_means(int) const { return {}; }
 int64_t CudaLlamaRunner::device_bytes() const { return 0; }
 std::vector<int32_t> CudaLlamaRunner::last_selection(int) const { return {}; }
 void CudaLlamaRunner::set_record_mass(bool) {}

@@ -47,11 +47,13 @@ std::string cuda_msa_lacks(const MsaConfig& c);
 
 // The device KV cache's tiers (CudaLlamaRunner::kv_tiers): blocks on the device and in the pinned
 // host tier (0: no tiers), blocks fetched from / evicted to the host so far, and blocks dropped to
-// / refilled from the third tier (the session's saved context, mapped on the host).
+// / refilled from the third tier (the session's saved context, mapped on the host); blocks a lazy
+// restore left in the saved context (place_kv; refilled as any dropped one when read).
 struct CudaKvTiers {
     int64_t device_blocks = 0, host_blocks = 0;
     int64_t fetched = 0, evicted = 0;
     int64_t dropped = 0, refilled = 0;
+    int64_t placed = 0;
 };
 
 // Errors: sl::DeviceError for CUDA failures (and device memory exhausted), sl::Error for bad calls.
@@ -103,6 +105,16 @@ public:
     // held context, Session::restore_delta). Throws sl::Error on a CUDA error or n > n_ctx, leaving
     // the context cut back to `from`.
     void upload_kv(const KvCache& src, int64_t from, int64_t n) override;
+    // A lazy restore (DeviceRunner::place_kv; MSA only): every whole block of the context gets its
+    // mean key (the saved means regrouped into the device's blocks of 128) and stays in `src` (the
+    // third tier's backing) until read; the partial last block is uploaded. The selections read
+    // the blocks they pick from then on (a host sync per layer while some are still out, as with
+    // memory tiers), keeping the placed means. False without MSA, with src's pages not 128
+    // positions, or means missing.
+    bool place_kv(const KvCache& src, int64_t n, int means_block,
+                  const std::function<std::vector<float>(int layer)>& means) override;
+    // The device's mean keys of `layer` (bf16 on the device, read back as f32) for a save.
+    KvBlockSummaries key_means(int layer) const override;
     int64_t device_bytes() const;  // weights + cache + scratch on the device
     // The blocks each KV group of `layer` attended in the last forward call, (query block, group)
     // rows of top_k ids, ascending, -1-padded; empty when that call attended densely.

@@ -136,6 +136,12 @@ struct CudaLlamaRunner::Impl {
     // touched leave the device first (make_room); a shortlisted block on the host is fetched and the
     // selection made again (select_tiered), so the result is the all-resident one.
     bool tiered = false;
+    // A lazy restore (place_kv) left blocks in the saved context: the selections bring the ones
+    // they pick back (as the tiers' do) while any is still out (tiers(): either; once none is,
+    // decode runs without the per-layer look at the shortlist), until a reset.
+    bool lazy = false;
+    bool tiers() const { return tiered || (lazy && cache->n_dropped() > 0); }
+    int64_t placed = 0;
     uint64_t tick = 0;
     std::vector<uint64_t> stamp;                 // (n_layer, max_blocks)
     std::set<std::pair<uint64_t, int64_t>> lru;  // resident blocks: (stamp, layer * max_blocks + block)
@@ -168,7 +174,7 @@ struct CudaLlamaRunner::Impl {
 
     int64_t key(int layer, int64_t b) const { return static_cast<int64_t>(layer) * cache->config().max_blocks + b; }
     void touch(int layer, int64_t b) {
-        if (!tiered) return;
+        if (!tiers()) return;
         const int64_t k = key(layer, b);
         uint64_t& st = stamp[static_cast<size_t>(k)];
         lru.erase({st, k});
@@ -227,7 +233,7 @@ struct CudaLlamaRunner::Impl {
     std::string failed;
     bool broken = false;
     void forget_from(int64_t n) noexcept {
-        if (!tiered) return;
+        if (!tiered && !lazy) return;
         try {
             const int64_t B = cache->config().block_size, mb = cache->config().max_blocks;
             const int64_t first = (n + B - 1) / B;
@@ -290,7 +296,10 @@ struct CudaLlamaRunner::Impl {
         kv_block_bf16(*backing, layer, b, static_cast<int>(valid), k, k + elems, refill_scratch.data());
         make_room(1, keep);
         std::string error;
-        if (!cache->write_block(layer, b, k, k + elems, static_cast<int>(valid), stream, &error))
+        // Its mean key stays: the estimates that picked it score it alike when the selection is
+        // made again (a placed mean may differ from the device's own by rounding), and an append
+        // to it recomputes it.
+        if (!cache->write_block(layer, b, k, k + elems, static_cast<int>(valid), stream, &error, true))
             throw DeviceError("CUDA model: " + error);
         ++refilled;
     }
@@ -315,7 +324,7 @@ struct CudaLlamaRunner::Impl {
     }
     // Stores a whole block from host memory (pinned staging, DeviceStore), making room first.
     void write_block(int layer, int64_t b, const uint16_t* k, const uint16_t* v, int n_tokens) {
-        if (tiered) {
+        if (tiers()) {
             const std::vector<int64_t> keep{key(layer, b)};
             if (cache->on_host(layer, b)) ensure_resident(layer, {b}, keep);
             else if (!cache->resident(layer, b)) make_room(1, keep);  // a dropped one is written whole
@@ -343,7 +352,7 @@ struct CudaLlamaRunner::Impl {
     // Appends K/V rows (device, f32) of positions [pos0, pos0 + n) to `layer`, making room first.
     void append(int layer, int64_t pos0, int64_t n, const float* kd, const float* vd) {
         const int64_t B = cache->config().block_size, b0 = pos0 / B, b1 = (pos0 + n - 1) / B;
-        if (tiered) {
+        if (tiers()) {
             std::vector<int64_t> keep, back;  // back: the call's blocks on the host, fetched here
             int64_t fresh = 0;
             for (int64_t b = b0; b <= b1; ++b) {
@@ -384,7 +393,7 @@ struct CudaLlamaRunner::Impl {
                "msa_extend_selection");
         };
         select();
-        if (!tiered) {
+        if (!tiers()) {
             extend();
             return;
         }

@@ -5,6 +5,7 @@
 
 #if SIGHTLINE_HAVE_CUDA
 #include <functional>
+#include <memory>
 
 #include "core/runtime/cuda_runner_impl.h"
 
@@ -164,6 +165,76 @@ void CudaLlamaRunner::upload_kv(const KvCache& src, int64_t from, int64_t n) {
         throw;
     }
     m.n_past = n;
+}
+
+bool CudaLlamaRunner::place_kv(const KvCache& src, int64_t n, int means_block,
+                               const std::function<std::vector<float>(int layer)>& means) {
+    Impl& m = *impl_;
+    const LlamaConfig& c = m.model.config();
+    const int64_t B = m.cache->config().block_size;
+    if (!m.msa.enabled || src.block_size() != B || src.n_kv_head() != c.n_kv_head || src.head_dim() != c.head_dim ||
+        src.n_layer() != c.n_layer || means_block < 1 || B % means_block != 0 || n <= 0 || n > src.n_past())
+        return false;
+    if (n > m.n_ctx)
+        throw Error("CUDA model: a context of " + std::to_string(n) + " positions does not fit " + std::to_string(m.n_ctx));
+    const int64_t full = n / B;  // whole blocks: left in `src`; the partial last one goes up
+    if (full == 0) return false;
+    // Every layer's means first (bf16, the device's blocks): nothing changes when one is missing.
+    const auto dkv = static_cast<size_t>(c.n_kv_head) * static_cast<size_t>(c.head_dim);
+    const auto per_layer = static_cast<size_t>(full) * dkv;
+    std::vector<uint16_t> placed(static_cast<size_t>(c.n_layer) * per_layer);
+    for (int l = 0; l < c.n_layer; ++l) {
+        const std::vector<float> f = means(l);
+        if (f.size() != static_cast<size_t>((n + means_block - 1) / means_block) * dkv) return false;
+        const std::vector<float> g = kv_regroup_means(f, means_block, n, static_cast<int>(B), static_cast<int>(dkv));
+        kernels::f32_to_bf16(placed.data() + static_cast<size_t>(l) * per_layer, g.data(), per_layer);
+    }
+    reset();
+    m.check_failed();  // the cut's cleanup
+    m.grow(256);
+    if (m.stamp.empty()) m.stamp.assign(static_cast<size_t>(c.n_layer) * static_cast<size_t>(m.cache->config().max_blocks), 0);
+    m.lazy = true;
+    m.backing = &src;
+    m.backed = n;
+    try {
+        std::string error;
+        for (int l = 0; l < c.n_layer; ++l)
+            if (!m.cache->place_dropped(l, 0, full, placed.data() + static_cast<size_t>(l) * per_layer, m.stream, &error))
+                throw DeviceError("CUDA model: " + error);
+        m.placed += full * c.n_layer;
+        m.n_past = m.written = full * B;
+        if (n > full * B) {
+            DeviceStore store(m, *m.cache, m.stream, m.k, m.v, m.cap);
+            kv_upload(src, store, full * B, n, m.cap);
+        }
+    } catch (...) {
+        reset();  // nothing half placed stays
+        throw;
+    }
+    m.n_past = n;
+    return true;
+}
+
+KvBlockSummaries CudaLlamaRunner::key_means(int layer) const {
+    const Impl& m = *impl_;
+    const LlamaConfig& c = m.model.config();
+    KvBlockSummaries s;
+    if (!m.msa.enabled || layer < 0 || layer >= c.n_layer || m.n_past <= 0 || m.broken || !m.failed.empty()) return s;
+    const int64_t B = m.cache->config().block_size, nb = (m.n_past + B - 1) / B;
+    const auto dkv = static_cast<size_t>(c.n_kv_head) * static_cast<size_t>(c.head_dim);
+    auto host = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(nb) * dkv);
+    // A device failure leaves the save without means (the next forward call reports it).
+    if (cudaMemcpyAsync(host->data(), m.cache->key_means(layer), host->size() * 2, cudaMemcpyDeviceToHost, m.stream) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(m.stream) != cudaSuccess) {
+        cudaGetLastError();
+        return s;
+    }
+    s.n = m.n_past;
+    s.block_size = static_cast<int>(B);
+    s.floats = static_cast<int>(dkv);
+    s.get = [host, dkv](int64_t b, float* out) { kernels::bf16_to_f32(out, host->data() + static_cast<size_t>(b) * dkv, dkv); };
+    return s;
 }
 
 }  // namespace sl

@@ -12,6 +12,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/kvcache/kv_file.h"
+
 namespace sl {
 
 class KvCache;
@@ -43,6 +45,22 @@ public:
     // first `from` positions stay (from <= n_past(); 0 replaces the whole context), then n_past()
     // is n.
     virtual void upload_kv(const KvCache& src, int64_t from, int64_t n) = 0;
+    // A lazy restore (MSA reads a few blocks a query): as upload_kv(src, 0, n), but whole blocks
+    // are not sent: each takes its mean key from `means` and stays in `src` (the backing, as after
+    // set_backing(&src, n)) until a selection, the window or an append needs it, and is read from
+    // there then (kv_transfer.h kv_block_bf16: a mapped page is checked on that first read).
+    // means(layer): that layer's mean keys in blocks of `means_block` positions, (ceil(n /
+    // means_block), n_kv_head, head_dim) f32 (empty: none). Returns false having changed nothing
+    // when this runner does not take it (dense attention, src's pages not its blocks, a layer
+    // without means, blocks it cannot regroup): the caller uploads then. Throws as upload_kv.
+    virtual bool place_kv(const KvCache& /*src*/, int64_t /*n*/, int /*means_block*/,
+                          const std::function<std::vector<float>(int layer)>& /*means*/) {
+        return false;
+    }
+    // The context's mean keys as the runner holds them, for a save (kv_file.h kind 4 records of
+    // the means alone, which place_kv takes back): blocks of the runner's own size, n_kv_head x
+    // head_dim floats each, positions [0, n_past()); none (get empty) when it keeps none.
+    virtual KvBlockSummaries key_means(int /*layer*/) const { return {}; }
     // Positions [0, n) of the context are also in `mirror` (the session's host copy: RAM pages or
     // pages mapped from a saved file) until the next set_backing, or a truncate or reset below n
     // (which lower it): a runner short of memory may drop its own copy of blocks wholly inside and

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/attention/block_index.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_file.h"
@@ -38,6 +39,37 @@ size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
         }
     }
     return keep;
+}
+
+// Layer l's saved block summaries of every block of a file's context (kv_file.h kind 4): a delta
+// file's from its first block on, its base's before that (when the base has them in the same
+// layout); empty when the layer has none usable. `page_size`: the session's KV page size.
+struct LayerSummaries {
+    std::vector<float> data;
+    uint32_t S = 0, F = 0;
+};
+LayerSummaries layer_summaries(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
+                               const KvFileContents* base, int l, int page_size) {
+    LayerSummaries out;
+    if (!saved.has_summaries(l)) return out;
+    const auto li = static_cast<size_t>(l);
+    const uint32_t S = saved.summary_block[li], F = saved.summary_floats[li];
+    const uint64_t p0 = saved.base.tokens;
+    // A delta's first summary block must start within its own pages (the page holding its base
+    // tokens): its summary was taken over the saver's keys of that whole block.
+    if (p0 > 0 && page_size % static_cast<int>(S) != 0) return out;
+    const auto b0 = static_cast<int64_t>(p0 / S);
+    std::vector<float> data = read_block_summaries(file, saved, l, b0);
+    if (b0 > 0) {
+        if (!base || !base->has_summaries(l) || base->summary_block[li] != S || base->summary_floats[li] != F) return out;
+        std::vector<float> head = read_block_summaries(base_file, *base, l, 0, b0);
+        if (head.size() != static_cast<size_t>(b0) * F) return out;
+        data.insert(data.begin(), head.begin(), head.end());
+    }
+    out.data = std::move(data);
+    out.S = S;
+    out.F = F;
+    return out;
 }
 
 // Session::device_reason() after the device failed.
@@ -359,9 +391,9 @@ std::vector<KvBlockSummaries> Session::summaries_of() const {
     const int n_layer = model_.model->config().n_layer;
     std::vector<KvBlockSummaries> out(static_cast<size_t>(n_layer));
     for (int l = 0; l < n_layer; ++l) {
-        KvBlockSummaries s = attention_->block_summaries(l);
-        // Only summaries of exactly this context (a device session's attention summarizes nothing
-        // the device appended).
+        KvBlockSummaries s = gpu_ ? gpu_->key_means(l) : attention_->block_summaries(l);
+        // Only summaries of exactly this context (on a device, its mean keys: its session's
+        // attention summarizes nothing the device appended).
         if (s.get && s.n == static_cast<int64_t>(tokens_.size())) out[static_cast<size_t>(l)] = std::move(s);
     }
     return out;
@@ -376,23 +408,36 @@ void Session::hand_back_summaries(std::span<const uint8_t> file, const KvFileCon
         const auto li = static_cast<size_t>(l);
         const uint32_t S = saved.summary_block[li], F = saved.summary_floats[li];
         if (!attention_->takes_block_summaries(l, static_cast<int>(S))) continue;
-        // A delta's first summary block must start within its own pages (the page holding its
-        // base tokens): its summary was taken over the saver's keys of that whole block.
-        if (p0 > 0 && kv_.block_size() % static_cast<int>(S) != 0) continue;
-        const auto b0 = static_cast<int64_t>(p0 / S);  // a delta's summaries start at the block holding its base tokens
-        std::vector<float> data = read_block_summaries(file, saved, l, b0);
-        if (onto) {  // blocks before b0 are the ones the attention holds
+        if (onto) {  // blocks before the delta's first are the ones the attention holds
+            if (p0 > 0 && kv_.block_size() % static_cast<int>(S) != 0) continue;
+            const auto b0 = static_cast<int64_t>(p0 / S);
+            std::vector<float> data = read_block_summaries(file, saved, l, b0);
             attention_->set_block_summaries(l, kv_, data.data(), b0, n, static_cast<int>(S), static_cast<int>(F));
             continue;
         }
-        if (b0 > 0) {  // the base's blocks [0, b0), when it has them in the same layout
-            if (!base || !base->has_summaries(l) || base->summary_block[li] != S || base->summary_floats[li] != F) continue;
-            std::vector<float> head = read_block_summaries(base_file, *base, l, 0, b0);
-            if (head.size() != static_cast<size_t>(b0) * F) continue;
-            data.insert(data.begin(), head.begin(), head.end());
-        }
-        attention_->set_block_summaries(l, kv_, data.data(), 0, n, static_cast<int>(S), static_cast<int>(F));
+        const LayerSummaries sum = layer_summaries(file, saved, base_file, base, l, kv_.block_size());
+        if (sum.data.empty()) continue;
+        attention_->set_block_summaries(l, kv_, sum.data.data(), 0, n, static_cast<int>(S), static_cast<int>(F));
     }
+}
+
+bool Session::place_on_device(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
+                              const KvFileContents* base, int64_t n) {
+    const LlamaConfig& c = model_.model->config();
+    if (!gpu_ || c.n_layer < 1 || !saved.has_summaries(0)) return false;
+    const uint32_t S = saved.summary_block[0];
+    for (int l = 1; l < c.n_layer; ++l)
+        if (!saved.has_summaries(l) || saved.summary_block[static_cast<size_t>(l)] != S) return false;
+    const int64_t blocks = (n + S - 1) / S;
+    const size_t dkv = static_cast<size_t>(c.n_kv_head) * static_cast<size_t>(c.head_dim);
+    auto means = [&](int l) -> std::vector<float> {
+        const LayerSummaries sum = layer_summaries(file, saved, base_file, base, l, kv_.block_size());
+        if (sum.data.size() < static_cast<size_t>(blocks) * sum.F) return {};
+        std::vector<float> out(static_cast<size_t>(blocks) * dkv);
+        if (!BlockIndex::summary_means(sum.data.data(), blocks, sum.F, c.n_kv_head, c.head_dim, out.data())) return {};
+        return out;
+    };
+    return gpu_->place_kv(kv_, n, static_cast<int>(S), means);
 }
 
 void Session::set_mirrored(int64_t n) const {
@@ -640,7 +685,11 @@ void Session::restore(const std::string& path, int64_t keep) {
     tokens.resize(static_cast<size_t>(n));
     if (gpu_) {  // the device continues from the restored context; the host cache mirrors it
         try {
-            gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));  // reads every page: each checked as it is converted
+            // MSA on the device: the pages stay in the file until the attention picks them (the
+            // saved summaries' mean keys go up instead); else every page, each checked as it is converted.
+            if (!place_on_device(map->bytes(), saved, base_map ? base_map->bytes() : std::span<const uint8_t>{},
+                                 base_map ? &base : nullptr, static_cast<int64_t>(n)))
+                gpu_->upload_kv(kv_, 0, static_cast<int64_t>(n));
             check_pages();
             set_mirrored(static_cast<int64_t>(n));
         } catch (const DeviceError& e) {  // the device failed: the restored context goes on on the CPU

@@ -139,7 +139,10 @@ public:
     // One writer per file at a time.
     // keep >= 0 and fewer than the file holds: only its first `keep` tokens (as restore, then
     // truncate(keep), but the file may hold more than n_ctx); last_logits() is then empty.
-    // On CUDA the restored K/V are then uploaded to the device (rounded to bf16).
+    // On CUDA the restored K/V are then uploaded to the device (rounded to bf16); with MSA and
+    // block summaries in the file only their mean keys are (DeviceRunner::place_kv), and the
+    // device reads a block from the mapped file when its attention first picks it, so a damaged
+    // page there is found by the step that first reads it, as on the CPU.
     // Pages are checked against their checksums when first read (KvCache::attach), not here: a
     // restore reads only the file's headers, tokens, logits, index keys and block summaries, and
     // an answer only the pages it attends to (with MSA a few blocks of a million tokens). A page
@@ -220,6 +223,11 @@ private:
     // attention holds the blocks before the delta's).
     void hand_back_summaries(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
                              const KvFileContents* base, int64_t n, bool onto);
+    // A restore on a device through DeviceRunner::place_kv: the mean keys of the saved block
+    // summaries (every layer's, one block size) go up instead of the context's first n positions;
+    // false (nothing changed) when the file lacks them or the runner does not take them.
+    bool place_on_device(std::span<const uint8_t> file, const KvFileContents& saved, std::span<const uint8_t> base_file,
+                         const KvFileContents* base, int64_t n);
     // write_pages with every page handed out checked (a damaged restored page throws before the
     // commit).
     void write_checked(const std::string& path, const std::function<void(KvPageSource&)>& write) const;

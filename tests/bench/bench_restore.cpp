@@ -12,6 +12,13 @@
 //   BM_IndexBuild/threads:0   the same split over the forward pass's pool (all cores; before)
 //   BM_IndexImport            the same index read from the file's block summaries (kv_file.h kind
 //                             4: read_block_summaries + BlockIndex::import_blocks; now)
+// A restore onto a device (the host's side; the bus's copies come on top and are the device's):
+//   BM_DeviceUpload           every layer's pages, each checked on first read, converted to bf16
+//                             blocks in 32-block staging rooms (kv_upload: before, and still for
+//                             dense attention)
+//   BM_DevicePlace            every layer's mean keys from the file's block summaries, as bf16
+//                             (DeviceRunner::place_kv's input: Session::place_on_device; now, MSA),
+//                             the pages left in the file until the attention picks them
 // bytes/s counts the file's page bytes. At a million tokens a file holds ~23 GB: seconds =
 // 23e9 / bytes_per_second.
 #include <benchmark/benchmark.h>
@@ -29,8 +36,10 @@
 #include "core/attention/rope_shift.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/kvcache/kv_file.h"
+#include "core/kvcache/kv_transfer.h"
 #include "core/runtime/thread_pool.h"
 #include "core/util/mapped_file.h"
+#include "kernels/cpu/convert.h"
 
 namespace {
 
@@ -153,6 +162,67 @@ void BM_IndexImport(benchmark::State& state) {
     state.SetBytesProcessed(state.iterations() * f.page_bytes() / kLayers);
 }
 BENCHMARK(BM_IndexImport)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A device's staging that keeps nothing: what the host does for an upload, without the bus.
+class NullStore final : public sl::KvBlockStore {
+public:
+    int block_size() const override { return kB; }
+    void read_block(int, int64_t, uint16_t*, uint16_t*) override {}
+    void append_rows(int, int64_t, int64_t, const float*, const float*) override {}
+    bool takes_blocks() const override { return true; }
+    int stage_capacity() const override { return 32; }
+    uint16_t* stage(int n) override {
+        room_.resize(static_cast<size_t>(n) * 2 * kKv * kB * kDim);
+        return room_.data();
+    }
+    void write_staged(int i, int, int64_t, int) override { benchmark::DoNotOptimize(room_[static_cast<size_t>(i)]); }
+
+private:
+    std::vector<uint16_t> room_;
+};
+
+void BM_DeviceUpload(benchmark::State& state) {
+    SavedFile& f = saved();
+    for (auto _ : state) {
+        auto map = std::make_shared<const sl::MappedFile>(f.path);  // mapped afresh: its page faults count
+        sl::KvCacheOptions o;
+        o.type = sl::KvType::F16;
+        o.block_size = kB;
+        sl::KvCache kv(kLayers, kTokens, kKv, kDim, o);
+        for (int l = 0; l < kLayers; ++l)
+            for (int64_t b = 0; b < f.contents.n_blocks; ++b)
+                kv.attach(l, b, map->data() + f.contents.page_offset[static_cast<size_t>(l * f.contents.n_blocks + b)], map,
+                          sl::kv_page_checksum(map->bytes(), f.contents, l, b));
+        kv.set_n_past(kTokens);
+        NullStore store;
+        sl::kv_upload(kv, store, 0, kTokens);
+        if (kv.damaged()) state.SkipWithError("a page failed its check");
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes());
+}
+BENCHMARK(BM_DeviceUpload)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_DevicePlace(benchmark::State& state) {
+    SavedFile& f = saved();
+    const size_t dkv = static_cast<size_t>(kKv) * kDim;
+    for (auto _ : state) {
+        const sl::MappedFile map(f.path);
+        for (int l = 0; l < kLayers; ++l) {
+            const std::vector<float> sums = sl::read_block_summaries(map.bytes(), f.contents, l);
+            const int64_t blocks = f.contents.n_blocks;
+            std::vector<float> means(static_cast<size_t>(blocks) * dkv);
+            if (!sl::BlockIndex::summary_means(sums.data(), blocks, f.contents.summary_floats[static_cast<size_t>(l)], kKv, kDim,
+                                               means.data()))
+                state.SkipWithError("no mean keys in the summaries");
+            const std::vector<float> g = sl::kv_regroup_means(means, kB, kTokens, kB, static_cast<int>(dkv));
+            std::vector<uint16_t> bf(g.size());
+            sl::kernels::f32_to_bf16(bf.data(), g.data(), g.size());
+            benchmark::DoNotOptimize(bf.data());
+        }
+    }
+    state.SetBytesProcessed(state.iterations() * f.page_bytes());
+}
+BENCHMARK(BM_DevicePlace)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

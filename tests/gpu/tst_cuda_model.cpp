@@ -28,6 +28,7 @@ private Q_SLOTS:
     void tiersSelectAsAllResident_data();
     void tiersSelectAsAllResident();
     void thirdTierAsAllResident();
+    void lazyRestoreAsAllResident();
 };
 
 namespace {
@@ -334,6 +335,89 @@ void TstCudaModel::thirdTierAsAllResident() {
     } catch (const sl::DeviceError& e) {
         QVERIFY2(std::string(e.what()).find("none of their blocks is in a saved context") != std::string::npos, e.what());
     }
+}
+
+void TstCudaModel::lazyRestoreAsAllResident() {
+    // A lazy restore (place_kv): the blocks stay in the host copy with the saved mean keys on the
+    // device, and come up when a selection, the window or an append reads them: given the device's
+    // own means (a save on the device writes them), the same logits and selections as the runner
+    // that holds everything — with and without memory tiers — after reading a fraction of it.
+    REQUIRE_CUDA_DEVICE();
+    REQUIRE_ASSET(path, sl::assets::kDefaultModel);
+    auto m = sl::load_model(path);
+    const sl::LlamaConfig& c = m->model->config();
+    std::vector<int32_t> ids;
+    for (int i = 0; ids.size() < 12000; ++i) {
+        const auto part = m->tokenizer->encode("Entry " + std::to_string(i) + ": the pump at site " +
+                                                   std::to_string(i * 23 % 97) + " was serviced in week " +
+                                                   std::to_string(i % 41) + ". ", false, false);
+        ids.insert(ids.end(), part.begin(), part.end());
+    }
+    ids.resize(12000 - 50);  // a partial last block
+    sl::MsaConfig mc;
+    mc.top_k = 4;
+    sl::parse_msa_scoring(sl::kTrainingFreeMode, mc);
+    const int n_ctx = static_cast<int>(ids.size()) + 512;
+    const auto n = static_cast<int64_t>(ids.size());
+    const size_t nv = static_cast<size_t>(c.n_vocab), dkv = static_cast<size_t>(c.n_kv_head) * c.head_dim;
+    sl::CudaLlamaRunner all(*m->model, n_ctx, &mc);
+    std::vector<float> a(nv), b(nv), t(nv);
+    for (int64_t p = 0; p < n; p += 512)
+        all.forward(ids.data() + p, static_cast<int>(std::min<int64_t>(512, n - p)), a.data());
+    sl::KvCacheOptions ko;
+    ko.type = sl::KvType::F32;
+    ko.block_size = 128;
+    sl::KvCache mirror(c.n_layer, n_ctx, c.n_kv_head, c.head_dim, ko);
+    all.download_kv(mirror, 0);
+    std::vector<std::vector<float>> means(static_cast<size_t>(c.n_layer));
+    for (int l = 0; l < c.n_layer; ++l) {
+        const sl::KvBlockSummaries km = all.key_means(l);
+        QCOMPARE(km.n, n);
+        QCOMPARE(static_cast<size_t>(km.floats), dkv);
+        auto& v = means[static_cast<size_t>(l)];
+        v.resize(static_cast<size_t>((n + 127) / 128) * dkv);
+        for (int64_t blk = 0; blk < (n + 127) / 128; ++blk) km.get(blk, v.data() + static_cast<size_t>(blk) * dkv);
+    }
+    auto get = [&](int l) { return means[static_cast<size_t>(l)]; };
+    const int64_t pair = 2LL * c.n_kv_head * 128 * c.head_dim * 2;
+    sl::CudaLlamaRunner lazy(*m->model, n_ctx, &mc);
+    sl::CudaLlamaRunner tiered(*m->model, n_ctx, &mc, (2 * 64 * c.n_kv_head + 8) * pair, 64 * pair);
+    sl::CudaLlamaRunner dense(*m->model, n_ctx, nullptr);
+    QVERIFY(!dense.place_kv(mirror, n, 128, get));  // dense attention reads every block: not taken
+    QVERIFY(!lazy.place_kv(mirror, n, 128, [](int) { return std::vector<float>{}; }));  // no means: not taken
+    QVERIFY(lazy.place_kv(mirror, n, 128, get));
+    QVERIFY(tiered.place_kv(mirror, n, 128, get));
+    QCOMPARE(lazy.n_past(), n);
+    QCOMPARE(lazy.kv_tiers().placed, static_cast<int64_t>(c.n_layer) * (n / 128));
+    for (int step = 0; step < 4; ++step) {
+        const int32_t next = argmax(a);
+        all.forward(&next, 1, a.data());
+        lazy.forward(&next, 1, b.data());
+        tiered.forward(&next, 1, t.data());
+        const double err = sl::test::normalized_error(b.data(), a.data(), nv),
+                     terr = sl::test::normalized_error(t.data(), a.data(), nv);
+        QVERIFY2(err < 1e-5 && terr < 1e-5, qPrintable(QStringLiteral("%1 %2").arg(err).arg(terr)));
+        for (int l = 0; l < c.n_layer; ++l) {
+            QCOMPARE(lazy.last_selection(l), all.last_selection(l));
+            QCOMPARE(tiered.last_selection(l), all.last_selection(l));
+        }
+    }
+    const sl::CudaKvTiers lt = lazy.kv_tiers();
+    qInfo("lazy restore: %lld blocks placed, %lld read back after 4 decode steps", static_cast<long long>(lt.placed),
+          static_cast<long long>(lt.refilled));
+    QVERIFY(lt.refilled > 0 && lt.refilled < lt.placed);
+    // A question's prefill after it (several query blocks), then a cut into a placed block and on.
+    const std::vector<int32_t> q(ids.begin() + 3000, ids.begin() + 3300);
+    all.forward(q.data(), static_cast<int>(q.size()), a.data());
+    lazy.forward(q.data(), static_cast<int>(q.size()), b.data());
+    QVERIFY(sl::test::normalized_error(b.data(), a.data(), nv) < 1e-5);
+    const int64_t cut = 40 * 128 + 33;
+    all.truncate(cut);
+    lazy.truncate(cut);
+    all.forward(q.data(), 60, a.data());
+    lazy.forward(q.data(), 60, b.data());
+    QVERIFY(sl::test::normalized_error(b.data(), a.data(), nv) < 1e-5);
+    for (int l = 0; l < c.n_layer; ++l) QCOMPARE(lazy.last_selection(l), all.last_selection(l));
 }
 
 QTEST_APPLESS_MAIN(TstCudaModel)

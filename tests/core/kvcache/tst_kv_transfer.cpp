@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "core/attention/block_index.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/kvcache/kv_file.h"
 #include "core/kvcache/kv_transfer.h"
@@ -169,6 +170,7 @@ private Q_SLOTS:
     void storePagesAreWhatADownloadLeaves();
     void storePagesRefuse();
     void fileFromStorePagesEqualsFileFromDownload();
+    void meanKeysFromSummaries();
 };
 
 // Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
@@ -560,6 +562,66 @@ void TstKvTransfer::fileFromStorePagesEqualsFileFromDownload() {
     QCOMPARE(bytes(a), bytes(b));
     const sl::MappedFile map(a);
     QCOMPARE(sl::parse_kv_file(map.bytes(), a, sl::KvVerify::Full).n_tokens(), uint64_t{kCtx});
+}
+
+// A lazy restore's mean keys (Session::place_on_device -> DeviceRunner::place_kv): read from saved
+// block summaries of either layout and regrouped into a device's larger blocks, they are the
+// blocks' mean keys as averaged from the keys themselves.
+void TstKvTransfer::meanKeysFromSummaries() {
+    const int64_t n = kCtx;  // 101: the last block of every size partial
+    sl::KvCache kv(kLayers, kCtx, kKv, kDim, opts(sl::KvType::F32, kHostB));
+    fill(kv, n);
+    const size_t dkv = static_cast<size_t>(kKv) * kDim;
+    // Reference: per block of B positions and KV head, the mean of its keys (doubles).
+    auto reference = [&](int layer, int B) {
+        const int64_t nb = (n + B - 1) / B;
+        std::vector<float> out(static_cast<size_t>(nb) * dkv);
+        std::vector<float> row(static_cast<size_t>(kDim));
+        for (int64_t b = 0; b < nb; ++b)
+            for (int h = 0; h < kKv; ++h) {
+                std::vector<double> sum(static_cast<size_t>(kDim), 0.0);
+                const int64_t end = std::min(n, (b + 1) * B);
+                for (int64_t p = b * B; p < end; ++p) {
+                    const float* k = kv.k_rows(layer, h, p, 1, row.data());
+                    for (int j = 0; j < kDim; ++j) sum[static_cast<size_t>(j)] += k[j];
+                }
+                for (int j = 0; j < kDim; ++j)
+                    out[static_cast<size_t>(b) * dkv + static_cast<size_t>(h) * kDim + j] =
+                        static_cast<float>(sum[static_cast<size_t>(j)] / static_cast<double>(end - b * B));
+            }
+        return out;
+    };
+    for (const bool relative : {false, true})
+        for (const int S : {16, 32}) {
+            sl::BlockIndex index(S, kKv, kDim, relative ? sl::RopeShift(kDim, kDim, 10000.0f, 1.0f, false) : sl::RopeShift{});
+            index.update(kv, 1, 0, n);
+            const int64_t nb = index.n_blocks();
+            const size_t F = index.floats_per_block();
+            std::vector<float> saved(static_cast<size_t>(nb) * F);
+            for (int64_t b = 0; b < nb; ++b) index.export_block(b, saved.data() + static_cast<size_t>(b) * F);
+            std::vector<float> means(static_cast<size_t>(nb) * dkv);
+            QVERIFY(sl::BlockIndex::summary_means(saved.data(), nb, F, kKv, kDim, means.data()));
+            const std::vector<float> own = reference(1, S);
+            QVERIFY2(sl::test::normalized_error(means.data(), own.data(), own.size()) < 1e-6, "the summaries' means are the blocks' mean keys");
+            // The means alone (a device's save) read as they are; other sizes are refused.
+            std::vector<float> again(means.size());
+            QVERIFY(sl::BlockIndex::summary_means(means.data(), nb, dkv, kKv, kDim, again.data()));
+            QCOMPARE(again, means);
+            QVERIFY(!sl::BlockIndex::summary_means(saved.data(), nb, F + 1, kKv, kDim, again.data()));
+            QVERIFY(!sl::BlockIndex::summary_means(saved.data(), nb, 3 * F, kKv, kDim, again.data()));
+            for (const int B : {S, 2 * S, 64}) {
+                if (B % S) continue;
+                const std::vector<float> g = sl::kv_regroup_means(means, S, n, B, static_cast<int>(dkv));
+                const std::vector<float> want = reference(1, B);
+                QCOMPARE(g.size(), want.size());
+                QVERIFY2(sl::test::normalized_error(g.data(), want.data(), want.size()) < 1e-6, qPrintable(QStringLiteral("S %1 B %2").arg(S).arg(B)));
+            }
+        }
+    // Sizes that do not regroup are refused.
+    const std::vector<float> m(static_cast<size_t>((n + 15) / 16) * dkv, 1.0f);
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 16, n, 24, static_cast<int>(dkv)));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 16, n + 16, 32, static_cast<int>(dkv)));
+    QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 32, n, 16, static_cast<int>(dkv)));
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)

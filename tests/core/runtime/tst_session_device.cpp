@@ -12,6 +12,7 @@
 // tests/gpu/tst_cuda_session checks the same with CudaLlamaRunner on a GPU.
 #include <QtTest>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -76,17 +77,20 @@ public:
     }
     void forward(const int32_t* tokens, int n, float* logits, const float* embeddings) override {
         if (++*calls_ == fail_at_) throw sl::DeviceError("HostRunner: simulated device failure");
+        fill();
         if (msa_) msa_->set_token_mass(record_ && n == 1);
         m_.model->forward(tokens, n, kv_.n_past(), kv_, *attention_, pool_, scratch_, logits, false, embeddings, true);
         recorded_ = record_ && n == 1;
     }
-    int64_t n_past() const override { return kv_.n_past(); }
+    int64_t n_past() const override { return lazy_src_ ? lazy_n_ : kv_.n_past(); }
     void reset() override {
+        lazy_src_ = nullptr;
         backed = 0;
         kv_.clear();
         attention_->reset_state();
     }
     void truncate(int64_t n) override {
+        fill();
         if (n > kv_.n_past()) throw sl::Error("HostRunner: truncate past the context");
         kv_.set_n_past(n);
         backed = std::min(backed, n);
@@ -94,10 +98,11 @@ public:
     }
     void set_backing(const sl::KvCache* mirror, int64_t n) override {  // clamped as CudaLlamaRunner does
         backing = mirror;
-        backed = mirror ? std::clamp<int64_t>(n, 0, kv_.n_past()) : 0;
+        backed = mirror ? std::clamp<int64_t>(n, 0, n_past()) : 0;
     }
     void download_kv(sl::KvCache& dst, int64_t from) const override {
         if (fail_download) throw sl::DeviceError("HostRunner: simulated download failure");
+        fill();
         std::vector<float> k(static_cast<size_t>(kv_.row())), v(k.size());
         for (int l = 0; l < kv_.n_layer(); ++l)
             for (int64_t p = from; p < kv_.n_past(); ++p) {
@@ -111,6 +116,7 @@ public:
     // blocks a batch so that a save reads several batches); `fail_stream_at`: the read that fails.
     bool save_pages(const sl::KvCache& mirror, int64_t from, const std::function<void(sl::KvPageSource&)>& write) const override {
         if (!streams) return false;
+        fill();
         HostBlocks blocks(kv_, mirror.block_size(), fail_stream_at);
         sl::KvStorePages pages(blocks, mirror, from, kv_.n_past(), 2, 2);
         write(pages);
@@ -119,6 +125,7 @@ public:
     }
     void upload_kv(const sl::KvCache& src, int64_t from, int64_t n) override {
         if (fail_upload) throw sl::DeviceError("HostRunner: simulated upload failure");
+        fill();
         if (from > kv_.n_past()) throw sl::Error("HostRunner: upload after a gap");
         if (from == 0) reset();
         else truncate(from), attention_->truncate_state(from);
@@ -131,12 +138,60 @@ public:
         kv_.set_n_past(n);
         uploaded += n - from;
     }
+    // A lazy restore, as CudaLlamaRunner's (MSA, the mirror's pages its blocks): the means kept
+    // (regrouped into its blocks) for the tests to check, the K/V read from `src` only when the
+    // context is first used (forward, truncate, a save), as a device reads the blocks it picks.
+    bool place_kv(const sl::KvCache& src, int64_t n, int means_block,
+                  const std::function<std::vector<float>(int)>& means) override {
+        if (!places || !msa_ || src.block_size() != kv_.block_size()) return false;
+        const size_t dkv = static_cast<size_t>(kv_.row());
+        std::vector<std::vector<float>> got;
+        for (int l = 0; l < kv_.n_layer(); ++l) {
+            const std::vector<float> f = means(l);
+            if (f.size() != static_cast<size_t>((n + means_block - 1) / means_block) * dkv) return false;
+            got.push_back(sl::kv_regroup_means(f, means_block, n, kv_.block_size(), static_cast<int>(dkv)));
+        }
+        if (fail_upload) throw sl::DeviceError("HostRunner: simulated upload failure");
+        reset();
+        placed_means = std::move(got);
+        lazy_src_ = &src;
+        lazy_n_ = n;
+        ++placements;
+        return true;
+    }
+    // The mean keys of its own blocks, as a device keeps them.
+    sl::KvBlockSummaries key_means(int layer) const override {
+        fill();
+        sl::KvBlockSummaries s;
+        if (!msa_ || kv_.n_past() == 0) return s;
+        s.n = kv_.n_past();
+        s.block_size = kv_.block_size();
+        s.floats = kv_.row();
+        s.get = [this, layer](int64_t b, float* out) {
+            std::vector<float> row(static_cast<size_t>(kv_.head_dim()));
+            const int64_t B = kv_.block_size(), end = std::min(kv_.n_past(), (b + 1) * B);
+            for (int h = 0; h < kv_.n_kv_head(); ++h) {
+                float* o = out + static_cast<size_t>(h) * kv_.head_dim();
+                std::fill(o, o + kv_.head_dim(), 0.0f);
+                for (int64_t p = b * B; p < end; ++p) {
+                    const float* k = kv_.k_rows(layer, h, p, 1, row.data());
+                    for (int j = 0; j < kv_.head_dim(); ++j) o[j] += k[j];
+                }
+                for (int j = 0; j < kv_.head_dim(); ++j) o[j] /= static_cast<float>(end - b * B);
+            }
+        };
+        return s;
+    }
     void set_record_mass(bool on) override { record_ = on; }
     std::vector<sl::Selection> recorded_selections(int layer) const override {
         return recorded_ && msa_ ? msa_->last_selections(layer) : std::vector<sl::Selection>{};
     }
 
     bool fail_upload = false, fail_download = false, streams = false;
+    bool places = false;  // takes place_kv
+    int placements = 0;
+    std::vector<std::vector<float>> placed_means;  // per layer, (blocks of its size, n_kv_head, head_dim)
+    mutable int64_t filled = 0;                    // positions read from a placed context
     int fail_stream_at = 0;
     mutable int64_t downloaded = 0, streamed = 0;
     const sl::KvCache* backing = nullptr;  // set_backing: what the session's mirror holds
@@ -145,9 +200,25 @@ public:
     int truncations = 0;
 
 private:
+    // The placed context's K/V from the mirror, once (its pages checked as they are read).
+    void fill() const {
+        if (!lazy_src_) return;
+        const sl::KvCache& src = *lazy_src_;
+        lazy_src_ = nullptr;
+        std::vector<float> k(static_cast<size_t>(kv_.row())), v(k.size());
+        for (int l = 0; l < kv_.n_layer(); ++l)
+            for (int64_t p = 0; p < lazy_n_; ++p) {
+                src.read(l, p, k.data(), v.data());
+                kv_.write(l, p, k.data(), v.data());
+            }
+        kv_.set_n_past(lazy_n_);
+        filled += lazy_n_;
+    }
+    mutable const sl::KvCache* lazy_src_ = nullptr;
+    int64_t lazy_n_ = 0;
     const sl::LoadedModel& m_;
     sl::ThreadPool pool_;
-    sl::KvCache kv_;
+    mutable sl::KvCache kv_;
     std::unique_ptr<sl::Attention> attention_;
     sl::MsaAttention* msa_ = nullptr;
     sl::ForwardScratch scratch_;
@@ -163,6 +234,36 @@ std::vector<int32_t> ids(int n, int n_vocab, int salt = 0) {
 }
 
 std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
+
+// The MSA both engines run in these tests: blocks of 32 (the session's pages), top 4.
+sl::MsaConfig small_msa() {
+    sl::MsaConfig mc;
+    mc.block_size = 32;
+    mc.top_k = 4;
+    sl::parse_msa_scoring("hybrid4/group-mean/sink", mc);
+    return mc;
+}
+
+// Mean keys of every block of B positions of `layer` of `kv`, (blocks, n_kv_head, head_dim).
+std::vector<float> block_means(const sl::KvCache& kv, int layer, int B) {
+    const int64_t n = kv.n_past(), nb = (n + B - 1) / B;
+    const int hd = kv.head_dim();
+    std::vector<float> out(static_cast<size_t>(nb * kv.row())), row(static_cast<size_t>(hd));
+    for (int64_t b = 0; b < nb; ++b)
+        for (int h = 0; h < kv.n_kv_head(); ++h) {
+            std::vector<double> sum(static_cast<size_t>(hd), 0.0);
+            const int64_t end = std::min(n, (b + 1) * B);
+            for (int64_t p = b * B; p < end; ++p) {
+                const float* k = kv.k_rows(layer, h, p, 1, row.data());
+                for (int j = 0; j < hd; ++j) sum[static_cast<size_t>(j)] += k[j];
+            }
+            for (int j = 0; j < hd; ++j)
+                out[static_cast<size_t>(b * kv.row() + h * hd + j)] = static_cast<float>(sum[static_cast<size_t>(j)] / static_cast<double>(end - b * B));
+        }
+    return out;
+}
+
+int64_t imported(sl::Session& s) { return dynamic_cast<sl::MsaAttention&>(s.attention()).stats().imported_indexes; }
 
 // Positions of [from, to), over every layer, where the K or V rows of `a` and `b` differ.
 int differing_rows(const sl::KvCache& a, const sl::KvCache& b, int64_t from, int64_t to) {
@@ -200,6 +301,8 @@ private Q_SLOTS:
     void deltaOfAContextNeverSaved();
     void deltaOverAPartlyMirroredBlock();
     void damagedBaseLeavesTheMirror();
+    void lazyRestoreLeavesThePagesInTheFile();
+    void deviceSaveKeepsItsMeanKeys();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -820,6 +923,179 @@ void TstSessionDevice::damagedBaseLeavesTheMirror() {
     dev.save_delta(delta, base, 150);
     QCOMPARE(dev.kv_cache().n_past(), int64_t{180});
     QCOMPARE(r->backed, int64_t{180});
+}
+
+// A restore on a device with MSA (DeviceRunner::place_kv): the saved block summaries' mean keys
+// go to the runner instead of the context, whose pages stay unread in the file until the device
+// reads them; the answer is the eager restore's; a damaged page is found when first read.
+void TstSessionDevice::lazyRestoreLeavesThePagesInTheFile() {
+    const sl::MsaConfig mc = small_msa();
+    const std::vector<int32_t> a = ids(300, n_vocab_, 30), q = ids(20, n_vocab_, 31);
+    const std::string file = dir_.filePath("lazy.slkv").toStdString(), dense = dir_.filePath("lazy_dense.slkv").toStdString();
+    const int n_layer = model_->model->config().n_layer;
+    auto session = [&](bool device) {
+        return std::make_unique<sl::Session>(*model_, options(device, 0, &mc), std::make_unique<sl::MsaAttention>(mc));
+    };
+    {  // a CPU session's save: its MSA block summaries (min, max, mean, absmax) in blocks of 32
+        auto cpu = session(false);
+        cpu->prefill(a);
+        cpu->save(file);
+        sl::Session d(*model_, options(false));
+        d.prefill(a);
+        d.save(dense);  // dense attention: no summaries
+    }
+    auto eager = session(true);
+    eager->restore(file);  // this runner does not take place_kv: every position goes up
+    QCOMPARE(runner_->placements, 0);
+    QCOMPARE(runner_->uploaded, int64_t{300});
+    auto lazy = session(true);
+    HostRunner* r = runner_;
+    r->places = true;
+    lazy->restore(file);
+    QCOMPARE(r->placements, 1);
+    QCOMPARE(r->uploaded, int64_t{0});
+    QCOMPARE(r->filled, int64_t{0});
+    QCOMPARE(r->n_past(), int64_t{300});
+    QCOMPARE(r->backed, int64_t{300});  // the mirror (the file's pages) backs every position
+    QCOMPARE(lazy->kv_cache().unchecked_pages(), int64_t{n_layer} * 10);  // not one page read
+    QCOMPARE(copy(lazy->last_logits()), copy(eager->last_logits()));
+    // The means it got are the blocks' mean keys (as read back from the restored pages).
+    auto ref = session(false);
+    ref->restore(file);
+    for (int l = 0; l < n_layer; ++l) {
+        const std::vector<float> want = block_means(ref->kv_cache(), l, 32);
+        const std::vector<float>& got = r->placed_means[static_cast<size_t>(l)];
+        QCOMPARE(got.size(), want.size());
+        QVERIFY2(sl::test::normalized_error(got.data(), want.data(), want.size()) < 1e-6, qPrintable(QString::number(l)));
+    }
+    // It answers as the eager restore does (the runner reads the context when it first runs).
+    lazy->prefill(q);
+    eager->prefill(q);
+    QCOMPARE(r->filled, int64_t{300});
+    QCOMPARE(copy(lazy->last_logits()), copy(eager->last_logits()));
+    QVERIFY(lazy->on_gpu());
+    // Only the first 250 tokens (a part restore: the last block partial) are placed the same way.
+    auto part = session(true);
+    runner_->places = true;
+    part->restore(file, 250);
+    QCOMPARE(runner_->placements, 1);
+    QCOMPARE(runner_->n_past(), int64_t{250});
+    QCOMPARE(runner_->placed_means[0].size(), static_cast<size_t>(8 * model_->model->config().n_kv_head *
+                                                                  model_->model->config().head_dim));
+    // A file without summaries (dense) goes up whole.
+    auto d = session(true);
+    runner_->places = true;
+    d->restore(dense);
+    QCOMPARE(runner_->placements, 0);
+    QCOMPARE(runner_->uploaded, int64_t{300});
+    // A device failure in the placement: the restored context goes on on the CPU.
+    auto f = session(true);
+    runner_->places = true;
+    runner_->fail_upload = true;
+    f->restore(file);
+    QVERIFY(!f->on_gpu());
+    QCOMPARE(f->tokens(), a);
+    f->prefill(q);
+    QVERIFY(sl::test::normalized_error(f->last_logits().data(), lazy->last_logits().data(), lazy->last_logits().size()) < 1e-3);
+
+    // A damaged page is not read by the restore; the step that first reads it reports it.
+    const std::string bad = dir_.filePath("lazy_bad.slkv").toStdString();
+    std::filesystem::copy_file(file, bad, std::filesystem::copy_options::overwrite_existing);
+    {
+        const sl::MappedFile map(bad);
+        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), bad, sl::KvVerify::Headers);
+        const uint64_t off = c.page_offset[static_cast<size_t>(5)] + 64;
+        std::fstream fs(bad, std::ios::in | std::ios::out | std::ios::binary);
+        fs.seekg(static_cast<std::streamoff>(off));
+        char byte = 0;
+        fs.read(&byte, 1);
+        byte = static_cast<char>(byte ^ 0x20);
+        fs.seekp(static_cast<std::streamoff>(off));
+        fs.write(&byte, 1);
+    }
+    auto b = session(true);
+    runner_->places = true;
+    b->restore(bad);
+    QCOMPARE(runner_->placements, 1);
+    try {
+        b->prefill(q);
+        QFAIL("a damaged page was read without an error");
+    } catch (const sl::DamagedContextError& e) {
+        QVERIFY2(std::string(e.what()).find(bad) != std::string::npos, e.what());
+    }
+    QVERIFY(b->tokens().empty());
+}
+
+// A save on a device writes the device's mean keys (kind 4 records of the means alone): a CPU
+// restore leaves them (its index comes from the keys), a device restore places them.
+void TstSessionDevice::deviceSaveKeepsItsMeanKeys() {
+    const sl::MsaConfig mc = small_msa();
+    const std::vector<int32_t> a = ids(250, n_vocab_, 32), q = ids(40, n_vocab_, 33);
+    const std::string file = dir_.filePath("means.slkv").toStdString();
+    const int n_layer = model_->model->config().n_layer;
+    const auto dkv = static_cast<uint32_t>(model_->model->config().n_kv_head * model_->model->config().head_dim);
+    auto session = [&](bool device) {
+        return std::make_unique<sl::Session>(*model_, options(device, 0, &mc), std::make_unique<sl::MsaAttention>(mc));
+    };
+    auto dev = session(true);
+    HostRunner* w = runner_;
+    w->streams = true;
+    dev->prefill(a);
+    dev->save(file);
+    dev->prefill(q);
+    dev->save(file);  // appended: the means continue
+    {
+        const sl::MappedFile map(file);
+        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), file, sl::KvVerify::Full);
+        for (int l = 0; l < n_layer; ++l) {
+            QVERIFY(c.has_summaries(l));
+            QCOMPARE(c.summary_block[static_cast<size_t>(l)], 32u);
+            QCOMPARE(c.summary_floats[static_cast<size_t>(l)], dkv);
+            const std::vector<float> got = sl::read_block_summaries(map.bytes(), c, l);
+            const sl::KvBlockSummaries km = w->key_means(l);
+            std::vector<float> want(got.size());
+            QCOMPARE(want.size(), static_cast<size_t>(10) * dkv);
+            for (int64_t b = 0; b < 10; ++b) km.get(b, want.data() + b * dkv);
+            QCOMPARE(got, want);
+        }
+    }
+    const int32_t next = 9;
+    auto cpu = session(false);
+    cpu->restore(file);
+    cpu->prefill(std::span<const int32_t>(&next, 1));
+    QCOMPARE(imported(*cpu), int64_t{0});  // the means alone are not an index
+    auto dev2 = session(true);
+    HostRunner* r = runner_;
+    r->places = true;
+    dev2->restore(file);
+    QCOMPARE(r->placements, 1);
+    for (int l = 0; l < n_layer; ++l) {
+        const sl::KvBlockSummaries km = w->key_means(l);
+        std::vector<float> want(static_cast<size_t>(10) * dkv);
+        for (int64_t b = 0; b < 10; ++b) km.get(b, want.data() + b * dkv);
+        QCOMPARE(r->placed_means[static_cast<size_t>(l)], want);
+    }
+    dev2->prefill(std::span<const int32_t>(&next, 1));
+    // The CPU reads the f16 file, the runner its f32 copy of it: close.
+    const double err = sl::test::normalized_error(dev2->last_logits().data(), cpu->last_logits().data(), cpu->last_logits().size());
+    QVERIFY2(err < 1e-3, qPrintable(QString::number(err)));
+    // A delta saved on the device over that file: its means from its own blocks on, the base's
+    // before, placed whole by a restore of the delta.
+    const std::string delta = dir_.filePath("means_delta.slkv").toStdString();
+    const std::vector<int32_t> q2 = ids(50, n_vocab_, 34);
+    dev->prefill(q2);
+    dev->save_delta(delta, file, 290);
+    auto dev3 = session(true);
+    runner_->places = true;
+    dev3->restore(delta);
+    QCOMPARE(runner_->placements, 1);
+    QCOMPARE(runner_->n_past(), int64_t{340});
+    for (int l = 0; l < n_layer; ++l) {
+        const sl::KvBlockSummaries km = w->key_means(l);
+        std::vector<float> want(static_cast<size_t>(11) * dkv);
+        for (int64_t b = 0; b < 11; ++b) km.get(b, want.data() + b * dkv);
+        QCOMPARE(runner_->placed_means[static_cast<size_t>(l)], want);
+    }
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
