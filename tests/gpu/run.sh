@@ -43,7 +43,7 @@ if [ -n "$prebuilt" ]; then
     timeout 150 "$bin/$t" >>"$logs/gpu-tests.log" 2>&1 || rc=$?
     [ "$rc" -eq 0 ] || { tests_rc=$rc; echo "$t FAILED (rc $rc)"; }
   done
-  grep -E "CUDA:|MSA n_q|hybrid n_q|window [0-9]|remap|step [0-9]|logit error|greedy:|token mass|decode on the device|tiers:|PASS|FAIL|SKIP|Totals" "$logs/gpu-tests.log" || true
+  grep -E "CUDA:|MSA n_q|hybrid n_q|window [0-9]|remap|step [0-9]|logit error|greedy:|token mass|decode on the device|tiers:|lazy restore|PASS|FAIL|SKIP|Totals" "$logs/gpu-tests.log" || true
   build="$logs"
 else
   echo "== configure + build ($build)"
@@ -54,7 +54,7 @@ else
 
   echo "== gpu tests"
   timeout 150 ctest --test-dir "$build" -L gpu --output-on-failure -V >"$build/gpu-tests.log" 2>&1 || tests_rc=$?
-  grep -E "CUDA:|MSA n_q|hybrid n_q|window [0-9]|remap|step [0-9]|logit error|greedy:|token mass|decode on the device|tiers:|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
+  grep -E "CUDA:|MSA n_q|hybrid n_q|window [0-9]|remap|step [0-9]|logit error|greedy:|token mass|decode on the device|tiers:|lazy restore|PASS|FAIL|SKIP|tests passed|tests failed" "$build/gpu-tests.log" || true
 fi
 [ "$tests_rc" -eq 0 ] || echo "GPU TESTS FAILED (rc $tests_rc): see $build/gpu-tests.log"
 
