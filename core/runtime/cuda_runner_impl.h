@@ -21,6 +21,7 @@
 #include "core/model/llama_model.h"
 #include "core/runtime/cuda_backend_model.h"
 #include "core/runtime/linear.h"
+#include "core/runtime/thread_pool.h"
 #include "core/util/error.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/dequantize.h"
@@ -159,7 +160,8 @@ struct CudaLlamaRunner::Impl {
     std::set<std::pair<uint64_t, int64_t>> host_lru;
     uint16_t* refill_stage = nullptr;  // pinned, kStageBlocks (K, V) pairs; reused after a stream sync
     int refill_used = 0;
-    std::vector<float> refill_scratch;
+    std::vector<float> refill_scratch;           // per refill thread: one head's rows of a block
+    std::unique_ptr<ThreadPool> refill_pool;     // made on the first refill of several blocks
     // One past the last position written to the cache (appends and restored blocks; a truncate or
     // reset cuts it): no block holds a position of the context at or past it.
     int64_t written = 0;
@@ -169,7 +171,7 @@ struct CudaLlamaRunner::Impl {
         const int64_t B = cache->config().block_size;
         return backing && backing->block_size() == B && backing->n_kv_head() == cache->config().n_kv_head &&
                backing->head_dim() == cache->config().head_dim && b * B < backed &&
-               std::min((b + 1) * B, written) <= backed && backing->page(layer, b);
+               std::min((b + 1) * B, written) <= backed && backing->written(layer, b);
     }
 
     int64_t key(int layer, int64_t b) const { return static_cast<int64_t>(layer) * cache->config().max_blocks + b; }
@@ -266,42 +268,77 @@ struct CudaLlamaRunner::Impl {
         if (broken || !failed.empty())
             throw DeviceError(failed.empty() ? std::string("CUDA model: a truncate's cleanup failed") : failed);
     }
-    // Block b of `layer`, dropped, back on the device from the backing: its positions in the
-    // context (the backing's, and written) converted to bf16 in the pinned refill staging and written, room
-    // made first without touching `keep` (sorted). Nothing when the context holds none of it (the
-    // next append writes it afresh).
-    void refill(int layer, int64_t b, const std::vector<int64_t>& keep) {
+    // Blocks `blocks` of `layer`, dropped, back on the device from the backing: their positions
+    // in the context (the backing's, and written) converted to bf16 in the pinned refill staging
+    // — a stage of up to kStageBlocks at a time, on the refill pool's threads when there are
+    // several (the first question after a lazy restore reads thousands), the pages checked there
+    // as they are read — and written in order, room made first without touching `keep` (sorted).
+    // Nothing for a block the context holds none of (the next append writes it afresh).
+    void refill(int layer, const std::vector<int64_t>& blocks, const std::vector<int64_t>& keep) {
         const int64_t B = cache->config().block_size;
-        // Its positions in the context before this call (n_past: `written` already counts what an
-        // earlier layer of this call appended); a dropped block's were all in the backing when it
-        // left, and a truncate since cut both to the context.
-        const int64_t valid = std::min(B, n_past - b * B);
-        if (valid <= 0) return;
-        if (!backing || backing->block_size() != B || b * B + valid > backed || !backing->page(layer, b))
-            throw DeviceError("CUDA model: block " + std::to_string(b) + " of layer " + std::to_string(layer) +
-                              " left the device but the host copy of the context no longer holds it");
         const auto elems = static_cast<size_t>(cache->block_elems());
+        struct Job {
+            int64_t b;
+            int valid;
+        };
+        std::vector<Job> jobs;
+        for (int64_t b : blocks) {
+            // Its positions in the context before this call (n_past: `written` already counts what
+            // an earlier layer of this call appended); a dropped block's were all in the backing
+            // when it left, and a truncate since cut both to the context.
+            const int64_t valid = std::min(B, n_past - b * B);
+            if (valid <= 0) continue;
+            if (!backing || backing->block_size() != B || b * B + valid > backed || !backing->written(layer, b))
+                throw DeviceError("CUDA model: block " + std::to_string(b) + " of layer " + std::to_string(layer) +
+                                  " left the device but the host copy of the context no longer holds it");
+            jobs.push_back({b, static_cast<int>(valid)});
+        }
+        if (jobs.empty()) return;
         if (!refill_stage) {
             void* p = nullptr;
             ck(cudaHostAlloc(&p, static_cast<size_t>(kStageBlocks) * 2 * elems * 2, cudaHostAllocDefault),
                "cudaHostAlloc (refill staging)");
             refill_stage = static_cast<uint16_t*>(p);
         }
-        if (refill_used == kStageBlocks) {  // every slot's copy enqueued: wait before reusing them
-            ck(cudaStreamSynchronize(stream), "refill");
-            refill_used = 0;
-        }
-        uint16_t* k = refill_stage + static_cast<size_t>(refill_used++) * 2 * elems;
-        refill_scratch.resize(static_cast<size_t>(B) * cache->config().head_dim);
-        kv_block_bf16(*backing, layer, b, static_cast<int>(valid), k, k + elems, refill_scratch.data());
-        make_room(1, keep);
+        const size_t scratch_floats = static_cast<size_t>(B) * cache->config().head_dim;
         std::string error;
-        // Its mean key stays: the estimates that picked it score it alike when the selection is
-        // made again (a placed mean may differ from the device's own by rounding), and an append
-        // to it recomputes it.
-        if (!cache->write_block(layer, b, k, k + elems, static_cast<int>(valid), stream, &error, true))
-            throw DeviceError("CUDA model: " + error);
-        ++refilled;
+        for (size_t i = 0; i < jobs.size();) {
+            if (refill_used == kStageBlocks) {  // every slot's copy enqueued: wait before reusing them
+                ck(cudaStreamSynchronize(stream), "refill");
+                refill_used = 0;
+            }
+            const size_t take = std::min(jobs.size() - i, static_cast<size_t>(kStageBlocks - refill_used));
+            uint16_t* room = refill_stage + static_cast<size_t>(refill_used) * 2 * elems;
+            auto convert = [&](int64_t lo, int64_t hi, int t) {
+                float* scratch = refill_scratch.data() + static_cast<size_t>(t) * scratch_floats;
+                for (int64_t j = lo; j < hi; ++j) {
+                    const Job& x = jobs[i + static_cast<size_t>(j)];
+                    uint16_t* k = room + static_cast<size_t>(j) * 2 * elems;
+                    kv_block_bf16(*backing, layer, x.b, x.valid, k, k + elems, scratch);
+                }
+            };
+            if (take >= 4) {
+                if (!refill_pool) refill_pool = std::make_unique<ThreadPool>(0);
+                refill_scratch.resize(static_cast<size_t>(refill_pool->size()) * scratch_floats);
+                refill_pool->parallel_for(static_cast<int64_t>(take), convert);
+            } else {
+                refill_scratch.resize(scratch_floats);
+                convert(0, static_cast<int64_t>(take), 0);
+            }
+            for (size_t j = 0; j < take; ++j) {
+                const Job& x = jobs[i + j];
+                uint16_t* k = room + j * 2 * elems;
+                make_room(1, keep);
+                // Its mean key stays: the estimates that picked it score it alike when the
+                // selection is made again (a placed mean may differ from the device's own by
+                // rounding), and an append to it recomputes it.
+                if (!cache->write_block(layer, x.b, k, k + elems, x.valid, stream, &error, true))
+                    throw DeviceError("CUDA model: " + error);
+                ++refilled;
+            }
+            refill_used += static_cast<int>(take);
+            i += take;
+        }
     }
     // Brings blocks `want` of `layer` to the device (fetching those on the host) and stamps them
     // all, keeping `keep`. One block at a time: each fetch gives its host slot back before the next
@@ -309,6 +346,10 @@ struct CudaLlamaRunner::Impl {
     void ensure_resident(int layer, const std::vector<int64_t>& want, std::vector<int64_t> keep) {
         std::string error;
         std::sort(keep.begin(), keep.end());
+        std::vector<int64_t> out;  // the dropped ones: converted together
+        for (int64_t b : want)
+            if (cache->dropped(layer, b)) out.push_back(b);
+        if (!out.empty()) refill(layer, out, keep);
         for (int64_t b : want) {
             if (cache->on_host(layer, b)) {
                 make_room(1, keep);
@@ -318,7 +359,6 @@ struct CudaLlamaRunner::Impl {
                     ++fetched;
                 }
             }
-            if (cache->dropped(layer, b)) refill(layer, b, keep);
             if (cache->resident(layer, b)) touch(layer, b);
         }
     }
