@@ -13,6 +13,8 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
+#include <system_error>
 #include <vector>
 
 #include "core/kvcache/device_kv_cache.h"
@@ -162,6 +164,7 @@ struct CudaLlamaRunner::Impl {
     int refill_used = 0;
     std::vector<float> refill_scratch;           // per refill thread: one head's rows of a block
     std::unique_ptr<ThreadPool> refill_pool;     // made on the first refill of several blocks
+    bool refill_serial = false;                  // its threads could not be started
     // One past the last position written to the cache (appends and restored blocks; a truncate or
     // reset cuts it): no block holds a position of the context at or past it.
     int64_t written = 0;
@@ -302,6 +305,9 @@ struct CudaLlamaRunner::Impl {
         }
         const size_t scratch_floats = static_cast<size_t>(B) * cache->config().head_dim;
         std::string error;
+        // Copies from the staging all done already (the selection's look at its shortlist waited
+        // for the stream): the whole staging is free without a wait.
+        if (refill_used > 0 && cudaStreamQuery(stream) == cudaSuccess) refill_used = 0;
         for (size_t i = 0; i < jobs.size();) {
             if (refill_used == kStageBlocks) {  // every slot's copy enqueued: wait before reusing them
                 ck(cudaStreamSynchronize(stream), "refill");
@@ -317,14 +323,24 @@ struct CudaLlamaRunner::Impl {
                     kv_block_bf16(*backing, layer, x.b, x.valid, k, k + elems, scratch);
                 }
             };
-            if (take >= 4) {
-                if (!refill_pool) refill_pool = std::make_unique<ThreadPool>(0);
+            if (take >= 4 && !refill_pool && !refill_serial) {
+                try {  // a few threads: it runs once a layer while blocks are out
+                    refill_pool = std::make_unique<ThreadPool>(
+                        static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+                } catch (const std::system_error&) {
+                    refill_serial = true;  // no threads to be had: converted on this one
+                }
+            }
+            if (take >= 4 && refill_pool) {
                 refill_scratch.resize(static_cast<size_t>(refill_pool->size()) * scratch_floats);
                 refill_pool->parallel_for(static_cast<int64_t>(take), convert);
             } else {
-                refill_scratch.resize(scratch_floats);
+                refill_scratch.resize(std::max(refill_scratch.size(), scratch_floats));
                 convert(0, static_cast<int64_t>(take), 0);
             }
+            // The slots are taken before their copies are enqueued: a throw below leaves none
+            // to be overwritten while a copy from it may still run.
+            refill_used += static_cast<int>(take);
             for (size_t j = 0; j < take; ++j) {
                 const Job& x = jobs[i + j];
                 uint16_t* k = room + j * 2 * elems;
@@ -336,7 +352,6 @@ struct CudaLlamaRunner::Impl {
                     throw DeviceError("CUDA model: " + error);
                 ++refilled;
             }
-            refill_used += static_cast<int>(take);
             i += take;
         }
     }

@@ -302,12 +302,16 @@ int64_t available_ram() {
 // as a restored .slkv mapped from the page cache), then `r` freed and a fresh runner given the
 // question — the whole context uploaded first (upload_kv: before) or restored lazily (place_kv
 // with the device's saved mean keys: now; blocks come up when the selections pick them).
+// Skipped when the host lacks the RAM, or `seconds_left` would not cover moving the context twice
+// at ~1 GB/s (a download and an upload; a million tokens: 23 GB).
 std::string reopen_line(const sl::LoadedModel& m, std::unique_ptr<sl::CudaLlamaRunner> r, const sl::MsaConfig& mo, int64_t n,
-                        std::span<const int32_t> question) {
+                        std::span<const int32_t> question, double seconds_left) try {
     const sl::LlamaConfig& c = m.model->config();
     const int64_t bytes = n * c.n_layer * c.n_kv_head * c.head_dim * 2 * 2;
     if (available_ram() < bytes + bytes / 2 + (int64_t{4} << 30))
         return "\n  reopen at " + std::to_string(n) + ": skipped (host RAM for its copy)";
+    if (static_cast<double>(bytes) / 1e9 > seconds_left)
+        return "\n  reopen at " + std::to_string(n) + ": skipped (time budget)";
     const int n_ctx = static_cast<int>(n + static_cast<int64_t>(question.size()) + 8);
     sl::KvCacheOptions ko;
     ko.type = sl::KvType::F16;
@@ -359,6 +363,8 @@ std::string reopen_line(const sl::LoadedModel& m, std::unique_ptr<sl::CudaLlamaR
     std::printf("%s\n", buf + 1);
     std::fflush(stdout);
     return buf;
+} catch (const std::exception& e) {
+    return std::string("\n  reopen at ") + std::to_string(n) + ": failed: " + e.what();
 }
 
 std::string smollm_line() {
@@ -472,7 +478,9 @@ std::string smollm_line() {
                 std::fflush(stdout);
                 if (msa && !stop && secs(e2e0, now()) < e2e_budget) {
                     rp->truncate(n_long);
-                    line += reopen_line(*m, std::move(rp), mo, n_long, std::span<const int32_t>(longp.data() + n_long, n_q));
+                    line += reopen_line(*m, std::move(rp), mo, n_long, std::span<const int32_t>(longp.data() + n_long, n_q),
+                                        e2e_budget - secs(e2e0, now()));
+                    if (secs(e2e0, now()) > e2e_budget) stop = true;
                 }
             }
         }
