@@ -39,6 +39,17 @@ int argmax(const std::vector<float>& v) {
 int rank_of(const std::vector<float>& v, int i) {
     return static_cast<int>(std::count_if(v.begin(), v.end(), [&](float x) { return x > v[static_cast<size_t>(i)]; }));
 }
+// At least n tokens of a maintenance log ("Item i: the valve at station ... was checked on day ...").
+std::vector<int32_t> log_ids(const sl::LoadedModel& m, size_t n) {
+    std::vector<int32_t> ids;
+    for (int i = 0; ids.size() < n; ++i) {
+        const auto part = m.tokenizer->encode("Item " + std::to_string(i) + ": the valve at station " +
+                                                  std::to_string(i * 17 % 89) + " was checked on day " +
+                                                  std::to_string(i % 31) + ". ", false, false);
+        ids.insert(ids.end(), part.begin(), part.end());
+    }
+    return ids;
+}
 }  // namespace
 
 void TstCudaModel::smollmMatchesCpu() {
@@ -247,13 +258,7 @@ void TstCudaModel::thirdTierAsAllResident() {
     REQUIRE_ASSET(path, sl::assets::kDefaultModel);
     auto m = sl::load_model(path);
     const sl::LlamaConfig& c = m->model->config();
-    std::vector<int32_t> ids;
-    for (int i = 0; ids.size() < 12000; ++i) {
-        const auto part = m->tokenizer->encode("Item " + std::to_string(i) + ": the valve at station " +
-                                                   std::to_string(i * 17 % 89) + " was checked on day " +
-                                                   std::to_string(i % 31) + ". ", false, false);
-        ids.insert(ids.end(), part.begin(), part.end());
-    }
+    const std::vector<int32_t> ids = log_ids(*m, 12000);
     sl::MsaConfig mc;
     mc.top_k = 4;
     sl::parse_msa_scoring(sl::kTrainingFreeMode, mc);
@@ -346,13 +351,7 @@ void TstCudaModel::lazyRestoreAsAllResident() {
     REQUIRE_ASSET(path, sl::assets::kDefaultModel);
     auto m = sl::load_model(path);
     const sl::LlamaConfig& c = m->model->config();
-    std::vector<int32_t> ids;
-    for (int i = 0; ids.size() < 12000; ++i) {
-        const auto part = m->tokenizer->encode("Entry " + std::to_string(i) + ": the pump at site " +
-                                                   std::to_string(i * 23 % 97) + " was serviced in week " +
-                                                   std::to_string(i % 41) + ". ", false, false);
-        ids.insert(ids.end(), part.begin(), part.end());
-    }
+    std::vector<int32_t> ids = log_ids(*m, 12000);
     ids.resize(12000 - 50);  // a partial last block
     sl::MsaConfig mc;
     mc.top_k = 4;

@@ -263,6 +263,22 @@ std::vector<float> block_means(const sl::KvCache& kv, int layer, int B) {
     return out;
 }
 
+// Flips bits `mask` of byte `at` of the file's page record number `page` (layer * blocks + block).
+void flip_page_byte(const std::string& path, size_t page, uint64_t at, int mask) {
+    uint64_t off = 0;
+    {
+        const sl::MappedFile map(path);
+        off = sl::parse_kv_file(map.bytes(), path, sl::KvVerify::Headers).page_offset[page] + at;
+    }
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(off));
+    char byte = 0;
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ mask);
+    f.seekp(static_cast<std::streamoff>(off));
+    f.write(&byte, 1);
+}
+
 int64_t imported(sl::Session& s) { return dynamic_cast<sl::MsaAttention&>(s.attention()).stats().imported_indexes; }
 
 // Positions of [from, to), over every layer, where the K or V rows of `a` and `b` differ.
@@ -887,18 +903,7 @@ void TstSessionDevice::damagedBaseLeavesTheMirror() {
         w.prefill(a);
         w.save(base);
     }
-    {  // a byte of layer 0, block 2's page flipped (the mirror would map blocks 1..3 of the base)
-        const sl::MappedFile map(base);
-        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), base, sl::KvVerify::Headers);
-        const uint64_t off = c.page_offset[static_cast<size_t>(2)] + 100;
-        std::fstream f(base, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(static_cast<std::streamoff>(off));
-        char byte = 0;
-        f.read(&byte, 1);
-        byte = static_cast<char>(byte ^ 0x10);
-        f.seekp(static_cast<std::streamoff>(off));
-        f.write(&byte, 1);
-    }
+    flip_page_byte(base, 2, 100, 0x10);  // layer 0, block 2 (the mirror would map blocks 1..3 of the base)
     sl::Session dev(*model_, options(true));
     HostRunner* r = runner_;
     r->streams = true;
@@ -1001,18 +1006,7 @@ void TstSessionDevice::lazyRestoreLeavesThePagesInTheFile() {
     // A damaged page is not read by the restore; the step that first reads it reports it.
     const std::string bad = dir_.filePath("lazy_bad.slkv").toStdString();
     std::filesystem::copy_file(file, bad, std::filesystem::copy_options::overwrite_existing);
-    {
-        const sl::MappedFile map(bad);
-        const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), bad, sl::KvVerify::Headers);
-        const uint64_t off = c.page_offset[static_cast<size_t>(5)] + 64;
-        std::fstream fs(bad, std::ios::in | std::ios::out | std::ios::binary);
-        fs.seekg(static_cast<std::streamoff>(off));
-        char byte = 0;
-        fs.read(&byte, 1);
-        byte = static_cast<char>(byte ^ 0x20);
-        fs.seekp(static_cast<std::streamoff>(off));
-        fs.write(&byte, 1);
-    }
+    flip_page_byte(bad, 5, 64, 0x20);  // layer 0, block 5
     auto b = session(true);
     runner_->places = true;
     b->restore(bad);
