@@ -9,6 +9,8 @@
 // --device-kv-budget (on the GPU) keeps that much of the K/V in device memory, the rest in pinned
 // host memory; --kv-budget caps that host memory (and, on the CPU, the RAM of the K/V pages): the
 // chunks already saved leave the GPU without a copy past it, read back from the saved file.
+// --ids-out FILE: writes the context's token ids (int32, little-endian) to FILE and prefills
+// nothing (tests/gpu/pack.sh: the sample library's context for the device's end-to-end rows).
 #include <QStringList>
 
 #include <atomic>
@@ -36,7 +38,7 @@ void on_prefill_interrupt(int) { g_interrupted.store(true); }
 
 const char* kUsage =
     "usage: sightline-cli prefill [--library DIR] [--max-tokens N] [--save-every N] [--device auto|cpu|cuda] "
-    "[--device-kv-budget SIZE] [--kv-budget SIZE]\n";
+    "[--device-kv-budget SIZE] [--kv-budget SIZE] [--ids-out FILE]\n";
 
 int usage() {
     sl::cli::err(kUsage);
@@ -55,6 +57,7 @@ int run(const QStringList& args) {
     std::filesystem::path dir = sl::Library::default_dir();
     sl::LibraryPrefillOptions po;
     po.progress_interval = 0.5;
+    std::filesystem::path ids_out;
     for (int i = 0; i < args.size(); ++i) {
         const QString& a = args[i];
         if (i + 1 >= args.size()) return usage();
@@ -62,6 +65,7 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
         else if (a == QLatin1String("--device")) po.device = args[++i].toStdString();
+        else if (a == QLatin1String("--ids-out")) ids_out = sl::arg_bytes(args[++i]);
         else if (a == QLatin1String("--device-kv-budget") || a == QLatin1String("--kv-budget")) {
             const bool device = a == QLatin1String("--device-kv-budget");
             try {
@@ -76,6 +80,17 @@ int run(const QStringList& args) {
 
     sl::Library lib = sl::Library::open(dir, sl::LibraryOpen::Existing);
     const auto model = sl::load_model(sl::paths::default_model());
+    if (!ids_out.empty()) {
+        const sl::LibraryContext c = sl::library_context(lib, *model, po.max_tokens);
+        const std::vector<int32_t>& t = c.stream.tokens;
+        std::FILE* f = std::fopen(ids_out.c_str(), "wb");
+        const bool ok = f && std::fwrite(t.data(), sizeof(int32_t), t.size(), f) == t.size();
+        if (f && std::fclose(f) != 0) throw sl::Error(ids_out.string() + ": cannot write the token ids");
+        if (!ok) throw sl::Error(ids_out.string() + ": cannot write the token ids");
+        sl::cli::out(c.plan.to_text());
+        sl::cli::out(std::to_string(t.size()) + " token ids written to " + ids_out.string() + "\n");
+        return 0;
+    }
     sl::LibraryPrefill prefill(lib, *model, po);
     const std::string& path = prefill.context().path;
     sl::cli::out(prefill.context().plan.to_text());

@@ -2,12 +2,16 @@
 // it keeps what it saved, and the next run resumes from there and completes; a run on a complete
 // file prefills nothing.
 #include <QElapsedTimer>
+#include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <csignal>
+#include <cstring>
+#include <vector>
 
 #include "core/util/assets.h"
 #include "tests/common/test_support.h"
@@ -118,6 +122,24 @@ void TstCliPrefill::resumesAndCompletes() {
     if (cuda.exit_code == 0)  // a usable device: on it (SIGHTLINE_CUDA_MODEL=1), or the CPU saying why
         QVERIFY2(cuda.out.contains("Device: CPU: ") || cuda.out.contains("Device: CUDA: "), cuda.out.constData());
     else QVERIFY2(cuda.out.contains("--device cuda: no usable CUDA device"), cuda.out.constData());
+
+    // --ids-out: the context's token ids (what tests/gpu/pack.sh hands the device's benchmark),
+    // nothing prefilled: as many as the prefill's context, each in the vocabulary.
+    const QString ids = dir.filePath(QStringLiteral("ids.bin"));
+    const Run dump = cli(QStringList(args) << QStringLiteral("--ids-out") << ids);
+    QVERIFY2(dump.exit_code == 0, dump.out.constData());
+    QCOMPARE(number_after(dump.out, QStringLiteral("(\\d+) token ids written")), total);
+    QVERIFY2(!dump.out.contains("tokens saved"), dump.out.constData());
+    QFile f(ids);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    QCOMPARE(static_cast<long long>(bytes.size()), total * 4);
+    std::vector<int32_t> t(static_cast<size_t>(total));
+    std::memcpy(t.data(), bytes.constData(), static_cast<size_t>(bytes.size()));
+    QVERIFY(std::all_of(t.begin(), t.end(), [](int32_t x) { return x >= 0 && x < 49152; }));  // SmolLM2's vocabulary
+    const Run nowhere = cli(QStringList(args) << QStringLiteral("--ids-out") << dir.filePath(QStringLiteral("no/such/ids.bin")));
+    QVERIFY(nowhere.exit_code != 0);
+    QVERIFY2(nowhere.out.contains("no/such/ids.bin: cannot write the token ids"), nowhere.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TstCliPrefill)

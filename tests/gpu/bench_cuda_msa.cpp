@@ -11,7 +11,10 @@
 // Then SmolLM2 tokens/s end to end (device runner vs CPU session), and with MSA the first answer
 // token after reopening the saved context: uploaded whole vs restored lazily (reopen_line). Prints the table last. Exits 0 with a message when no device is usable.
 //
-// usage: bench_cuda_msa [--sdpa FILE] [--sizes 32768,131072,1048576] [--budget-s 240]
+// usage: bench_cuda_msa [--sdpa FILE] [--sizes 32768,131072,1048576] [--budget-s 240] [--library-ids FILE]
+// --library-ids: the sample library's context as token ids (int32; `sightline-cli prefill
+// --ids-out`, tests/gpu/pack.sh), read for the end-to-end rows instead of synthetic ids (its
+// first N tokens; repeated when it holds fewer).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -367,6 +370,19 @@ std::string reopen_line(const sl::LoadedModel& m, std::unique_ptr<sl::CudaLlamaR
     return std::string("\n  reopen at ") + std::to_string(n) + ": failed: " + e.what();
 }
 
+// The sample library's context (--library-ids), or empty: synthetic ids.
+std::vector<int32_t> g_library_ids;
+
+std::vector<int32_t> read_ids(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) die(path + ": cannot open");
+    std::vector<int32_t> ids;
+    int32_t v = 0;
+    while (f.read(reinterpret_cast<char*>(&v), sizeof v)) ids.push_back(v);
+    if (ids.empty()) die(path + ": no token ids");
+    return ids;
+}
+
 std::string smollm_line() {
     const std::filesystem::path path = sl::paths::default_model();
     if (!std::filesystem::exists(path)) return "SmolLM2 end-to-end: model not cached (" + path.string() + "; run scripts/setup.sh)";
@@ -439,7 +455,14 @@ std::string smollm_line() {
                 }
                 const int n_q = 24, n_dec = 64, chunk = 2048;
                 std::vector<int32_t> longp(static_cast<size_t>(n_long + n_q));
-                for (int64_t i = 0; i < n_long + n_q; ++i) longp[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+                for (int64_t i = 0; i < n_long + n_q; ++i) {
+                    int32_t t = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+                    if (!g_library_ids.empty()) {
+                        t = g_library_ids[static_cast<size_t>(i) % g_library_ids.size()];
+                        if (t < 0 || t >= n_vocab) t = 0;  // (an image's embedding position: a plain token here)
+                    }
+                    longp[static_cast<size_t>(i)] = t;
+                }
                 sl::MsaConfig mo;
                 mo.top_k = 16;
                 sl::parse_msa_scoring(e2e_mode, mo);
@@ -468,9 +491,10 @@ std::string smollm_line() {
                 cudaMemGetInfo(&free1, &total);
                 if (secs(l0, l1) > e2e_budget / 4) stop = true;
                 std::snprintf(buf, sizeof buf,
-                              "\nSmolLM2 (%d blocks) on the device, %lld tokens, %s: prefill %.0f tok/s (%.1f s), device "
+                              "\nSmolLM2 (%d blocks) on the device, %lld tokens (%s), %s: prefill %.0f tok/s (%.1f s), device "
                               "memory %.2f GiB (runner %.2f GiB), first answer token %.1f ms, decode %.0f tok/s",
-                              m->model->config().n_layer, static_cast<long long>(n_long), msa ? ("MSA " + e2e_mode + " top-16" + (mo.positions == sl::PositionMode::Remap ? " remap" : "")).c_str() : "dense",
+                              m->model->config().n_layer, static_cast<long long>(n_long),
+                              g_library_ids.empty() ? "synthetic ids" : "the sample library's context", msa ? ("MSA " + e2e_mode + " top-16" + (mo.positions == sl::PositionMode::Remap ? " remap" : "")).c_str() : "dense",
                               n_long / secs(l0, l1), secs(l0, l1), static_cast<double>(free0 - free1) / (1u << 30),
                               static_cast<double>(r.device_bytes()) / (1u << 30), 1e3 * secs(l1, l2), n_dec / secs(l2, l3));
                 line += buf;
@@ -506,6 +530,7 @@ int main(int argc, char** argv) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--sdpa") sdpa_path = v;
         else if (a == "--budget-s") budget_s = std::atof(v.c_str());
+        else if (a == "--library-ids") g_library_ids = read_ids(v);
         else if (a == "--sizes") {
             sizes.clear();
             std::stringstream ss(v);
