@@ -9,14 +9,17 @@
 // --device-kv-budget (on the GPU) keeps that much of the K/V in device memory, the rest in pinned
 // host memory; --kv-budget caps that host memory (and, on the CPU, the RAM of the K/V pages): the
 // chunks already saved leave the GPU without a copy past it, read back from the saved file.
-// --ids-out FILE: writes the context's token ids (int32, little-endian) to FILE and prefills
-// nothing (tests/gpu/pack.sh: the sample library's context for the device's end-to-end rows).
+// --ids-out FILE: writes the context's token ids (int32 in the machine's byte order) to FILE and
+// prefills nothing (tests/gpu/pack.sh: the sample library's context for the device's end-to-end
+// rows); written to FILE.tmp and renamed, so a failed write leaves no partial FILE.
 #include <QStringList>
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -65,7 +68,10 @@ int run(const QStringList& args) {
         else if (a == QLatin1String("--max-tokens")) po.max_tokens = args[++i].toLongLong();
         else if (a == QLatin1String("--save-every")) po.save_every = args[++i].toLongLong();
         else if (a == QLatin1String("--device")) po.device = args[++i].toStdString();
-        else if (a == QLatin1String("--ids-out")) ids_out = sl::arg_bytes(args[++i]);
+        else if (a == QLatin1String("--ids-out")) {
+            ids_out = sl::arg_bytes(args[++i]);
+            if (ids_out.empty()) return usage();
+        }
         else if (a == QLatin1String("--device-kv-budget") || a == QLatin1String("--kv-budget")) {
             const bool device = a == QLatin1String("--device-kv-budget");
             try {
@@ -83,10 +89,17 @@ int run(const QStringList& args) {
     if (!ids_out.empty()) {
         const sl::LibraryContext c = sl::library_context(lib, *model, po.max_tokens);
         const std::vector<int32_t>& t = c.stream.tokens;
-        std::FILE* f = std::fopen(ids_out.c_str(), "wb");
-        const bool ok = f && std::fwrite(t.data(), sizeof(int32_t), t.size(), f) == t.size();
-        if (f && std::fclose(f) != 0) throw sl::Error(ids_out.string() + ": cannot write the token ids");
-        if (!ok) throw sl::Error(ids_out.string() + ": cannot write the token ids");
+        const std::filesystem::path tmp = ids_out.string() + ".tmp";
+        std::FILE* f = std::fopen(tmp.c_str(), "wb");
+        bool ok = f && std::fwrite(t.data(), sizeof(int32_t), t.size(), f) == t.size();
+        const int err = errno;
+        if (f && std::fclose(f) != 0) ok = false;
+        std::error_code ec;
+        if (ok) std::filesystem::rename(tmp, ids_out, ec);
+        if (!ok || ec) {
+            std::filesystem::remove(tmp, ec);
+            throw sl::Error(ids_out.string() + ": cannot write the token ids (" + std::strerror(err ? err : EIO) + ")");
+        }
         sl::cli::out(c.plan.to_text());
         sl::cli::out(std::to_string(t.size()) + " token ids written to " + ids_out.string() + "\n");
         return 0;

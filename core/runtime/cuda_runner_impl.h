@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -550,34 +551,44 @@ struct CudaLlamaRunner::Impl {
             m.data = d;
         } else {  // dequantize on the host, store f16
             m.type = kernels::TensorType::F16;
+            const kernels::TensorTypeInfo info = kernels::tensor_type_info(w.type);
+            if (info.block_size == 0 || w.ne0 % static_cast<int64_t>(info.block_size) != 0)
+                throw Error("CUDA model: a weight row of " + std::to_string(w.ne0) + " values is not a whole number of " +
+                            std::to_string(info.block_size) + "-value blocks of its type");
             std::vector<uint16_t> h(static_cast<size_t>(w.ne0 * w.ne1));
-            auto rows = [&](int64_t r0, int64_t r1) {
-                std::vector<float> row(static_cast<size_t>(w.ne0));
-                for (int64_t r = r0; r < r1; ++r) {
-                    kernels::dequantize_row(w.type, w.row(r), row.data(), w.ne0);
-                    kernels::f32_to_f16(h.data() + r * w.ne0, row.data(), static_cast<size_t>(w.ne0));
-                }
-            };
-            // Large matrices on the host's cores (an 8B model's K-quants: 8e9 values); threads
-            // that cannot start leave their rows to this one.
+            // Large matrices on the host's cores (an 8B model's K-quants: 8e9 values); a thread
+            // that cannot start leaves its rows to this one; what a worker throws comes back here.
             const int64_t n_threads = w.ne0 * w.ne1 >= (int64_t{1} << 22)
                                           ? std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 32)
                                           : 1;
             const int64_t per = (w.ne1 + n_threads - 1) / n_threads;
-            std::vector<std::thread> pool;
-            std::vector<std::pair<int64_t, int64_t>> left;
-            for (int64_t t = 1; t < n_threads; ++t) {
-                const int64_t r0 = std::min(w.ne1, t * per), r1 = std::min(w.ne1, (t + 1) * per);
-                if (r0 >= r1) continue;
+            std::vector<std::exception_ptr> errors(static_cast<size_t>(n_threads));
+            auto rows = [&](int64_t t) noexcept {
                 try {
-                    pool.emplace_back(rows, r0, r1);
-                } catch (const std::system_error&) {
-                    left.emplace_back(r0, r1);
+                    std::vector<float> row(static_cast<size_t>(w.ne0));
+                    for (int64_t r = t * per; r < std::min(w.ne1, (t + 1) * per); ++r) {
+                        kernels::dequantize_row(w.type, w.row(r), row.data(), w.ne0);
+                        kernels::f32_to_f16(h.data() + r * w.ne0, row.data(), static_cast<size_t>(w.ne0));
+                    }
+                } catch (...) {
+                    errors[static_cast<size_t>(t)] = std::current_exception();
                 }
+            };
+            {
+                std::vector<std::thread> pool;
+                std::vector<int64_t> left{0};
+                for (int64_t t = 1; t < n_threads; ++t) {
+                    try {
+                        pool.emplace_back(rows, t);
+                    } catch (...) {
+                        left.push_back(t);
+                    }
+                }
+                for (int64_t t : left) rows(t);
+                for (auto& t : pool) t.join();
             }
-            rows(0, std::min(w.ne1, per));
-            for (auto& [r0, r1] : left) rows(r0, r1);
-            for (auto& t : pool) t.join();
+            for (const auto& e : errors)
+                if (e) std::rethrow_exception(e);
             void* d = alloc(h.size() * 2);
             ck(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy (weights)");
             m.data = d;

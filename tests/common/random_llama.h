@@ -4,19 +4,24 @@
 // and their check on the CPU (tst_random_llama). Deterministic for a seed; matrices are filled on
 // the host's cores (an 8B shape is ~4.5 GB).
 //
-// Q4_K values are d * sc * q - dmin * m (sc, m 6-bit, q 4-bit): with d = 1.5e-4 and dmin = 1.1e-3
-// the weights are centred near 0 with a spread of ~0.02, so activations stay finite over many
-// layers (their values mean nothing; only the shape and the type matter).
+// Q4_K values are d * sc * q - dmin * m (sc, m uniform 6-bit, q uniform 4-bit): with d = 7.8e-5
+// and dmin = 5.7e-4 the weights have a mean near 0 and a spread of ~0.02 (about half of it an
+// offset shared by each 32 values), so activations stay finite over many layers (their values
+// mean nothing; only the shape and the type matter). The same weights for a seed on any machine
+// (the random stream is seeded per fixed chunk of blocks, not per thread).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "core/model/llama_model.h"
+#include "core/util/error.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/tensor_types.h"
 
@@ -33,40 +38,54 @@ struct RandomLlama {
 inline std::unique_ptr<RandomLlama> make_random_llama(LlamaConfig c, uint64_t seed) {
     auto r = std::make_unique<RandomLlama>();
     if (c.rope_dim == 0) c.rope_dim = c.head_dim;
-    const uint16_t d = kernels::f32_to_f16(1.5e-4f), dmin = kernels::f32_to_f16(1.1e-3f);
+    for (const int64_t n : {int64_t{c.d_model}, int64_t{c.n_ff}, int64_t{c.n_head} * c.head_dim})
+        if (n <= 0 || n % kernels::kQK_K != 0)
+            throw Error("random llama: row lengths must be multiples of " + std::to_string(kernels::kQK_K));
+    const uint16_t d = kernels::f32_to_f16(7.8e-5f), dmin = kernels::f32_to_f16(5.7e-4f);
     const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 32u);
+    constexpr int64_t kChunk = 1 << 16;  // blocks per seeded chunk
     auto matrix = [&](int64_t ne0, int64_t ne1) {
-        const int64_t per_row = ne0 / kernels::kQK_K, n = per_row * ne1;
+        const int64_t per_row = ne0 / kernels::kQK_K, n = per_row * ne1, chunks = (n + kChunk - 1) / kChunk;
         r->matrices.emplace_back(static_cast<size_t>(n));
         kernels::BlockQ4_K* b = r->matrices.back().data();
         const uint64_t salt = seed * 0x9e3779b97f4a7c15ull + r->matrices.size();
-        auto fill = [&](int64_t lo, int64_t hi) {
-            uint64_t x = salt ^ static_cast<uint64_t>(lo) * 0xbf58476d1ce4e5b9ull;
-            auto next = [&x] {  // xorshift64*
-                x ^= x >> 12;
-                x ^= x << 25;
-                x ^= x >> 27;
-                return x * 0x2545f4914f6cdd1dull;
-            };
-            for (int64_t i = lo; i < hi; ++i) {
-                kernels::BlockQ4_K& k = b[i];
-                k.d = d;
-                k.dmin = dmin;
-                for (size_t j = 0; j < sizeof k.scales; j += 8) {
-                    const uint64_t v = next();
-                    std::memcpy(k.scales + j, &v, std::min<size_t>(8, sizeof k.scales - j));
-                }
-                for (size_t j = 0; j < sizeof k.qs; j += 8) {
-                    const uint64_t v = next();
-                    std::memcpy(k.qs + j, &v, 8);
+        auto fill = [&](int64_t c0, int64_t c1) {  // chunks [c0, c1)
+            for (int64_t ch = c0; ch < c1; ++ch) {
+                uint64_t x = (salt ^ static_cast<uint64_t>(ch) * 0xbf58476d1ce4e5b9ull) | 1;
+                auto next = [&x] {  // xorshift64*
+                    x ^= x >> 12;
+                    x ^= x << 25;
+                    x ^= x >> 27;
+                    return x * 0x2545f4914f6cdd1dull;
+                };
+                for (int64_t i = ch * kChunk; i < std::min(n, (ch + 1) * kChunk); ++i) {
+                    kernels::BlockQ4_K& k = b[i];
+                    k.d = d;
+                    k.dmin = dmin;
+                    for (size_t j = 0; j < sizeof k.scales; j += 8) {
+                        const uint64_t v = next();
+                        std::memcpy(k.scales + j, &v, std::min<size_t>(8, sizeof k.scales - j));
+                    }
+                    for (size_t j = 0; j < sizeof k.qs; j += 8) {
+                        const uint64_t v = next();
+                        std::memcpy(k.qs + j, &v, 8);
+                    }
                 }
             }
         };
-        const int64_t chunk = (n + cores - 1) / cores;
+        const int64_t per = (chunks + cores - 1) / cores;
         std::vector<std::thread> ts;
-        for (unsigned t = 1; t < cores && t * chunk < n; ++t)
-            ts.emplace_back(fill, t * chunk, std::min<int64_t>(n, (t + 1) * chunk));
-        fill(0, std::min<int64_t>(n, chunk));
+        int64_t done = per;  // chunks a thread took; the rest here
+        for (unsigned t = 1; t < cores && t * per < chunks; ++t) {
+            try {
+                ts.emplace_back(fill, t * per, std::min<int64_t>(chunks, (t + 1) * per));
+                done = std::min<int64_t>(chunks, (t + 1) * per);
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
+        fill(0, std::min<int64_t>(chunks, per));
+        fill(done, chunks);
         for (auto& t : ts) t.join();
         TensorView v;
         v.type = kernels::TensorType::Q4_K;

@@ -101,6 +101,7 @@ else
   lib_ids=()
   if [ -f "${SIGHTLINE_CACHE:-}/library_ids.bin.xz" ]; then
     ids_file="$(mktemp)"
+    trap 'rm -f "$ids_file"' EXIT
     xz -dc "$SIGHTLINE_CACHE/library_ids.bin.xz" >"$ids_file" && lib_ids=(--library-ids "$ids_file")
   fi
   timeout "$budget" "$bin/bench_cuda_msa" --sdpa "$sdpa" --sizes "$sizes" \

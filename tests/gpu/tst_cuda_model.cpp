@@ -441,6 +441,9 @@ void TstCudaModel::kQuantModelMatchesCpu() {
     std::vector<int32_t> ids(300);
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % 5000);
     sl::set_exact_activations(true);
+    struct Reset {
+        ~Reset() { sl::set_exact_activations(false); }
+    } reset;
     sl::KvCache kv(c.n_layer, 512, c.n_kv_head, c.head_dim, sl::KvCacheOptions{sl::KvType::F32, 128, 0, {}});
     sl::DenseAttention att;
     sl::ThreadPool pool(0);
@@ -449,10 +452,12 @@ void TstCudaModel::kQuantModelMatchesCpu() {
     r->model->forward(ids.data(), static_cast<int>(ids.size()), 0, kv, att, pool, scratch, want.data(), false);
     sl::CudaLlamaRunner gpu(*r->model, 512);
     gpu.forward(ids.data(), static_cast<int>(ids.size()), got.data());
-    sl::set_exact_activations(false);
     const double err = sl::test::normalized_error(got.data(), want.data(), want.size());
-    qInfo("Q4_K model (random weights): logit error %.3e", err);
-    QVERIFY2(err < 0.15, qPrintable(QString::number(err)));
+    const int top = argmax(want);
+    qInfo("Q4_K model (random weights): logit error %.3e, CPU argmax %d has GPU rank %d", err, top, rank_of(got, top));
+    // f16 weights and bf16 K/V on the device: ~1e-2; a dequantized range left wrong gives O(1).
+    QVERIFY2(err < 0.05, qPrintable(QString::number(err)));
+    QVERIFY(rank_of(got, top) < 3);
 }
 
 QTEST_APPLESS_MAIN(TstCudaModel)
