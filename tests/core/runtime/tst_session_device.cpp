@@ -319,6 +319,7 @@ private Q_SLOTS:
     void damagedBaseLeavesTheMirror();
     void lazyRestoreLeavesThePagesInTheFile();
     void deviceSaveKeepsItsMeanKeys();
+    void lazyBaseTakesADelta();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -1089,6 +1090,59 @@ void TstSessionDevice::deviceSaveKeepsItsMeanKeys() {
         std::vector<float> want(static_cast<size_t>(11) * dkv);
         for (int64_t b = 0; b < 11; ++b) km.get(b, want.data() + b * dkv);
         QCOMPARE(runner_->placed_means[static_cast<size_t>(l)], want);
+    }
+}
+
+// The ask flow on a device: the library prefill (MSA, saved on the CPU) restored lazily, a
+// question on it, then a question's delta restored onto it (only the delta's positions go up) —
+// as a CPU restore of the delta; and the delta restored whole on a device places the base's and
+// the delta's means together.
+void TstSessionDevice::lazyBaseTakesADelta() {
+    const sl::MsaConfig mc = small_msa();
+    const std::vector<int32_t> a = ids(300, n_vocab_, 40), b = ids(45, n_vocab_, 41), q = ids(30, n_vocab_, 42);
+    const std::string base = dir_.filePath("lb.slkv").toStdString(), delta = dir_.filePath("ld.slkv").toStdString();
+    const int n_layer = model_->model->config().n_layer;
+    auto session = [&](bool device) {
+        return std::make_unique<sl::Session>(*model_, options(device, 0, &mc), std::make_unique<sl::MsaAttention>(mc));
+    };
+    {
+        auto w = session(false);
+        w->prefill(a);
+        w->save(base);
+        w->prefill(b);
+        w->save_delta(delta, base, 300);
+    }
+    auto cpu = session(false);
+    cpu->restore(delta);
+    auto dev = session(true);
+    HostRunner* r = runner_;
+    r->places = true;
+    dev->restore(base);
+    QCOMPARE(r->placements, 1);
+    dev->prefill(q);  // a question after the library
+    QVERIFY(dev->restore_delta(delta));
+    QCOMPARE(r->uploaded, int64_t{45});  // the delta's own positions only
+    QCOMPARE(r->n_past(), int64_t{345});
+    QCOMPARE(dev->tokens(), cpu->tokens());
+    QCOMPARE(copy(dev->last_logits()), copy(cpu->last_logits()));
+    const int32_t next = 12;
+    cpu->prefill(std::span<const int32_t>(&next, 1));
+    dev->prefill(std::span<const int32_t>(&next, 1));
+    const double err = sl::test::normalized_error(dev->last_logits().data(), cpu->last_logits().data(), cpu->last_logits().size());
+    QVERIFY2(err < 1e-3, qPrintable(QString::number(err)));
+    // The delta restored whole: its means from the base's summaries, then its own.
+    auto whole = session(true);
+    runner_->places = true;
+    whole->restore(delta);
+    QCOMPARE(runner_->placements, 1);
+    QCOMPARE(runner_->n_past(), int64_t{345});
+    auto ref = session(false);
+    ref->restore(delta);
+    for (int l = 0; l < n_layer; ++l) {
+        const std::vector<float> want = block_means(ref->kv_cache(), l, 32);
+        const std::vector<float>& got = runner_->placed_means[static_cast<size_t>(l)];
+        QCOMPARE(got.size(), want.size());
+        QVERIFY2(sl::test::normalized_error(got.data(), want.data(), want.size()) < 1e-6, qPrintable(QString::number(l)));
     }
 }
 
