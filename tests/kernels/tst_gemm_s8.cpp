@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
@@ -159,7 +160,11 @@ void TstGemmS8::matchesReference() {
     const double e_ref = sl::test::normalized_error(g.data(), r.data(), g.size());
     const double e_deq = sl::test::normalized_error(g.data(), deq.data(), g.size());
     const double e_exact = sl::test::normalized_error(g.data(), exact.data(), g.size());
-    QVERIFY2(e_ref < 1e-7, qPrintable(QStringLiteral("vs reference %1").arg(e_ref)));
+    // The tile and the reference scale and add the bias in their own order: a couple of float
+    // roundings apart per element, which on a handful of outputs (the narrow row: 18) can reach
+    // ~1 float epsilon in normalized error (1.05e-7 seen in CI); a wrong sum is off by ~1.
+    constexpr double kRounding = 4.0 * std::numeric_limits<float>::epsilon();
+    QVERIFY2(e_ref < kRounding, qPrintable(QStringLiteral("vs reference %1").arg(e_ref)));
     QVERIFY2(e_deq < 1e-6, qPrintable(QStringLiteral("vs dequantized %1").arg(e_deq)));
     QVERIFY2(e_exact < 8e-2, qPrintable(QStringLiteral("vs float %1").arg(e_exact)));
 }
