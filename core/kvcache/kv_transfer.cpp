@@ -318,4 +318,31 @@ std::vector<float> kv_regroup_means(std::span<const float> means, int S, int64_t
     return out;
 }
 
+KvBlockSummaries kv_lazy_bf16_summaries(int64_t n, int block_size, int dim,
+                                        std::function<void(int64_t b0, int64_t b1, uint16_t* dst)> fetch) {
+    KvBlockSummaries s;
+    if (n <= 0 || block_size < 1 || dim < 1 || !fetch) return s;
+    const int64_t nb = (n + block_size - 1) / block_size;
+    const auto d = static_cast<size_t>(dim);
+    struct Rows {
+        int64_t first = -1;  // rows [first, nb) are in `host`
+        std::vector<uint16_t> host;
+    };
+    auto rows = std::make_shared<Rows>();
+    s.n = n;
+    s.block_size = block_size;
+    s.floats = dim;
+    s.get = [rows, nb, d, fetch = std::move(fetch)](int64_t b, float* out) {
+        if (b < 0 || b >= nb) throw Error("mean keys of block " + std::to_string(b) + " of " + std::to_string(nb) + " asked");
+        if (rows->first < 0 || b < rows->first) {
+            std::vector<uint16_t> host(static_cast<size_t>(nb - b) * d);
+            fetch(b, nb, host.data());
+            rows->host = std::move(host);
+            rows->first = b;
+        }
+        kernels::bf16_to_f32(out, rows->host.data() + static_cast<size_t>(b - rows->first) * d, d);
+    };
+    return s;
+}
+
 }  // namespace sl

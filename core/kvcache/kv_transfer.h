@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -83,6 +84,16 @@ void kv_block_bf16(const KvCache& src, int layer, int64_t block, int n, uint16_t
 // block summaries instead of every key). means: (ceil(n / S), dim) -> (ceil(n / B), dim). Throws
 // sl::Error when the sizes do not fit.
 std::vector<float> kv_regroup_means(std::span<const float> means, int S, int64_t n, int B, int dim);
+
+// A save's block summaries (kv_file.h KvBlockSummaries) of mean keys a device holds as bf16 rows,
+// (ceil(n / block_size), dim), read back only from the first block the writer asks for on: a save
+// that appends to its file asks for its new blocks alone (a prefill saving every 2,048 tokens to a
+// million would otherwise read every layer's whole table, 94 MB, at each save). fetch(b0, b1, dst)
+// copies rows [b0, b1) into dst ((b1 - b0) * dim values) or throws sl::Error (DeviceError) naming
+// what failed; it is called on the writer's thread, at most once per call of get for a block
+// before the first one fetched (blocks asked in order: once in all).
+KvBlockSummaries kv_lazy_bf16_summaries(int64_t n, int block_size, int dim,
+                                        std::function<void(int64_t b0, int64_t b1, uint16_t* dst)> fetch);
 
 // Appends positions [from, to) of every layer of `src` (to <= src.n_past()) to `dst`: whole blocks
 // through write_block when the store takes them and src's pages are the store's blocks (same B),

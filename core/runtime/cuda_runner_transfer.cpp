@@ -218,23 +218,22 @@ bool CudaLlamaRunner::place_kv(const KvCache& src, int64_t n, int means_block,
 KvBlockSummaries CudaLlamaRunner::key_means(int layer) const {
     const Impl& m = *impl_;
     const LlamaConfig& c = m.model.config();
-    KvBlockSummaries s;
-    if (!m.msa.enabled || layer < 0 || layer >= c.n_layer || m.n_past <= 0 || m.broken || !m.failed.empty()) return s;
-    const int64_t B = m.cache->config().block_size, nb = (m.n_past + B - 1) / B;
+    if (!m.msa.enabled || layer < 0 || layer >= c.n_layer || m.n_past <= 0 || m.broken || !m.failed.empty()) return {};
     const auto dkv = static_cast<size_t>(c.n_kv_head) * static_cast<size_t>(c.head_dim);
-    auto host = std::make_shared<std::vector<uint16_t>>(static_cast<size_t>(nb) * dkv);
-    // A device failure leaves the save without means (the next forward call reports it).
-    if (cudaMemcpyAsync(host->data(), m.cache->key_means(layer), host->size() * 2, cudaMemcpyDeviceToHost, m.stream) !=
-            cudaSuccess ||
-        cudaStreamSynchronize(m.stream) != cudaSuccess) {
-        cudaGetLastError();
-        return s;
-    }
-    s.n = m.n_past;
-    s.block_size = static_cast<int>(B);
-    s.floats = static_cast<int>(dkv);
-    s.get = [host, dkv](int64_t b, float* out) { kernels::bf16_to_f32(out, host->data() + static_cast<size_t>(b) * dkv, dkv); };
-    return s;
+    // Read back on the save's thread from the first block it writes (kv_lazy_bf16_summaries): an
+    // append saves its new blocks' means only. The runner does not change while a save runs.
+    const Impl* mp = impl_.get();
+    return kv_lazy_bf16_summaries(m.n_past, m.cache->config().block_size, static_cast<int>(dkv),
+                                  [mp, layer, dkv](int64_t b0, int64_t b1, uint16_t* dst) {
+                                      const size_t rows = static_cast<size_t>(b1 - b0) * dkv;
+                                      const uint16_t* src = mp->cache->key_means(layer) + static_cast<size_t>(b0) * dkv;
+                                      if (cudaMemcpyAsync(dst, src, rows * 2, cudaMemcpyDeviceToHost, mp->stream) != cudaSuccess ||
+                                          cudaStreamSynchronize(mp->stream) != cudaSuccess) {
+                                          const cudaError_t e = cudaGetLastError();
+                                          throw DeviceError("CUDA model: reading back the mean keys of layer " + std::to_string(layer) +
+                                                            ": " + cudaGetErrorString(e));
+                                      }
+                                  });
 }
 
 }  // namespace sl

@@ -171,6 +171,7 @@ private Q_SLOTS:
     void storePagesRefuse();
     void fileFromStorePagesEqualsFileFromDownload();
     void meanKeysFromSummaries();
+    void meanKeysReadFromTheFirstBlockAsked();
 };
 
 // Shapes: 3 layers, 3 KV heads of 40 dims, 101 positions; the host pages hold 32 positions and the
@@ -622,6 +623,44 @@ void TstKvTransfer::meanKeysFromSummaries() {
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 16, n, 24, static_cast<int>(dkv)));
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 16, n + 16, 32, static_cast<int>(dkv)));
     QVERIFY_THROWS_EXCEPTION(sl::Error, sl::kv_regroup_means(m, 32, n, 16, static_cast<int>(dkv)));
+}
+
+// A save reads a device's mean keys back from the first block it writes on: rows [5, 7) of 7
+// fetched once for blocks 5 and 6; an earlier block fetches again from there; the values are the
+// rows' bf16 widened; a block past the end and a failed fetch throw.
+void TstKvTransfer::meanKeysReadFromTheFirstBlockAsked() {
+    constexpr int dim = 5, B = 16;
+    constexpr int64_t n = 100, nb = 7;  // the last block partial
+    std::vector<uint16_t> table(static_cast<size_t>(nb * dim));
+    for (size_t i = 0; i < table.size(); ++i) table[i] = sl::kernels::f32_to_bf16(0.25f * static_cast<float>(i) - 3.0f);
+    std::vector<std::pair<int64_t, int64_t>> fetches;
+    bool fail = false;
+    const sl::KvBlockSummaries s =
+        sl::kv_lazy_bf16_summaries(n, B, dim, [&](int64_t b0, int64_t b1, uint16_t* dst) {
+            if (fail) throw sl::DeviceError("simulated");
+            fetches.emplace_back(b0, b1);
+            std::copy(table.begin() + b0 * dim, table.begin() + b1 * dim, dst);
+        });
+    QCOMPARE(s.n, n);
+    QCOMPARE(s.block_size, B);
+    QCOMPARE(s.floats, dim);
+    float out[dim];
+    for (int64_t b = 5; b < nb; ++b) {
+        s.get(b, out);
+        for (int j = 0; j < dim; ++j) QCOMPARE(out[j], 0.25f * static_cast<float>(b * dim + j) - 3.0f);
+    }
+    QCOMPARE(fetches.size(), size_t{1});
+    QCOMPARE(fetches[0], std::make_pair(int64_t{5}, nb));
+    s.get(2, out);
+    QCOMPARE(fetches.size(), size_t{2});
+    QCOMPARE(fetches[1], std::make_pair(int64_t{2}, nb));
+    QCOMPARE(out[0], 0.25f * static_cast<float>(2 * dim) - 3.0f);
+    s.get(6, out);  // held
+    QCOMPARE(fetches.size(), size_t{2});
+    QVERIFY_THROWS_EXCEPTION(sl::Error, s.get(nb, out));
+    fail = true;
+    QVERIFY_THROWS_EXCEPTION(sl::DeviceError, s.get(0, out));
+    QVERIFY(!sl::kv_lazy_bf16_summaries(0, B, dim, [](int64_t, int64_t, uint16_t*) {}).get);
 }
 
 QTEST_APPLESS_MAIN(TstKvTransfer)

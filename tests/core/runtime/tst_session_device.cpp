@@ -159,28 +159,29 @@ public:
         ++placements;
         return true;
     }
-    // The mean keys of its own blocks, as a device keeps them.
+    // The mean keys of its own blocks, as a device keeps them (bf16), read back as CudaLlamaRunner
+    // reads them: from the first block a save asks for on (counted in means_fetched).
     sl::KvBlockSummaries key_means(int layer) const override {
         fill();
-        sl::KvBlockSummaries s;
-        if (!msa_ || kv_.n_past() == 0) return s;
-        s.n = kv_.n_past();
-        s.block_size = kv_.block_size();
-        s.floats = kv_.row();
-        s.get = [this, layer](int64_t b, float* out) {
-            std::vector<float> row(static_cast<size_t>(kv_.head_dim()));
-            const int64_t B = kv_.block_size(), end = std::min(kv_.n_past(), (b + 1) * B);
-            for (int h = 0; h < kv_.n_kv_head(); ++h) {
-                float* o = out + static_cast<size_t>(h) * kv_.head_dim();
-                std::fill(o, o + kv_.head_dim(), 0.0f);
-                for (int64_t p = b * B; p < end; ++p) {
-                    const float* k = kv_.k_rows(layer, h, p, 1, row.data());
-                    for (int j = 0; j < kv_.head_dim(); ++j) o[j] += k[j];
+        if (!msa_ || kv_.n_past() == 0) return {};
+        return sl::kv_lazy_bf16_summaries(kv_.n_past(), kv_.block_size(), kv_.row(), [this, layer](int64_t b0, int64_t b1, uint16_t* dst) {
+            std::vector<float> row(static_cast<size_t>(kv_.head_dim())), mean(static_cast<size_t>(kv_.row()));
+            const int64_t B = kv_.block_size();
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t end = std::min(kv_.n_past(), (b + 1) * B);
+                std::fill(mean.begin(), mean.end(), 0.0f);
+                for (int h = 0; h < kv_.n_kv_head(); ++h) {
+                    float* o = mean.data() + static_cast<size_t>(h) * kv_.head_dim();
+                    for (int64_t p = b * B; p < end; ++p) {
+                        const float* k = kv_.k_rows(layer, h, p, 1, row.data());
+                        for (int j = 0; j < kv_.head_dim(); ++j) o[j] += k[j];
+                    }
+                    for (int j = 0; j < kv_.head_dim(); ++j) o[j] /= static_cast<float>(end - b * B);
                 }
-                for (int j = 0; j < kv_.head_dim(); ++j) o[j] /= static_cast<float>(end - b * B);
+                sl::kernels::f32_to_bf16(dst + (b - b0) * kv_.row(), mean.data(), mean.size());
+                ++means_fetched;
             }
-        };
-        return s;
+        });
     }
     void set_record_mass(bool on) override { record_ = on; }
     std::vector<sl::Selection> recorded_selections(int layer) const override {
@@ -192,6 +193,7 @@ public:
     int placements = 0;
     std::vector<std::vector<float>> placed_means;  // per layer, (blocks of its size, n_kv_head, head_dim)
     mutable int64_t filled = 0;                    // positions read from a placed context
+    mutable int64_t means_fetched = 0;             // rows of mean keys key_means read back
     int fail_stream_at = 0;
     mutable int64_t downloaded = 0, streamed = 0;
     const sl::KvCache* backing = nullptr;  // set_backing: what the session's mirror holds
@@ -1037,8 +1039,11 @@ void TstSessionDevice::deviceSaveKeepsItsMeanKeys() {
     w->streams = true;
     dev->prefill(a);
     dev->save(file);
+    QCOMPARE(w->means_fetched, int64_t{8} * n_layer);  // 250 positions: 8 blocks of 32
     dev->prefill(q);
-    dev->save(file);  // appended: the means continue
+    w->means_fetched = 0;
+    dev->save(file);  // appended: the means continue, read back from the block holding position 250 on
+    QCOMPARE(w->means_fetched, int64_t{3} * n_layer);  // blocks 7, 8, 9 of 290 positions
     {
         const sl::MappedFile map(file);
         const sl::KvFileContents c = sl::parse_kv_file(map.bytes(), file, sl::KvVerify::Full);
