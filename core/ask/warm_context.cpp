@@ -31,6 +31,17 @@ void WarmContext::clear() {
     held_ = WarmSession();
 }
 
+int64_t WarmContext::fill(int64_t max_blocks) {
+    if (!held_.session || !held_.session->on_gpu()) return 0;  // a CPU session holds all of its context
+    try {
+        const int64_t n = held_.session->fill_device(max_blocks);
+        if (held_.session->on_gpu()) return n;
+    } catch (...) {  // a damaged page (the session is empty now), memory: nothing to keep
+    }
+    clear();  // (or the device failed and it went on on the CPU: a question restores afresh)
+    return 0;
+}
+
 WarmSession WarmContext::release() {
     WarmSession out = std::move(held_);
     held_ = WarmSession();

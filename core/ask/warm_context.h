@@ -59,6 +59,13 @@ public:
     // Holds `s` for the next question (replacing what was held), unless complete_only and !complete.
     void keep(WarmSession s, bool complete);
     void clear();
+    // Idle time between questions: brings up to max_blocks more of the held session's context
+    // from its saved file onto the device (a lazy restore on a GPU leaves it there:
+    // Session::fill_device). Returns how many came back (0: nothing held, nothing left, no room:
+    // the owner stops asking). A held session that fails here (a damaged page, the device) is
+    // dropped: the next question restores from the file. Throws nothing.
+    static constexpr int64_t kFillBlocks = 256;  // a slice: ~25 MB of SmolLM2's K/V, ~130 MB of an 8B's
+    int64_t fill(int64_t max_blocks = kFillBlocks);
     // The held session, moved out (nothing held afterwards): for an owner that frees it elsewhere
     // than on its own thread (the app's GUI thread hands it to a worker).
     WarmSession release();

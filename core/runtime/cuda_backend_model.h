@@ -113,6 +113,9 @@ public:
     // positions, or means missing.
     bool place_kv(const KvCache& src, int64_t n, int means_block,
                   const std::function<std::vector<float>(int layer)>& means) override;
+    // The blocks a lazy restore left in `src` brought back into free device room (DeviceRunner::
+    // fill_placed): converted and copied as a selection's refill is, their placed means kept.
+    int64_t fill_placed(int64_t max_blocks) override;
     // The device's mean keys of `layer` (bf16 on the device, read back as f32) for a save.
     KvBlockSummaries key_means(int layer) const override;
     int64_t device_bytes() const;  // weights + cache + scratch on the device

@@ -4,6 +4,7 @@
 #include "core/runtime/cuda_backend_model.h"
 
 #if SIGHTLINE_HAVE_CUDA
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -213,6 +214,28 @@ bool CudaLlamaRunner::place_kv(const KvCache& src, int64_t n, int means_block,
     }
     m.n_past = n;
     return true;
+}
+
+int64_t CudaLlamaRunner::fill_placed(int64_t max_blocks) {
+    Impl& m = *impl_;
+    m.check_failed();
+    if (!m.lazy || max_blocks <= 0 || m.cache->n_dropped() == 0) return 0;
+    const LlamaConfig& c = m.model.config();
+    const int64_t mb = m.cache->config().max_blocks, before = m.cache->n_dropped();
+    // Free room only (refill's make_room then moves nothing out): under a device budget the
+    // blocks that do not fit stay in the file until a selection picks one.
+    int64_t room = std::min(max_blocks, m.cache->free_device_blocks());
+    for (int l = 0; l < c.n_layer && room > 0 && m.cache->n_dropped() > 0; ++l) {
+        std::vector<int64_t> out;
+        for (int64_t b = 0; b < mb && static_cast<int64_t>(out.size()) < room; ++b)
+            if (m.cache->dropped(l, b)) out.push_back(b);
+        if (out.empty()) continue;
+        m.refill(l, out, {});
+        for (int64_t b : out)
+            if (m.cache->resident(l, b)) m.touch(l, b);
+        room -= static_cast<int64_t>(out.size());
+    }
+    return before - m.cache->n_dropped();  // (a block refill skips stays out: no progress is 0)
 }
 
 KvBlockSummaries CudaLlamaRunner::key_means(int layer) const {

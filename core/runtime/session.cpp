@@ -167,6 +167,19 @@ void Session::step(std::span<const int32_t> tokens, const float* embeddings, boo
     check_pages();
 }
 
+int64_t Session::fill_device(int64_t max_blocks) {
+    if (!gpu_ || max_blocks <= 0) return 0;
+    int64_t brought = 0;
+    try {
+        brought = gpu_->fill_placed(max_blocks);
+    } catch (const DeviceError& e) {
+        fall_back_to_cpu(e.what());
+        return 0;
+    }
+    check_pages();  // the pages read back are checked as they are converted
+    return brought;
+}
+
 std::string Session::damaged_message(std::string& file) const {
     const auto d = kv_.damaged();
     file = "the restored context";

@@ -166,6 +166,15 @@ public:
     // hands the context to the CPU, as restore() does.
     bool restore_delta(const std::string& path);
 
+    // On a device after a restore that left the context's blocks in the saved file (MSA: a step
+    // reads the blocks it picks from there): brings back up to max_blocks more into free device
+    // room (DeviceRunner::fill_placed), so that later questions and decode find them resident.
+    // For idle time between questions (WarmContext::fill); the context is unchanged. Returns how
+    // many came back (0: none out, no room, or not on a device). A page that fails its check
+    // throws DamagedContextError (the session then empty, as after a step); a device failure
+    // hands the context to the CPU, as a step's does, and returns 0.
+    int64_t fill_device(int64_t max_blocks);
+
     const std::vector<int32_t>& tokens() const { return tokens_; }
     std::span<const float> last_logits() const { return logits_; }
     const GenerateStats& stats() const { return stats_; }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/ask/warm_context.h"
 #include "core/attention/dense_attention.h"
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
@@ -156,8 +157,20 @@ public:
         placed_means = std::move(got);
         lazy_src_ = &src;
         lazy_n_ = n;
+        out_blocks_ = n / kv_.block_size() * kv_.n_layer();
         ++placements;
         return true;
+    }
+    // Idle fills: the placed context's whole blocks counted back a slice at a time (read from
+    // `src` when the last one comes, or by the first step, as fill() does).
+    int64_t fill_placed(int64_t max_blocks) override {
+        if (fail_fill) throw sl::DeviceError("HostRunner: simulated fill failure");
+        if (!lazy_src_) return 0;
+        const int64_t n = std::min(max_blocks, out_blocks_);
+        out_blocks_ -= n;
+        ++fill_calls;
+        if (out_blocks_ == 0) fill();
+        return n;
     }
     // The mean keys of its own blocks, as a device keeps them (bf16), read back as CudaLlamaRunner
     // reads them: from the first block a save asks for on (counted in means_fetched).
@@ -190,6 +203,8 @@ public:
 
     bool fail_upload = false, fail_download = false, streams = false;
     bool places = false;  // takes place_kv
+    bool fail_fill = false;
+    int fill_calls = 0;
     int placements = 0;
     std::vector<std::vector<float>> placed_means;  // per layer, (blocks of its size, n_kv_head, head_dim)
     mutable int64_t filled = 0;                    // positions read from a placed context
@@ -216,6 +231,7 @@ private:
         kv_.set_n_past(lazy_n_);
         filled += lazy_n_;
     }
+    int64_t out_blocks_ = 0;  // whole blocks of a placed context not counted back yet
     mutable const sl::KvCache* lazy_src_ = nullptr;
     int64_t lazy_n_ = 0;
     const sl::LoadedModel& m_;
@@ -322,6 +338,7 @@ private Q_SLOTS:
     void lazyRestoreLeavesThePagesInTheFile();
     void deviceSaveKeepsItsMeanKeys();
     void lazyBaseTakesADelta();
+    void idleFillBringsThePlacedBlocks();
 
 private:
     sl::SessionOptions options(bool device, int fail_at = 0, const sl::MsaConfig* = nullptr) {
@@ -1149,6 +1166,93 @@ void TstSessionDevice::lazyBaseTakesADelta() {
         QCOMPARE(got.size(), want.size());
         QVERIFY2(sl::test::normalized_error(got.data(), want.data(), want.size()) < 1e-6, qPrintable(QString::number(l)));
     }
+}
+
+// Idle time after a lazy restore (the app and serve between questions: WarmContext::fill): the
+// placed blocks come back a slice at a time until none is out, the context unchanged (it answers
+// as an eager restore does); a damaged page found by a fill drops the held session (the next
+// question restores), as does a device that fails there (the session went on on the CPU); a CPU
+// session's is kept, with nothing to fill.
+void TstSessionDevice::idleFillBringsThePlacedBlocks() {
+    const sl::MsaConfig mc = small_msa();
+    const std::vector<int32_t> a = ids(300, n_vocab_, 40), q = ids(20, n_vocab_, 41);
+    const std::string file = dir_.filePath("fill.slkv").toStdString();
+    const int n_layer = model_->model->config().n_layer;
+    auto session = [&](bool device) {
+        return std::make_unique<sl::Session>(*model_, options(device, 0, &mc), std::make_unique<sl::MsaAttention>(mc));
+    };
+    {
+        auto cpu = session(false);
+        cpu->prefill(a);
+        cpu->save(file);
+    }
+    auto held = [&](std::unique_ptr<sl::Session> s) {
+        sl::WarmSession w;
+        w.session = std::move(s);
+        w.key = file;
+        w.saved = 300;
+        return w;
+    };
+    auto lazy = session(true);
+    HostRunner* r = runner_;
+    r->places = true;
+    lazy->restore(file);
+    QCOMPARE(r->placements, 1);
+    QCOMPARE(lazy->fill_device(0), int64_t{0});
+    QCOMPARE(lazy->fill_device(4), int64_t{4});
+    sl::WarmContext warm;
+    warm.keep(held(std::move(lazy)), true);
+    int64_t total = 4, n = 0;
+    while ((n = warm.fill(7)) > 0) total += n;
+    QCOMPARE(total, int64_t{n_layer} * 9);  // 300 positions: 9 whole blocks of 32 a layer
+    QCOMPARE(r->filled, int64_t{300});
+    QCOMPARE(r->fill_calls, (n_layer * 9 - 4 + 6) / 7 + 1);
+    QVERIFY(warm.holds());
+    QCOMPARE(warm.fill(7), int64_t{0});  // nothing left: nothing asked of the runner
+    QCOMPARE(r->fill_calls, (n_layer * 9 - 4 + 6) / 7 + 1);
+    sl::WarmSession back = warm.take(file, 0);
+    QVERIFY(back.session && back.session->on_gpu());
+    auto whole = session(true);  // a restore that uploads every position
+    whole->restore(file);
+    QCOMPARE(runner_->placements, 0);
+    back.session->prefill(q);
+    whole->prefill(q);
+    QCOMPARE(copy(back.session->last_logits()), copy(whole->last_logits()));
+
+    // A damaged page: found by the fill that reads it; the held session is dropped.
+    const std::string bad = dir_.filePath("fill_bad.slkv").toStdString();
+    std::filesystem::copy_file(file, bad, std::filesystem::copy_options::overwrite_existing);
+    flip_page_byte(bad, 4, 64, 0x20);  // layer 0, block 4
+    auto b = session(true);
+    runner_->places = true;
+    b->restore(bad);
+    QCOMPARE(runner_->placements, 1);
+    warm.keep(held(std::move(b)), true);
+    while (warm.fill() > 0) {
+    }
+    QVERIFY(!warm.holds());
+    // A device failure in a fill: the context goes on on the CPU; the held session is dropped.
+    auto f = session(true);
+    runner_->places = true;
+    f->restore(file);
+    runner_->fail_fill = true;
+    QCOMPARE(f->fill_device(8), int64_t{0});
+    QVERIFY(!f->on_gpu());
+    QCOMPARE(f->tokens(), a);
+    auto f2 = session(true);
+    runner_->places = true;
+    f2->restore(file);
+    runner_->fail_fill = true;
+    warm.keep(held(std::move(f2)), true);
+    QCOMPARE(warm.fill(), int64_t{0});
+    QVERIFY(!warm.holds());
+    // A CPU session: nothing to fill, kept.
+    auto cpu = session(false);
+    cpu->restore(file);
+    QCOMPARE(cpu->fill_device(8), int64_t{0});
+    warm.keep(held(std::move(cpu)), true);
+    QCOMPARE(warm.fill(), int64_t{0});
+    QVERIFY(warm.holds());
 }
 
 QTEST_GUILESS_MAIN(TstSessionDevice)
