@@ -273,8 +273,22 @@ void ApiServer::worker() {
             running_job_ = true;
         }
         if (!job->cancel) run_job(job);
-        std::lock_guard lock(mu_);
-        running_job_ = false;
+        {
+            std::lock_guard lock(mu_);
+            running_job_ = false;
+        }
+        for (;;) {  // idle time: the backend's slices until it has none or a request comes
+            {
+                std::lock_guard lock(mu_);
+                if (stopping_ || !queue_.empty()) break;
+            }
+            bool more = false;
+            try {
+                more = backend_.idle();
+            } catch (...) {  // (it throws nothing; idle work is optional)
+            }
+            if (!more) break;
+        }
     }
 }
 

@@ -13,7 +13,8 @@
 // cmd_serve insists on one for any address that is not loopback): 401 without it. One engine
 // runs one completion at a time on a worker thread; up to `queue` more wait (FIFO), and a request
 // that finds the queue full gets 429 with Retry-After. A client that disconnects cancels its job
-// (waiting or running).
+// (waiting or running). Between completions the worker runs the backend's idle() slices while
+// the queue is empty (a request waits for the slice in flight at most).
 //
 // Threading: ApiServer lives on the thread that created it (the CLI's main thread), which must run
 // an event loop; the backend's run() is called on the worker thread only; its models() and
@@ -63,6 +64,10 @@ public:
     // sl::Error for a request it cannot answer (an unknown model: the message says which exist).
     virtual ServeResult run(const ChatCompletionRequest& request, const std::function<void(std::string_view)>& on_text,
                             const std::atomic<bool>& cancel) = 0;
+    // One short slice of idle-time work on the worker thread while no completion waits (after
+    // one, until it returns false or a request comes): the library backend brings a GPU
+    // session's context from its saved file onto the device. Throws nothing. Default: none.
+    virtual bool idle() { return false; }
 };
 
 struct ApiServerOptions {

@@ -42,6 +42,9 @@ public:
     std::vector<int32_t> tokenize(std::string_view text) const override;
     ServeResult run(const ChatCompletionRequest& request, const std::function<void(std::string_view)>& on_text,
                     const std::atomic<bool>& cancel) override;
+    // The kept session's context, a slice of it, brought from its saved file onto the device
+    // (WarmContext::fill).
+    bool idle() override { return keep_context_ && warm_.fill() > 0; }
 
     // The plain model's id: the file name without ".gguf".
     const std::string& raw_id() const { return raw_id_; }

@@ -32,6 +32,11 @@ public:
     // far (answer.stop_reason "cancelled"). Throws sl::Error (no model, no ready document, ...).
     virtual ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
                               const std::atomic<bool>* cancel) = 0;
+    // One short slice (tens of milliseconds) of idle-time work between answers, on the worker
+    // thread answer() runs on, never while it runs: the chat pane calls it after an answer until
+    // it returns false or the next question comes. The app's service brings a GPU session's
+    // context from its saved file onto the device (sl::WarmContext::fill). Default: nothing.
+    virtual bool idle() { return false; }
 };
 
 }  // namespace sl::desktop

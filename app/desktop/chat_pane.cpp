@@ -137,6 +137,7 @@ ChatPane::ChatPane(LibraryModel* library, QWidget* parent) : QWidget(parent), li
 
 ChatPane::~ChatPane() {
     if (cancel_) cancel_->store(true);
+    if (idle_stop_) idle_stop_->store(true);
     if (watcher_) watcher_->disconnect(this);
     pool_.waitForDone();
 }
@@ -172,6 +173,7 @@ void ChatPane::ask(const QString& question) {
     }
     a.status = tr("starting\u2026").toStdString();
     answers_.push_back(a);
+    if (idle_stop_) idle_stop_->store(true);  // the idle slice in flight ends; the answer runs next
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     watcher_ = new QFutureWatcher<AnswerEvent>(this);
     connect(watcher_, &QFutureWatcherBase::resultsReadyAt, this, &ChatPane::onResults);
@@ -218,7 +220,21 @@ void ChatPane::onFinished() {
     stop_->setEnabled(false);
     render();
     rebuildChips();
+    startIdle();
     Q_EMIT answerFinished(static_cast<int>(answers_.size()) - 1);
+}
+
+void ChatPane::startIdle() {
+    if (!service_) return;
+    if (idle_stop_) idle_stop_->store(true);
+    idle_stop_ = std::make_shared<std::atomic<bool>>(false);
+    pool_.start([service = service_, stop = idle_stop_] {
+        try {
+            while (!stop->load() && service->idle()) {
+            }
+        } catch (...) {  // idle work is optional: the next answer reports what is wrong
+        }
+    });
 }
 
 void ChatPane::addAnswer(const ChatAnswer& answer) {

@@ -7,6 +7,7 @@
 // Answers run on a worker thread through QtConcurrent + QPromise: the worker calls
 // AskService::answer() and reports text pieces and status lines as promise results; the watcher
 // delivers them here, on the GUI thread, the only thread that touches the widgets and answers_.
+// Between answers the same worker runs the service's idle() slices (AskService::idle).
 // The library model must outlive the pane; the service is shared with the worker.
 #pragma once
 
@@ -98,6 +99,10 @@ private:
     QThreadPool pool_;
     QFutureWatcher<AnswerEvent>* watcher_ = nullptr;
     std::shared_ptr<std::atomic<bool>> cancel_;
+    // Idle time after an answer: the service's idle() slices run on pool_ until it has none or
+    // this is set (by the next question, which queues behind the slice in flight, or the pane's end).
+    std::shared_ptr<std::atomic<bool>> idle_stop_;
+    void startIdle();
 
     QTextBrowser* transcript_;
     ChipArea* chips_;

@@ -159,6 +159,16 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
     return out;
 }
 
+bool LibraryAnswerService::idle() {
+    const std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    if (drop_warm_.exchange(false)) {
+        warm_.clear();  // on this worker: a session's memory, the device's too
+        return false;
+    }
+    return warm_.fill() > 0;
+}
+
 void LibraryAnswerService::releaseWarm() {
     const std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) {

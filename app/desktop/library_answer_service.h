@@ -74,6 +74,10 @@ public:
     std::string name() const override { return "library context (MSA selections)"; }
     ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
                       const std::atomic<bool>* cancel) override;
+    // The kept session's context, a slice of it, brought from its saved file onto the device
+    // (sl::WarmContext::fill); false when nothing is left, an answer holds the service, or the
+    // kept session is being let go.
+    bool idle() override;
     void releaseWarm();
     bool holdsWarm();  // for tests: a session is kept (false while an answer runs)
 

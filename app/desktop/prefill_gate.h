@@ -69,6 +69,7 @@ public:
     std::string name() const override { return inner_->name(); }
     ChatAnswer answer(const std::string& question, Effort effort, const AskStream& stream,
                       const std::atomic<bool>* cancel) override;
+    bool idle() override { return inner_->idle(); }  // (the prefill goes on: a slice is short)
     const std::shared_ptr<AskService>& inner() const { return inner_; }
 
 private:

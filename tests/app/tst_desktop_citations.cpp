@@ -36,6 +36,7 @@ private Q_SLOTS:
     void transcriptLinkOpensCitation();
     void copyIncludesCitations();
     void effortReachesService();
+    void idleSlicesRunBetweenAnswers();
 
 private:
     QTemporaryDir dir_;
@@ -198,6 +199,29 @@ void TstDesktopCitations::effortReachesService() {
     window_->chat()->ask(QStringLiteral("And at low effort?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 30000);
     QCOMPARE(service_->last_effort.load(), sl::Effort::Low);
+}
+
+// After an answer the service's idle slices run on the answer worker until it has none (the app
+// brings a GPU session's context onto the device then); a question stops them and is answered.
+void TstDesktopCitations::idleSlicesRunBetweenAnswers() {
+    ChatPane* chat = window_->chat();
+    QSignalSpy finished(chat, &ChatPane::answerFinished);
+    service_->idle_calls = 0;
+    service_->idle_slices = 5;
+    chat->ask(QStringLiteral("A question, then idle time?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(service_->idle_calls.load(), 5, 10000);
+    QTest::qWait(50);
+    QCOMPARE(service_->idle_calls.load(), 5);  // it said there was no more
+    service_->idle_slices = -1;  // from now on, always more
+    chat->ask(QStringLiteral("Another?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(service_->idle_calls.load() > 20, 10000);
+    chat->ask(QStringLiteral("And one more while it idles?"));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 3, 30000);
+    QCOMPARE(chat->answers().back().answer.question, std::string("And one more while it idles?"));
+    QVERIFY(chat->answers().back().error.empty());
+    service_->idle_slices = 0;  // the idle run after it ends at its next slice
 }
 
 QTEST_MAIN(TstDesktopCitations)

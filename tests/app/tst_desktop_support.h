@@ -170,6 +170,18 @@ public:
         return a;
     }
     std::atomic<Effort> last_effort{Effort::Medium};
+    // Idle slices between answers (AskService::idle): counted; the first idle_slices - 1 of a
+    // run report more work; idle_slices < 0: every one does (~2 ms each).
+    bool idle() override {
+        const int n = ++idle_calls;
+        if (idle_slices < 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            return true;
+        }
+        return n < idle_slices;
+    }
+    std::atomic<int> idle_calls{0};
+    std::atomic<int> idle_slices{0};
 
 private:
     desktop::ChatAnswer answer_;

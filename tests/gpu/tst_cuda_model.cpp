@@ -393,19 +393,39 @@ void TstCudaModel::lazyRestoreAsAllResident() {
     QVERIFY(tiered.place_kv(mirror, n, 128, get));
     QCOMPARE(lazy.n_past(), n);
     QCOMPARE(lazy.kv_tiers().placed, static_cast<int64_t>(c.n_layer) * (n / 128));
+    // Idle fills (fill_placed): every placed block back in slices; under a device budget only its
+    // free room, nothing moved out.
+    sl::CudaLlamaRunner filled(*m->model, n_ctx, &mc);
+    QVERIFY(filled.place_kv(mirror, n, 128, get));
+    int64_t brought = 0, slice = 0;
+    while ((slice = filled.fill_placed(500)) > 0) brought += slice;
+    QCOMPARE(brought, filled.kv_tiers().placed);
+    const int64_t in_room = tiered.fill_placed(int64_t{1} << 30);
+    qInfo("idle fill: %lld blocks back; %lld of %lld into the tiered runner's free room", static_cast<long long>(brought),
+          static_cast<long long>(in_room), static_cast<long long>(tiered.kv_tiers().placed));
+    QVERIFY(in_room > 0 && in_room < tiered.kv_tiers().placed);
+    QCOMPARE(tiered.kv_tiers().evicted, int64_t{0});
+    QCOMPARE(tiered.kv_tiers().dropped, int64_t{0});
+    QCOMPARE(tiered.fill_placed(1000), int64_t{0});  // no room left: no progress
+    std::vector<float> f(nv);
     for (int step = 0; step < 4; ++step) {
         const int32_t next = argmax(a);
         all.forward(&next, 1, a.data());
         lazy.forward(&next, 1, b.data());
         tiered.forward(&next, 1, t.data());
+        filled.forward(&next, 1, f.data());
         const double err = sl::test::normalized_error(b.data(), a.data(), nv),
-                     terr = sl::test::normalized_error(t.data(), a.data(), nv);
-        QVERIFY2(err < 1e-5 && terr < 1e-5, qPrintable(QStringLiteral("%1 %2").arg(err).arg(terr)));
+                     terr = sl::test::normalized_error(t.data(), a.data(), nv),
+                     ferr = sl::test::normalized_error(f.data(), a.data(), nv);
+        QVERIFY2(err < 1e-5 && terr < 1e-5 && ferr < 1e-5,
+                 qPrintable(QStringLiteral("%1 %2 %3").arg(err).arg(terr).arg(ferr)));
         for (int l = 0; l < c.n_layer; ++l) {
             QCOMPARE(lazy.last_selection(l), all.last_selection(l));
             QCOMPARE(tiered.last_selection(l), all.last_selection(l));
+            QCOMPARE(filled.last_selection(l), all.last_selection(l));
         }
     }
+    QCOMPARE(filled.kv_tiers().refilled, brought);  // the steps found every block there
     const sl::CudaKvTiers lt = lazy.kv_tiers();
     qInfo("lazy restore: %lld blocks placed, %lld read back after 4 decode steps", static_cast<long long>(lt.placed),
           static_cast<long long>(lt.refilled));
