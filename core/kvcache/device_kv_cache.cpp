@@ -17,6 +17,7 @@ namespace {
 
 bool ok(cudaError_t e, const char* what, std::string* error) {
     if (e == cudaSuccess) return true;
+    cudaGetLastError();  // not left for the next launch to report as its own (sticky ones stay)
     if (error) *error = cuda_error_text(what, e);
     return false;
 }
@@ -196,6 +197,14 @@ bool DeviceKvCache::append(int layer, int64_t pos0, int64_t n, const float* k, c
             "msa_key_means", error))
         return false;
     return ok(cuda::write_paged(v_view(layer), cfg_.n_kv_head, v, pos0, n, stream), "write_paged (V)", error);
+}
+
+bool DeviceKvCache::refresh_mean(int layer, int64_t block, int64_t n_kv, cudaStream_t stream, std::string* error) {
+    if (!check(layer, block, error)) return false;
+    if (!resident(layer, block) || n_kv <= block * cfg_.block_size) return true;
+    return ok(cuda::msa_key_means(k_view(layer), cfg_.n_kv_head, block, block + 1, n_kv, kmean_ + layer * kmean_elems(),
+                                  stream),
+              "msa_key_means", error);
 }
 
 bool DeviceKvCache::write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens,

@@ -65,6 +65,11 @@ public:
     bool write_block(int layer, int64_t block, const uint16_t* k, const uint16_t* v, int n_tokens, cudaStream_t stream,
                      std::string* error, bool keep_mean = false);
 
+    // Block `block` of `layer`'s mean key made again over its positions before n_kv (a truncate
+    // into it: the next append would, but a save before one reads it). Nothing for a block not
+    // resident (its mean stays until it is written again).
+    bool refresh_mean(int layer, int64_t block, int64_t n_kv, cudaStream_t stream, std::string* error);
+
     // Moves logical block `block` of `layer` to the host tier (no-op when already there).
     bool offload(int layer, int64_t block, cudaStream_t stream, std::string* error);
     // Brings it back to the device (no-op when resident).

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "core/attention/msa_attention.h"
 #include "core/kvcache/kv_cache.h"
 #include "core/kvcache/kv_transfer.h"
@@ -32,6 +34,13 @@ namespace {
 // The most blocks a device selection's shortlist and its growth may hold (kernels/cuda/ops.cuh,
 // kMaxTopK; checked below where the kernels are built).
 constexpr int64_t kDeviceSelectMax = 256;
+
+// Pinned host memory for a KV host tier without a host budget: half the machine's RAM (0 when
+// it cannot be read: a slot for every block, as before).
+[[maybe_unused]] int64_t default_pinned_kv_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : 0;
+}
 
 // A selection's forced blocks among its top-k (the local block, and the sink).
 int forced_blocks(const MsaConfig& c) { return c.sink ? 2 : 1; }
@@ -159,9 +168,12 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
                         std::to_string(blocks) + " blocks; at least " + std::to_string(min_blocks) + " (" +
                         std::to_string((min_blocks * pair_bytes + (1 << 20) - 1) >> 20) + " MiB) are needed");
         // A slot for every block (offloads never wait for fetches), or what the host budget holds:
-        // then the third tier (the saved context, set_backing) takes what the host cannot.
+        // then the third tier (the saved context, set_backing) takes what the host cannot. Without
+        // a host budget, pinned memory (which the host cannot page out) is held to half the RAM:
+        // an 8B model's million tokens would pin 128 GiB.
         kc.host_blocks = kc.device_blocks;
-        if (host_kv_bytes > 0) kc.host_blocks = std::clamp<int64_t>(host_kv_bytes / pair_bytes, 1, kc.device_blocks);
+        const int64_t host_cap = host_kv_bytes > 0 ? host_kv_bytes : default_pinned_kv_bytes();
+        if (host_cap > 0) kc.host_blocks = std::clamp<int64_t>(host_cap / pair_bytes, 1, kc.device_blocks);
         kc.device_blocks = blocks;
         m.tiered = true;
         m.stamp.assign(static_cast<size_t>(c.n_layer * kc.max_blocks), 0);
@@ -171,6 +183,10 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     if (!m.cache) throw Error("CUDA model: " + error);
     m.bytes += kc.device_blocks * 2 * static_cast<int64_t>(c.n_kv_head) * kc.block_size * c.head_dim * 2;
     m.bytes += static_cast<int64_t>(c.n_layer) * kc.max_blocks * c.n_kv_head * c.head_dim * 2;  // mean keys
+    // The weights' copies and the cache's initial fills ran on the legacy stream (pageable
+    // copies may return before their last bytes land), which m.stream, non-blocking, does not
+    // wait for: done before anything runs on m.stream.
+    ck(cudaDeviceSynchronize(), "uploads");
 }
 
 CudaLlamaRunner::~CudaLlamaRunner() = default;
@@ -190,12 +206,22 @@ void CudaLlamaRunner::truncate(int64_t n) {
     Impl& m = *impl_;
     if (n < 0 || n > m.n_past)
         throw Error("CUDA model: truncate to " + std::to_string(n) + " positions of " + std::to_string(m.n_past));
-    // The kept blocks' K/V stay; the partial last block's mean key is recomputed by the next append
-    // (DeviceKvCache::append averages a block over its tokens before the append's end).
+    // The kept blocks' K/V stay; the partial last block's mean key is made again over the kept
+    // positions (a save before the next append writes it; one on the host tier or in the file
+    // keeps its old mean until the append that continues it brings it back and recomputes it).
     m.n_past = n;
     m.backed = std::min(m.backed, n);
     m.written = n;
     m.forget_from(n);
+    const int64_t B = m.cache->config().block_size;
+    if (m.msa.enabled && n % B != 0 && m.failed.empty()) {
+        std::string error;
+        for (int l = 0; l < m.model.config().n_layer; ++l)
+            if (!m.cache->refresh_mean(l, n / B, n, m.stream, &error)) {
+                m.failed = "CUDA model: " + error;  // the next forward call reports it
+                break;
+            }
+    }
     m.last_top_k = 0;
     m.rec_top_k = 0;
 }

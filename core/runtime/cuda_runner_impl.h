@@ -39,8 +39,12 @@ namespace sl {
 
 namespace cuda_runner {
 
+// A failed runtime call's error stays the thread's last error, which the next launch's
+// cudaGetLastError() would report as its own: cleared here (sticky ones come back anyway).
 inline void ck(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw DeviceError("CUDA model: " + cuda::cuda_error_text(what, e));
+    if (e == cudaSuccess) return;
+    cudaGetLastError();
+    throw DeviceError("CUDA model: " + cuda::cuda_error_text(what, e));
 }
 
 
@@ -308,7 +312,12 @@ struct CudaLlamaRunner::Impl {
         std::string error;
         // Copies from the staging all done already (the selection's look at its shortlist waited
         // for the stream): the whole staging is free without a wait.
-        if (refill_used > 0 && cudaStreamQuery(stream) == cudaSuccess) refill_used = 0;
+        if (refill_used > 0) {
+            const cudaError_t q = cudaStreamQuery(stream);
+            if (q == cudaSuccess) refill_used = 0;
+            else if (q == cudaErrorNotReady) cudaGetLastError();  // still busy: not an error for the next launch
+            else ck(q, "refill");
+        }
         for (size_t i = 0; i < jobs.size();) {
             if (refill_used == kStageBlocks) {  // every slot's copy enqueued: wait before reusing them
                 ck(cudaStreamSynchronize(stream), "refill");
@@ -349,8 +358,9 @@ struct CudaLlamaRunner::Impl {
                 // Its mean key stays: the estimates that picked it score it alike when the
                 // selection is made again (a placed mean may differ from the device's own by
                 // rounding), and an append to it recomputes it.
-                if (!cache->write_block(layer, x.b, k, k + elems, x.valid, stream, &error, true))
-                    throw DeviceError("CUDA model: " + error);
+                const bool done = cache->write_block(layer, x.b, k, k + elems, x.valid, stream, &error, true);
+                if (cache->resident(layer, x.b)) touch(layer, x.b);  // listed at once: a throw below leaves none untracked
+                if (!done) throw DeviceError("CUDA model: " + error);
                 ++refilled;
             }
             i += take;
@@ -602,8 +612,9 @@ struct CudaLlamaRunner::Impl {
         const LlamaConfig& c = model.config();
         for (float** p : {&x, &xn, &q, &k, &v, &att, &o, &g, &u, &iq, &q_far, &iq_far}) {
             release(*p);
-            *p = nullptr;  // a failed allocation below leaves nothing stale (cap stays smaller)
+            *p = nullptr;  // a failed allocation below leaves nothing stale
         }
+        cap = 0;  // until every buffer is there: a later call after a failure allocates again
         const size_t nn = static_cast<size_t>(n);
         const size_t d = static_cast<size_t>(c.d_model), dq = static_cast<size_t>(c.n_head) * c.head_dim,
                      dkv = static_cast<size_t>(c.n_kv_head) * c.head_dim, ff = static_cast<size_t>(c.n_ff);

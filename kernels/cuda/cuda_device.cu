@@ -11,6 +11,8 @@ bool compiled_with_cuda() { return true; }
 
 namespace {
 
+__global__ void probe_kernel() {}
+
 DeviceStatus probe_once() {
     DeviceStatus s;
     s.compiled = true;
@@ -41,6 +43,17 @@ DeviceStatus probe_once() {
     if (prop.major < 8) {
         s.message = s.device_name + ": compute capability " + std::to_string(prop.major) + "." +
                     std::to_string(prop.minor) + " is older than the sm_86 this build targets";
+        return s;
+    }
+    // The build's kernels must be there for this device (machine code for its architecture, or
+    // PTX it can compile): an sm_80 passes the check above but finds none, and would fail at the
+    // first launch ("no kernel image") instead of being reported here.
+    cudaFuncAttributes attr{};
+    if (cudaError_t e = cudaFuncGetAttributes(&attr, probe_kernel); e != cudaSuccess) {
+        cudaGetLastError();  // (not sticky)
+        s.message = s.device_name + ": compute capability " + std::to_string(prop.major) + "." +
+                    std::to_string(prop.minor) + " has no kernels in this build (" + cuda_error_text("cudaFuncGetAttributes", e) +
+                    "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES";
         return s;
     }
     s.usable = true;

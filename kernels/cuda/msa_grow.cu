@@ -208,10 +208,19 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t n_vis = t.qb + 1;
     const int32_t* my_sel = sel + task * top_k;
     if (threadIdx.x == 0) {
+        // Distinct blocks (the ranks below are places): a window block that sel holds already (a
+        // selection of every block, a window other than the index's) or a growth pick of either
+        // is listed once.
+        const int64_t w_begin = t.qb - (window < t.qb ? window : t.qb);
+        auto listed = [&](int32_t b) {
+            if (b >= w_begin && b < t.qb) return true;
+            for (int i = 0; i < top_k; ++i)
+                if (my_sel[i] == b) return true;
+            return false;
+        };
         int n = 0;
         for (int i = 0; i < top_k; ++i)
-            if (my_sel[i] >= 0) list[n++] = my_sel[i];
-        const int64_t w_begin = t.qb - (window < t.qb ? window : t.qb);
+            if (my_sel[i] >= 0 && (my_sel[i] < w_begin || my_sel[i] >= t.qb)) list[n++] = my_sel[i];
         for (int64_t b = w_begin; b < t.qb; ++b) list[n++] = static_cast<int32_t>(b);
         if (grow.mass > 0.0f && gidx) {
             const int64_t room = msa_rules::growth_room(grow.room, grow.full_blocks, n_vis);
@@ -222,6 +231,7 @@ __global__ void __launch_bounds__(kThreads)
                 for (int64_t i = 0; i < room && h < grow.mass; ++i) {
                     const int32_t b = gidx[task * grow.room + i];
                     if (b < 0) break;
+                    if (listed(b)) continue;
                     list[n++] = b;
                     h += gval[task * grow.room + i];
                 }

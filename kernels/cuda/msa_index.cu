@@ -426,6 +426,13 @@ bool view_ok(const PagedView& v) {
            (reinterpret_cast<uintptr_t>(v.base) % 16) == 0;
 }
 
+// A view's n_heads heads of block_size rows fit in one physical block (rows of a head written
+// past it would land in the next block, another layer's maybe: the pool is shared).
+bool heads_fit(const PagedView& v, int n_heads) {
+    return n_heads > 0 && static_cast<int64_t>(n_heads - 1) * v.head_stride +
+                              static_cast<int64_t>(v.block_size) * v.head_dim <= v.block_stride;
+}
+
 bool shape_ok(const MsaShape& s) {
     return s.pos0 >= 0 && s.n_q > 0 && s.n_kv_head > 0 && s.n_head > 0 && s.n_head % s.n_kv_head == 0 &&
            (s.block_size == 64 || s.block_size == 128) && (s.head_dim == 64 || s.head_dim == 128);
@@ -540,7 +547,7 @@ cudaError_t msa_group_mean(const float* q, const MsaShape& s, float* iq, cudaStr
 cudaError_t msa_index_scores(const MsaShape& s, const float* iq, int64_t iq_stride, const PagedView& keys,
                              const MsaForce& force, float* scores, cudaStream_t stream, const MsaRemap& remap) {
     if (!iq || !scores || !shape_ok(s) || !view_ok(keys) || keys.block_size != s.block_size || force.window < 0 ||
-        !remap_rows_ok(remap, s) ||
+        !remap_rows_ok(remap, s) || (remap.on() && keys.head_dim != s.head_dim) ||  // the rotation's rows are the keys'
         iq_stride < static_cast<int64_t>(s.n_kv_head) * keys.head_dim)
         return cudaErrorInvalidValue;
     return index_dispatch(s, iq, iq_stride, keys, force, nullptr, 0, scores, stream, remap);
@@ -553,7 +560,7 @@ cudaError_t msa_select(const float* scores, const MsaShape& s, int top_k, int32_
 
 cudaError_t msa_key_means(const PagedView& keys, int n_kv_head, int64_t b0, int64_t b1, int64_t n_kv,
                           uint16_t* kmean, cudaStream_t stream) {
-    if (!kmean || !view_ok(keys) || n_kv_head <= 0 || b0 < 0 || b1 < b0 || n_kv < 0 ||
+    if (!kmean || !view_ok(keys) || !heads_fit(keys, n_kv_head) || b0 < 0 || b1 < b0 || n_kv < 0 ||
         (b1 > b0 && (b1 - 1) * keys.block_size >= n_kv) || b1 - b0 > INT32_MAX || n_kv_head > 65535)
         return cudaErrorInvalidValue;
     if (b1 == b0) return cudaSuccess;
@@ -614,7 +621,7 @@ cudaError_t msa_select_all(const MsaShape& s, int top_k, int32_t* sel, cudaStrea
 
 cudaError_t write_paged(const PagedView& dst, int n_heads, const float* rows, int64_t pos0, int64_t n,
                         cudaStream_t stream) {
-    if (!rows || !view_ok(dst) || n_heads <= 0 || pos0 < 0 || n < 0 ||
+    if (!rows || !view_ok(dst) || !heads_fit(dst, n_heads) || pos0 < 0 || n < 0 ||
         (n_heads > 1 && dst.head_stride < static_cast<int64_t>(dst.block_size) * dst.head_dim))
         return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;

@@ -162,9 +162,11 @@ __global__ void __launch_bounds__(kThreads)
 
 cudaError_t msa_token_mass(const MsaShape& s, const float* q, float scale, const int32_t* sel, int top_k,
                            const PagedView& k, float* mass, cudaStream_t stream, const MsaRemap& remap) {
-    if (!q || !sel || !mass || s.n_q != 1 || s.n_kv_head <= 0 || s.n_head % s.n_kv_head != 0 ||
-        top_k < 1 || (s.head_dim != 64 && s.head_dim != 128) ||
-        k.head_dim != s.head_dim || k.block_size != s.block_size ||
+    // The view as the sparse attention takes it (bf16 pairs read 4 bytes at a time).
+    if (!q || !sel || !mass || s.n_q != 1 || s.pos0 < 0 || s.n_head <= 0 || s.n_kv_head <= 0 ||
+        s.n_head % s.n_kv_head != 0 || top_k < 1 || (s.head_dim != 64 && s.head_dim != 128) ||
+        k.head_dim != s.head_dim || k.block_size != s.block_size || !k.base || !k.table || k.block_stride % 8 != 0 ||
+        k.head_stride % 8 != 0 || k.head_stride < 0 || (reinterpret_cast<uintptr_t>(k.base) % 16) != 0 ||
         (remap.on() && (!remap.q_far || !remap.valid(s.head_dim))))
         return cudaErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>(s.n_kv_head));

@@ -899,6 +899,9 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     odd = v;
     odd.head_stride = 100;  // heads overlap within a block
     QVERIFY(refused(sl::cuda::write_paged(odd, 4, fake_f, 0, 1, nullptr)));
+    // More heads than a physical block holds (4 of 128 x 128): rows would spill into the next one.
+    QVERIFY(refused(sl::cuda::write_paged(v, 5, fake_f, 0, 1, nullptr)));
+    QVERIFY(refused(sl::cuda::msa_key_means(v, 5, 0, 2, 500, fake_kv, nullptr)));
     // Hybrid index: workspace arithmetic (4 pieces, each 256-aligned) and refusals.
     QCOMPARE(sl::cuda::msa_hybrid_workspace_bytes(s, 8, 4), int64_t{4 * 256});
     alignas(16) static char fake_ws[4096];
@@ -942,6 +945,15 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     one.n_q = 1;
     QVERIFY(refused(sl::cuda::msa_token_mass(s, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));     // n_q 200
     QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 0, v, fake_f, nullptr)));
+    sl::cuda::PagedView no_table = v;
+    no_table.table = nullptr;
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, no_table, fake_f, nullptr)));
+    sl::cuda::PagedView unaligned = v;
+    unaligned.block_stride = 4 * 128 * 128 + 1;  // bf16 pairs read 4 bytes at a time
+    QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, unaligned, fake_f, nullptr)));
+    sl::cuda::MsaShape headless = one;
+    headless.n_head = 0;
+    QVERIFY(refused(sl::cuda::msa_token_mass(headless, fake_f, 1, fake_sel, 4, v, fake_f, nullptr)));
     // Position remapping: refused without its rows or angles, or with an odd rotation.
     sl::cuda::MsaRemap rm;
     rm.window = 512;
@@ -951,6 +963,9 @@ void TstCudaMsa::shapeArithmeticAndRefusals() {
     rm.iq_far = fake_f;
     QVERIFY(refused(sl::cuda::msa_token_mass(one, fake_f, 1, fake_sel, 4, v, fake_f, nullptr, rm)));  // no rel
     rm.rel = fake_f;
+    sl::cuda::PagedView narrow = v;  // index keys of 64 dims under a rotation of the shape's 128
+    narrow.head_dim = 64;
+    QVERIFY(refused(sl::cuda::msa_index_scores(s, fake_f, 512, narrow, false, fake_f, nullptr, rm)));
     rm.rot_dim = 63;
     QVERIFY(refused(sl::cuda::msa_sparse_attention(s, fake_f, fake_f, 1, fake_sel, 4, v, v, 1, nullptr, 0, nullptr, rm)));
     rm.rot_dim = 130;  // past head_dim
@@ -980,7 +995,11 @@ void TstCudaMsa::hybridSelection() {
                           {70, 90, 1, 1, 4, 4, 128, 128, 40, 16},   {150, 170, 1, 1, 3, 3, 64, 64, 64, 16},
                           {12, 30, 30, 150, 2, 3, 64, 64, 64, 8},   {12, 30, 1, 1, 2, 2, 128, 128, 64, 6},
                           // mixed head dim and block size (added after the last device run)
-                          {40, 60, 50, 150, 2, 3, 64, 128, 32, 8},  {80, 100, 1, 1, 2, 2, 128, 64, 24, 8}};
+                          {40, 60, 50, 150, 2, 3, 64, 128, 32, 8},  {80, 100, 1, 1, 2, 2, 128, 64, 24, 8},
+                          // an 8B's 8 KV heads over ~15 query blocks and 600 context blocks: on a
+                          // 132-SM device the index kernel scores 8 candidates per CTA and the
+                          // estimates take 2 tiles per CTA (their loops; every case above has one)
+                          {600, 620, 850, 950, 8, 1, 64, 64, 64, 8}};
     for (const Case& c : cases)
         for (const bool sink : {false, true}) {
             Fixture f;
