@@ -239,7 +239,11 @@ private Q_SLOTS:
         }
         QVERIFY2(got.contains("200 OK"), got.constData());
         open(waiting);
-        QTest::qWait(300);
+        // Queued (not just sent) before the next one comes: /health counts the waiting jobs.
+        QElapsedTimer q;
+        q.start();
+        while (!http(server_.port, get("/health"), 5000).body.contains("\"queued\":1") && q.elapsed() < 30000)
+            QTest::qWait(50);
         const Reply full = http(server_.port, post("/v1/chat/completions", body));
         QCOMPARE(full.status, 429);
         QVERIFY2(full.head.contains("Retry-After: 2") && full.body.contains("busy"), full.head + full.body);

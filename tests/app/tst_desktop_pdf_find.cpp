@@ -93,7 +93,7 @@ private Q_SLOTS:
         v.findPrevious();  // wraps to the last
         QCOMPARE(v.currentHit(), static_cast<int>(hits.size()) - 1);
         QCOMPARE(v.currentPage(), hits.back().unit);
-        QTRY_VERIFY(v.rendered());
+        QTRY_VERIFY_WITH_TIMEOUT(v.rendered(), 30000);
         // From a later page, the search starts there.
         v.showPage(doc_, hits.back().unit, std::nullopt);
         v.find(QStringLiteral("linear model"));
@@ -154,7 +154,7 @@ private Q_SLOTS:
         v.show();
         QVERIFY(QTest::qWaitForWindowExposed(&v));
         v.showPage(doc_, 3, std::nullopt);
-        QTRY_VERIFY(v.rendered());
+        QTRY_VERIFY_WITH_TIMEOUT(v.rendered(), 30000);
         const double before = v.zoom();
         QWidget* viewport = v.findChild<QScrollArea*>()->viewport();
         const QPointF at(200, 150);
@@ -162,7 +162,7 @@ private Q_SLOTS:
                        Qt::NoScrollPhase, false);
         QApplication::sendEvent(viewport, &up);
         QVERIFY(std::abs(v.zoom() - before * 1.25) < 1e-6);
-        QTRY_VERIFY(v.rendered());
+        QTRY_VERIFY_WITH_TIMEOUT(v.rendered(), 30000);
         // Without Ctrl the wheel scrolls and the zoom stays.
         QWheelEvent plain(at, viewport->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
                           Qt::NoScrollPhase, false);

@@ -38,8 +38,12 @@ int main(int argc, char** argv) {
     }
     const std::string dir = argv[1];
     const int64_t nblocks = argc > 2 ? std::atoll(argv[2]) : 64;
-    std::random_device rd;
-    std::mt19937_64 g(rd());
+    // SIGHTLINE_TEST_SEED as the other tests take it (CI pins it), else a fresh one; printed so
+    // that a failure can be run again.
+    uint64_t seed = std::random_device{}();
+    if (const char* s = std::getenv("SIGHTLINE_TEST_SEED"); s && *s) seed = std::strtoull(s, nullptr, 10);
+    std::fprintf(stderr, "quant_dump seed: SIGHTLINE_TEST_SEED=%llu\n", static_cast<unsigned long long>(seed));
+    std::mt19937_64 g(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     auto half = [&](float scale) { return f32_to_f16(u(g) * scale); };
 
