@@ -143,6 +143,8 @@ ChatPane::~ChatPane() {
 }
 
 void ChatPane::setService(std::shared_ptr<AskService> service, const QString& unavailable) {
+    // The old service's idle slices end (the loop holds it, and its session's memory, until then).
+    if (idle_stop_) idle_stop_->store(true);
     service_ = std::move(service);
     unavailable_ = unavailable;
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <system_error>
+#include <thread>
 
 #include "core/answer/minilm_embedder.h"
 #include "app/common/openai_engine.h"
@@ -160,13 +161,21 @@ ChatAnswer LibraryAnswerService::answer(const std::string& question, Effort effo
 }
 
 bool LibraryAnswerService::idle() {
+    idling_ = true;  // before the lock: holdsWarm() waits for the slice rather than answering "no"
+    struct Done {
+        std::atomic<bool>& flag;
+        ~Done() { flag = false; }
+    } done{idling_};
     const std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
+    const bool more = !drop_warm_ && warm_.fill() > 0;
+    // A releaseWarm() before or during the slice drops the session here, on this worker (its
+    // memory, the device's too), before the lock goes.
     if (drop_warm_.exchange(false)) {
-        warm_.clear();  // on this worker: a session's memory, the device's too
+        warm_.clear();
         return false;
     }
-    return warm_.fill() > 0;
+    return more;
 }
 
 void LibraryAnswerService::releaseWarm() {
@@ -200,8 +209,14 @@ void LibraryAnswerService::wait_freed() {
 }
 
 bool LibraryAnswerService::holdsWarm() {
-    const std::unique_lock lock(mutex_, std::try_to_lock);
-    return lock.owns_lock() && warm_.holds();
+    // An idle slice holds the lock briefly (an answer for its whole run): wait out the slice.
+    for (int i = 0; i < 2000; ++i) {
+        const std::unique_lock lock(mutex_, std::try_to_lock);
+        if (lock.owns_lock()) return warm_.holds();
+        if (!idling_) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
 }
 
 }  // namespace sl::desktop

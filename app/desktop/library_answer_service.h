@@ -98,6 +98,7 @@ private:
     std::shared_ptr<const LoadedModel> warm_model_;
     sl::WarmContext warm_{true};  // complete library prefills only (the background prefill grows partial ones)
     std::atomic<bool> drop_warm_{false};
+    std::atomic<bool> idling_{false};  // an idle() slice holds mutex_
 
     // Sessions releaseWarm() handed to workers to free (with the model they read); under mutex_.
     // Declared last: destroyed (so waited for) first.

@@ -185,8 +185,9 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
     m.bytes += static_cast<int64_t>(c.n_layer) * kc.max_blocks * c.n_kv_head * c.head_dim * 2;  // mean keys
     // The weights' copies and the cache's initial fills ran on the legacy stream (pageable
     // copies may return before their last bytes land), which m.stream, non-blocking, does not
-    // wait for: done before anything runs on m.stream.
-    ck(cudaDeviceSynchronize(), "uploads");
+    // wait for: done before anything runs on m.stream (that stream only: another runner's work
+    // on the device goes on).
+    ck(cudaStreamSynchronize(cudaStreamLegacy), "uploads");
 }
 
 CudaLlamaRunner::~CudaLlamaRunner() = default;

@@ -219,12 +219,12 @@ bool CudaLlamaRunner::place_kv(const KvCache& src, int64_t n, int means_block,
 int64_t CudaLlamaRunner::fill_placed(int64_t max_blocks) {
     Impl& m = *impl_;
     m.check_failed();
-    if (!m.lazy || max_blocks <= 0 || m.cache->n_dropped() == 0) return 0;
+    // Under a device budget the room is the questions' working sets' (a fill would take it, and the
+    // next question's appends would evict to the host): the blocks stay in the file until picked.
+    if (!m.lazy || m.tiered || max_blocks <= 0 || m.cache->n_dropped() == 0) return 0;
     const LlamaConfig& c = m.model.config();
     const int64_t mb = m.cache->config().max_blocks, before = m.cache->n_dropped();
-    // Free room only (refill's make_room then moves nothing out): under a device budget the
-    // blocks that do not fit stay in the file until a selection picks one.
-    int64_t room = std::min(max_blocks, m.cache->free_device_blocks());
+    int64_t room = std::min(max_blocks, m.cache->free_device_blocks());  // (refill's make_room moves nothing out)
     for (int l = 0; l < c.n_layer && room > 0 && m.cache->n_dropped() > 0; ++l) {
         std::vector<int64_t> out;
         for (int64_t b = 0; b < mb && static_cast<int64_t>(out.size()) < room; ++b)

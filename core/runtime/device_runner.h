@@ -58,11 +58,12 @@ public:
         return false;
     }
     // After place_kv: brings back up to max_blocks of the blocks still in the backing (layer after
-    // layer, in block order) into free device room, never moving another block out (under a device
-    // budget the rest stays in the file until a selection picks it), so that later steps find
-    // them resident (and, once none is out, run without a look at each layer's shortlist). For
-    // idle time between questions. Returns how many came back (0: none out, no room, or a runner
-    // that never places). Throws DeviceError; the pages read are checked as a step's are.
+    // layer, in block order) into free device room, never moving another block out, so that later
+    // steps find them resident (and, once none is out, run without a look at each layer's
+    // shortlist). For idle time between questions. Under a device budget nothing (its room is for
+    // the questions' working sets; the blocks stay in the file until a selection picks them).
+    // Returns how many came back (0: none out, no room, a budget, or a runner that never places).
+    // Throws DeviceError; the pages read are checked as a step's are.
     virtual int64_t fill_placed(int64_t /*max_blocks*/) { return 0; }
     // The context's mean keys as the runner holds them, for a save (kv_file.h kind 4 records of
     // the means alone, which place_kv takes back): blocks of the runner's own size, n_kv_head x

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "core/attention/block_index.h"
 #include "core/attention/dense_attention.h"
@@ -134,6 +135,7 @@ Session::~Session() = default;
 
 void Session::step(std::span<const int32_t> tokens, const float* embeddings, bool causal) {
     logits_.resize(static_cast<size_t>(model_.model->config().n_vocab));
+    if (gpu_ && !device_failure_.empty()) fall_back_to_cpu(std::exchange(device_failure_, {}));  // an idle fill's
     if (gpu_) try {
         if (!causal) throw Error("bidirectional runs (Gemma 3's images) do not run on the CUDA backend yet (use --device cpu)");
         // Citations: a decode step's selections and their mass go to the MsaAttention's observer,
@@ -173,8 +175,10 @@ int64_t Session::fill_device(int64_t max_blocks) {
     try {
         brought = gpu_->fill_placed(max_blocks);
     } catch (const DeviceError& e) {
-        fall_back_to_cpu(e.what());
-        return 0;
+        // Not handed to the CPU here (idle time would recompute the positions past the mirror, and
+        // the owner drops the session): the next step does that first.
+        device_failure_ = e.what();
+        throw;
     }
     check_pages();  // the pages read back are checked as they are converted
     return brought;

@@ -172,7 +172,8 @@ public:
     // For idle time between questions (WarmContext::fill); the context is unchanged. Returns how
     // many came back (0: none out, no room, or not on a device). A page that fails its check
     // throws DamagedContextError (the session then empty, as after a step); a device failure
-    // hands the context to the CPU, as a step's does, and returns 0.
+    // throws DeviceError, and the next step hands the context to the CPU first (nothing is
+    // recomputed in idle time for a session its owner then drops).
     int64_t fill_device(int64_t max_blocks);
 
     const std::vector<int32_t>& tokens() const { return tokens_; }
@@ -214,6 +215,7 @@ private:
     // it was, when the file (or its base) cannot be mapped or is not this context's.
     bool mirror_from_file(const std::string& path) const;
     void fall_back_to_cpu(const std::string& what);  // the device failed: the context goes on on the CPU
+    std::string device_failure_;  // an idle fill's DeviceError, handed to the CPU by the next step
     std::unique_ptr<Attention> attention_;
     BackendChoice backend_;
     std::unique_ptr<DeviceRunner> gpu_;  // set when the model runs on a device (then kv_ is the mirror)

@@ -7,10 +7,9 @@
 #include <QTest>
 
 #include <atomic>
-#include <chrono>
-#include <thread>
 
 #include "app/common/api_server.h"
+#include "tests/common/scripted_idle.h"
 
 namespace {
 
@@ -27,16 +26,9 @@ public:
         on_text(text);
         return {text, "stop", {}, {}};
     }
-    // Counted; the first idle_slices - 1 of a run report more; < 0: every one does (~2 ms each).
-    bool idle() override {
-        const int n = ++idle_calls;
-        if (idle_slices < 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            return true;
-        }
-        return n < idle_slices;
-    }
-    std::atomic<int> runs{0}, idle_calls{0}, idle_slices{0};
+    bool idle() override { return idle_script.step(); }
+    std::atomic<int> runs{0};
+    sl::test::ScriptedIdle idle_script;
 };
 
 // One completion on its own connection; the reply's body ("" when none came in time).
@@ -71,17 +63,17 @@ void TstApiServerIdle::idleSlicesRunBetweenCompletions() {
     o.port = 0;
     sl::app::ApiServer server(backend, o);
     server.listen();
-    backend.idle_slices = 5;
+    backend.idle_script.slices = 5;
     QVERIFY(complete(server.port(), "first").contains("answer to first"));
-    QTRY_COMPARE_WITH_TIMEOUT(backend.idle_calls.load(), 5, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(backend.idle_script.calls.load(), 5, 10000);
     QTest::qWait(50);
-    QCOMPARE(backend.idle_calls.load(), 5);  // it said there was no more
-    backend.idle_slices = -1;  // from now on, always more
+    QCOMPARE(backend.idle_script.calls.load(), 5);  // it said there was no more
+    backend.idle_script.slices = -1;  // from now on, always more
     QVERIFY(complete(server.port(), "second").contains("answer to second"));
-    QTRY_VERIFY_WITH_TIMEOUT(backend.idle_calls.load() > 20, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(backend.idle_script.calls.load() > 20, 10000);
     QVERIFY(complete(server.port(), "third").contains("answer to third"));  // answered while it idled
     QCOMPARE(backend.runs.load(), 3);
-    backend.idle_slices = 0;  // the idle run after it ends at its next slice (before the server goes)
+    backend.idle_script.slices = 0;  // the idle run after it ends at its next slice (before the server goes)
 }
 
 QTEST_GUILESS_MAIN(TstApiServerIdle)

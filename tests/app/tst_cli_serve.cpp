@@ -242,8 +242,10 @@ private Q_SLOTS:
         // Queued (not just sent) before the next one comes: /health counts the waiting jobs.
         QElapsedTimer q;
         q.start();
-        while (!http(server_.port, get("/health"), 5000).body.contains("\"queued\":1") && q.elapsed() < 30000)
+        bool queued = false;
+        while (!(queued = http(server_.port, get("/health"), 5000).body.contains("\"queued\":1")) && q.elapsed() < 30000)
             QTest::qWait(50);
+        QVERIFY2(queued, "the second request was never counted as queued (did the first one end already?)");
         const Reply full = http(server_.port, post("/v1/chat/completions", body));
         QCOMPARE(full.status, 429);
         QVERIFY2(full.head.contains("Retry-After: 2") && full.body.contains("busy"), full.head + full.body);

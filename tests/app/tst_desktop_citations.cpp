@@ -206,22 +206,22 @@ void TstDesktopCitations::effortReachesService() {
 void TstDesktopCitations::idleSlicesRunBetweenAnswers() {
     ChatPane* chat = window_->chat();
     QSignalSpy finished(chat, &ChatPane::answerFinished);
-    service_->idle_calls = 0;
-    service_->idle_slices = 5;
+    service_->idle_script.calls = 0;
+    service_->idle_script.slices = 5;
     chat->ask(QStringLiteral("A question, then idle time?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 30000);
-    QTRY_COMPARE_WITH_TIMEOUT(service_->idle_calls.load(), 5, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(service_->idle_script.calls.load(), 5, 10000);
     QTest::qWait(50);
-    QCOMPARE(service_->idle_calls.load(), 5);  // it said there was no more
-    service_->idle_slices = -1;  // from now on, always more
+    QCOMPARE(service_->idle_script.calls.load(), 5);  // it said there was no more
+    service_->idle_script.slices = -1;  // from now on, always more
     chat->ask(QStringLiteral("Another?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 30000);
-    QTRY_VERIFY_WITH_TIMEOUT(service_->idle_calls.load() > 20, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(service_->idle_script.calls.load() > 20, 10000);
     chat->ask(QStringLiteral("And one more while it idles?"));
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 3, 30000);
     QCOMPARE(chat->answers().back().answer.question, std::string("And one more while it idles?"));
     QVERIFY(chat->answers().back().error.empty());
-    service_->idle_slices = 0;  // the idle run after it ends at its next slice
+    service_->idle_script.slices = 0;  // the idle run after it ends at its next slice
 }
 
 QTEST_MAIN(TstDesktopCitations)

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "app/desktop/ask_service.h"
+#include "tests/common/scripted_idle.h"
 #include "app/desktop/library_model.h"
 #include "app/desktop/main_window.h"
 #include "core/document/locator.h"
@@ -170,18 +171,8 @@ public:
         return a;
     }
     std::atomic<Effort> last_effort{Effort::Medium};
-    // Idle slices between answers (AskService::idle): counted; the first idle_slices - 1 of a
-    // run report more work; idle_slices < 0: every one does (~2 ms each).
-    bool idle() override {
-        const int n = ++idle_calls;
-        if (idle_slices < 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            return true;
-        }
-        return n < idle_slices;
-    }
-    std::atomic<int> idle_calls{0};
-    std::atomic<int> idle_slices{0};
+    bool idle() override { return idle_script.step(); }  // idle slices between answers, as scripted
+    ScriptedIdle idle_script;
 
 private:
     desktop::ChatAnswer answer_;

@@ -1171,8 +1171,8 @@ void TstSessionDevice::lazyBaseTakesADelta() {
 // Idle time after a lazy restore (the app and serve between questions: WarmContext::fill): the
 // placed blocks come back a slice at a time until none is out, the context unchanged (it answers
 // as an eager restore does); a damaged page found by a fill drops the held session (the next
-// question restores), as does a device that fails there (the session went on on the CPU); a CPU
-// session's is kept, with nothing to fill.
+// question restores), as does a device that fails there (a session stepped after such a failure
+// goes on on the CPU); a CPU session's is kept, with nothing to fill.
 void TstSessionDevice::idleFillBringsThePlacedBlocks() {
     const sl::MsaConfig mc = small_msa();
     const std::vector<int32_t> a = ids(300, n_vocab_, 40), q = ids(20, n_vocab_, 41);
@@ -1208,8 +1208,8 @@ void TstSessionDevice::idleFillBringsThePlacedBlocks() {
     QCOMPARE(r->filled, int64_t{300});
     QCOMPARE(r->fill_calls, (n_layer * 9 - 4 + 6) / 7 + 1);
     QVERIFY(warm.holds());
-    QCOMPARE(warm.fill(7), int64_t{0});  // nothing left: nothing asked of the runner
-    QCOMPARE(r->fill_calls, (n_layer * 9 - 4 + 6) / 7 + 1);
+    QCOMPARE(warm.fill(7), int64_t{0});  // nothing left: none brought, the session kept
+    QVERIFY(warm.holds());
     sl::WarmSession back = warm.take(file, 0);
     QVERIFY(back.session && back.session->on_gpu());
     auto whole = session(true);  // a restore that uploads every position
@@ -1236,9 +1236,15 @@ void TstSessionDevice::idleFillBringsThePlacedBlocks() {
     runner_->places = true;
     f->restore(file);
     runner_->fail_fill = true;
-    QCOMPARE(f->fill_device(8), int64_t{0});
+    QVERIFY_THROWS_EXCEPTION(sl::DeviceError, f->fill_device(8));
+    QVERIFY(f->on_gpu());  // nothing recomputed in idle time: the next step goes on on the CPU
+    f->prefill(q);
     QVERIFY(!f->on_gpu());
-    QCOMPARE(f->tokens(), a);
+    QVERIFY(f->device_reason().find("simulated fill failure") != std::string::npos);
+    std::vector<int32_t> aq = a;
+    aq.insert(aq.end(), q.begin(), q.end());
+    QCOMPARE(f->tokens(), aq);
+    QVERIFY(sl::test::normalized_error(f->last_logits().data(), whole->last_logits().data(), whole->last_logits().size()) < 1e-3);
     auto f2 = session(true);
     runner_->places = true;
     f2->restore(file);
