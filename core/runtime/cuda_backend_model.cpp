@@ -1,5 +1,7 @@
 #include "core/runtime/cuda_backend_model.h"
 
+#include <algorithm>
+#include <mutex>
 #include <string>
 
 #include <unistd.h>
@@ -35,12 +37,36 @@ namespace {
 // kMaxTopK; checked below where the kernels are built).
 constexpr int64_t kDeviceSelectMax = 256;
 
-// Pinned host memory for a KV host tier without a host budget: half the machine's RAM (0 when
-// it cannot be read: a slot for every block, as before).
-[[maybe_unused]] int64_t default_pinned_kv_bytes() {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : 0;
-}
+// Pinned host memory for the KV host tiers of runners without a host budget: half the machine's
+// RAM between them all (an app holds a question's session and the background prefill's), 0 when
+// it cannot be read (a slot for every block, as before). take(want): what a runner may pin of
+// `want` bytes (at least one block's worth comes from the caller's clamp); give(n) when it goes.
+class PinnedKvShare {
+public:
+    static PinnedKvShare& instance() {
+        static PinnedKvShare s;
+        return s;
+    }
+    int64_t total() const { return total_; }
+    int64_t take(int64_t want) {
+        const std::lock_guard lock(mu_);
+        const int64_t n = std::clamp<int64_t>(total_ - used_, 0, want);
+        used_ += n;
+        return n;
+    }
+    void give(int64_t n) {
+        const std::lock_guard lock(mu_);
+        used_ = std::max<int64_t>(0, used_ - n);
+    }
+
+private:
+    PinnedKvShare() {
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        total_ = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : 0;
+    }
+    std::mutex mu_;
+    int64_t total_ = 0, used_ = 0;
+};
 
 // A selection's forced blocks among its top-k (the local block, and the sink).
 int forced_blocks(const MsaConfig& c) { return c.sink ? 2 : 1; }
@@ -172,8 +198,14 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int n_ctx, const MsaCo
         // a host budget, pinned memory (which the host cannot page out) is held to half the RAM:
         // an 8B model's million tokens would pin 128 GiB.
         kc.host_blocks = kc.device_blocks;
-        const int64_t host_cap = host_kv_bytes > 0 ? host_kv_bytes : default_pinned_kv_bytes();
-        if (host_cap > 0) kc.host_blocks = std::clamp<int64_t>(host_cap / pair_bytes, 1, kc.device_blocks);
+        if (host_kv_bytes > 0) {
+            kc.host_blocks = std::clamp<int64_t>(host_kv_bytes / pair_bytes, 1, kc.device_blocks);
+        } else if (PinnedKvShare& share = PinnedKvShare::instance(); share.total() > 0) {
+            const int64_t got = share.take(kc.host_blocks * pair_bytes);
+            m.pinned_share = got;
+            m.release_pinned = [](int64_t n) { PinnedKvShare::instance().give(n); };
+            kc.host_blocks = std::max<int64_t>(1, got / pair_bytes);
+        }
         kc.device_blocks = blocks;
         m.tiered = true;
         m.stamp.assign(static_cast<size_t>(c.n_layer * kc.max_blocks), 0);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -92,6 +93,10 @@ struct CudaLlamaRunner::Impl {
     int n_ctx = 0;
     int64_t n_past = 0;
     int64_t bytes = 0;
+    // The pinned host tier's share of the process-wide default (cuda_backend_model.cpp,
+    // default_pinned_kv_bytes), given back when the runner goes.
+    int64_t pinned_share = 0;
+    std::function<void(int64_t)> release_pinned;
     cudaStream_t stream = nullptr;
     std::vector<std::pair<void*, int64_t>> allocations;  // with their sizes (device_bytes)
     std::map<const void*, DevMatrix> uploaded;  // by host data pointer (tied output shares tok_embd)
@@ -510,6 +515,7 @@ struct CudaLlamaRunner::Impl {
         if (stage) cudaFreeHost(stage);
         if (refill_stage) cudaFreeHost(refill_stage);
         cache.reset();
+        if (release_pinned && pinned_share > 0) release_pinned(pinned_share);
         for (const auto& [p, n] : allocations) cudaFree(p);
         if (stream) cudaStreamDestroy(stream);
     }
